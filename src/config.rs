@@ -1,0 +1,111 @@
+//! Deployment settings, read once from the environment by every function and by `vigil serve`.
+//! A malformed value stops start-up with a clear error.
+
+use std::time::Duration;
+
+use crate::domain::Score;
+
+pub const DEFAULT_TABLE: &str = "vigil";
+pub const DEFAULT_THRESHOLD: f64 = 0.5;
+pub const DEFAULT_RETRY_SCHEDULE: &str = "5s,5m,30m,2h,5h,10h,24h";
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// `VIGIL_TABLE`: the DynamoDB table.
+    pub table: String,
+    /// `VIGIL_WEBHOOK_THRESHOLD`: the overall proxy/VPN score whose crossing triggers a delivery.
+    pub webhook_threshold: Score,
+    /// `VIGIL_WEBHOOK_RETRY_SCHEDULE`: delays between delivery attempts.
+    pub retry_schedule: Vec<Duration>,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq)]
+#[error("{name} is invalid: {reason}")]
+pub struct ConfigError {
+    pub name: &'static str,
+    pub reason: String,
+}
+
+impl Config {
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(|k| std::env::var(k).ok())
+    }
+
+    /// Reads settings through `get`, so tests need not touch the process environment.
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let table = get("VIGIL_TABLE").unwrap_or_else(|| DEFAULT_TABLE.to_owned());
+        if table.is_empty() || table.len() > 255 {
+            return Err(ConfigError { name: "VIGIL_TABLE", reason: "must be 1 to 255 characters".into() });
+        }
+        let webhook_threshold = match get("VIGIL_WEBHOOK_THRESHOLD") {
+            None => Score::new(DEFAULT_THRESHOLD).map_err(|e| ConfigError {
+                name: "VIGIL_WEBHOOK_THRESHOLD",
+                reason: e.to_string(),
+            })?,
+            Some(v) => v
+                .trim()
+                .parse::<f64>()
+                .ok()
+                .and_then(|f| Score::new(f).ok())
+                .ok_or_else(|| ConfigError {
+                    name: "VIGIL_WEBHOOK_THRESHOLD",
+                    reason: format!("{v:?} is not a number from 0 to 1"),
+                })?,
+        };
+        let schedule = get("VIGIL_WEBHOOK_RETRY_SCHEDULE").unwrap_or_else(|| DEFAULT_RETRY_SCHEDULE.to_owned());
+        let retry_schedule = parse_schedule(&schedule).map_err(|reason| ConfigError {
+            name: "VIGIL_WEBHOOK_RETRY_SCHEDULE",
+            reason,
+        })?;
+        Ok(Self { table, webhook_threshold, retry_schedule })
+    }
+}
+
+/// `5s,5m,30m,2h`: comma-separated durations with a unit (ms, s, m, h, d).
+pub fn parse_schedule(s: &str) -> Result<Vec<Duration>, String> {
+    if s.trim().is_empty() {
+        return Ok(Vec::new());
+    }
+    s.split(',')
+        .map(|part| {
+            let part = part.trim();
+            humantime::parse_duration(part).map_err(|e| format!("{part:?}: {e}"))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(pairs: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        Config::from_lookup(|k| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string()))
+    }
+
+    #[test]
+    fn defaults() {
+        let c = cfg(&[]).unwrap();
+        assert_eq!(c.table, "vigil");
+        assert_eq!(c.webhook_threshold.get(), 0.5);
+        assert_eq!(c.retry_schedule.len(), 7);
+        assert_eq!(c.retry_schedule[1], Duration::from_secs(300));
+        assert_eq!(c.retry_schedule[6], Duration::from_secs(24 * 3600));
+    }
+
+    #[test]
+    fn malformed_values_are_named() {
+        assert_eq!(cfg(&[("VIGIL_WEBHOOK_THRESHOLD", "high")]).unwrap_err().name, "VIGIL_WEBHOOK_THRESHOLD");
+        assert_eq!(cfg(&[("VIGIL_WEBHOOK_THRESHOLD", "1.5")]).unwrap_err().name, "VIGIL_WEBHOOK_THRESHOLD");
+        assert_eq!(
+            cfg(&[("VIGIL_WEBHOOK_RETRY_SCHEDULE", "5s,soon")]).unwrap_err().name,
+            "VIGIL_WEBHOOK_RETRY_SCHEDULE"
+        );
+        assert_eq!(cfg(&[("VIGIL_TABLE", "")]).unwrap_err().name, "VIGIL_TABLE");
+    }
+
+    #[test]
+    fn custom_schedule() {
+        let c = cfg(&[("VIGIL_WEBHOOK_RETRY_SCHEDULE", "100ms, 1s")]).unwrap();
+        assert_eq!(c.retry_schedule, vec![Duration::from_millis(100), Duration::from_secs(1)]);
+    }
+}

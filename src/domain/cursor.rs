@@ -1,0 +1,88 @@
+//! Opaque paging cursors for a session's results.
+//!
+//! A cursor names the last result of the page the client has seen, and is bound to the project and
+//! session it was issued for: a cursor that was altered or is presented for another session is
+//! refused rather than silently paging somewhere else.
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use serde::{Deserialize, Serialize};
+
+use super::ids::{ProjectId, SessionId};
+use super::model::ResultPosition;
+use super::time::Timestamp;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("cursor is not valid for this session")]
+pub struct CursorError;
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Wire {
+    v: u8,
+    p: String,
+    s: String,
+    t: i64,
+    q: u64,
+}
+
+pub fn encode(project: &ProjectId, session: &SessionId, at: ResultPosition) -> String {
+    let wire = Wire {
+        v: 1,
+        p: project.as_str().to_owned(),
+        s: session.as_str().to_owned(),
+        t: at.created_at.unix_millis(),
+        q: at.seq,
+    };
+    // Serialising a struct of plain fields cannot fail.
+    let json = serde_json::to_vec(&wire).unwrap_or_default();
+    URL_SAFE_NO_PAD.encode(json)
+}
+
+pub fn decode(
+    cursor: &str,
+    project: &ProjectId,
+    session: &SessionId,
+) -> Result<ResultPosition, CursorError> {
+    if cursor.len() > 1024 {
+        return Err(CursorError);
+    }
+    let bytes = URL_SAFE_NO_PAD.decode(cursor).map_err(|_| CursorError)?;
+    let wire: Wire = serde_json::from_slice(&bytes).map_err(|_| CursorError)?;
+    if wire.v != 1 || wire.p != project.as_str() || wire.s != session.as_str() {
+        return Err(CursorError);
+    }
+    Ok(ResultPosition {
+        created_at: Timestamp::from_unix_millis(wire.t).map_err(|_| CursorError)?,
+        seq: wire.q,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ids() -> (ProjectId, SessionId) {
+        (ProjectId::parse("p1").unwrap(), SessionId::parse("s1").unwrap())
+    }
+
+    #[test]
+    fn round_trips() {
+        let (p, s) = ids();
+        let at = ResultPosition { created_at: "2026-11-21T10:00:00.123Z".parse().unwrap(), seq: 42 };
+        let c = encode(&p, &s, at);
+        assert_eq!(decode(&c, &p, &s), Ok(at));
+    }
+
+    #[test]
+    fn refuses_garbled_forged_and_foreign() {
+        let (p, s) = ids();
+        let at = ResultPosition { created_at: Timestamp::now(), seq: 1 };
+        let other = SessionId::parse("s2").unwrap();
+        let c = encode(&p, &other, at);
+        assert_eq!(decode(&c, &p, &s), Err(CursorError));
+        for bad in ["", "!!!", "abc", &URL_SAFE_NO_PAD.encode("{\"v\":1}"), &"A".repeat(2000)] {
+            assert_eq!(decode(bad, &p, &s), Err(CursorError), "{bad}");
+        }
+    }
+}

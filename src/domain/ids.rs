@@ -1,0 +1,139 @@
+//! Identifier newtypes. Every id that crosses the edge is validated here, so an invalid id cannot
+//! exist past parsing.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Deserializer, Serialize};
+
+/// Longest identifier the contract allows.
+pub const MAX_ID_LEN: usize = 128;
+
+/// Why a string is not an identifier.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum IdError {
+    #[error("must not be empty")]
+    Empty,
+    #[error("must be at most {MAX_ID_LEN} characters")]
+    TooLong,
+    #[error("may only contain letters, digits and _ . : -")]
+    BadChar,
+}
+
+fn check(s: &str) -> Result<(), IdError> {
+    if s.is_empty() {
+        return Err(IdError::Empty);
+    }
+    if s.len() > MAX_ID_LEN {
+        return Err(IdError::TooLong);
+    }
+    if !s
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b':' | b'-'))
+    {
+        return Err(IdError::BadChar);
+    }
+    Ok(())
+}
+
+macro_rules! id_type {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+        #[serde(transparent)]
+        pub struct $name(String);
+
+        impl $name {
+            pub fn parse(s: impl Into<String>) -> Result<Self, IdError> {
+                let s = s.into();
+                check(&s)?;
+                Ok(Self(s))
+            }
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = IdError;
+            fn from_str(s: &str) -> Result<Self, IdError> {
+                Self::parse(s)
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let s = String::deserialize(d)?;
+                Self::parse(s).map_err(serde::de::Error::custom)
+            }
+        }
+    };
+}
+
+id_type!(
+    /// A customer account (owner of API keys, projects and a plan).
+    AccountId
+);
+id_type!(
+    /// A project of an account.
+    ProjectId
+);
+id_type!(
+    /// A visitor session within a project.
+    SessionId
+);
+id_type!(
+    /// A webhook of a project.
+    WebhookId
+);
+id_type!(
+    /// A plan identifier.
+    PlanId
+);
+
+impl WebhookId {
+    /// A fresh, unique, opaque webhook id: time-ordered so that ids sort by creation.
+    pub fn generate() -> Self {
+        Self(format!("wh_{}", super::token::time_ordered_token()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accepts_the_allowed_alphabet() {
+        assert!(ProjectId::parse("prj_1.a:b-C").is_ok());
+        assert!(SessionId::parse("x".repeat(128)).is_ok());
+    }
+
+    #[test]
+    fn rejects_empty_long_and_odd_characters() {
+        assert_eq!(ProjectId::parse(""), Err(IdError::Empty));
+        assert_eq!(ProjectId::parse("x".repeat(129)), Err(IdError::TooLong));
+        for bad in ["a/b", "a b", "a%2F", "é", "a#b", "a\0"] {
+            assert_eq!(ProjectId::parse(bad), Err(IdError::BadChar), "{bad}");
+        }
+    }
+
+    #[test]
+    fn deserialize_validates() {
+        assert!(serde_json::from_str::<ProjectId>("\"ok\"").is_ok());
+        assert!(serde_json::from_str::<ProjectId>("\"no/slash\"").is_err());
+    }
+
+    #[test]
+    fn generated_webhook_ids_are_valid_and_unique() {
+        let a = WebhookId::generate();
+        let b = WebhookId::generate();
+        assert_ne!(a, b);
+        assert!(WebhookId::parse(a.as_str()).is_ok());
+    }
+}

@@ -1,0 +1,16 @@
+//! The domain: validated values and the rules of the service, free of HTTP and storage concerns.
+
+pub mod cursor;
+pub mod ids;
+pub mod model;
+pub mod net;
+pub mod score;
+pub mod time;
+pub mod token;
+pub mod webhook;
+
+pub use ids::{AccountId, IdError, PlanId, ProjectId, SessionId, WebhookId};
+pub use model::{Account, CheckResult, NewResult, Plan, PlanStatus, Project, ResultPosition, SessionScore};
+pub use score::Score;
+pub use time::Timestamp;
+pub use webhook::{UrlPolicy, Webhook, WebhookType, WebhookUrl};

@@ -1,0 +1,116 @@
+//! Timestamps: UTC, millisecond precision, always written as `2026-11-21T10:00:00.123Z`.
+//!
+//! The fixed-width text form sorts lexicographically in time order, which the stores rely on for
+//! their sort keys.
+
+use std::fmt;
+use std::str::FromStr;
+
+use chrono::{DateTime, Datelike, SubsecRound, Utc};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Timestamp(DateTime<Utc>);
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TimestampError {
+    #[error("must be an RFC 3339 date-time such as 2026-11-21T10:00:00.000Z")]
+    Format,
+    #[error("must be between the years 1970 and 9999")]
+    Range,
+}
+
+impl Timestamp {
+    pub fn now() -> Self {
+        Self(Utc::now().trunc_subsecs(3))
+    }
+
+    pub fn from_datetime(dt: DateTime<Utc>) -> Result<Self, TimestampError> {
+        if !(1970..=9999).contains(&dt.year()) {
+            return Err(TimestampError::Range);
+        }
+        Ok(Self(dt.trunc_subsecs(3)))
+    }
+
+    pub fn from_unix_millis(ms: i64) -> Result<Self, TimestampError> {
+        DateTime::from_timestamp_millis(ms)
+            .ok_or(TimestampError::Range)
+            .and_then(Self::from_datetime)
+    }
+
+    pub fn unix_millis(self) -> i64 {
+        self.0.timestamp_millis()
+    }
+
+    pub fn unix_seconds(self) -> i64 {
+        self.0.timestamp()
+    }
+
+    pub fn datetime(self) -> DateTime<Utc> {
+        self.0
+    }
+}
+
+impl FromStr for Timestamp {
+    type Err = TimestampError;
+    fn from_str(s: &str) -> Result<Self, TimestampError> {
+        let dt = DateTime::parse_from_rfc3339(s).map_err(|_| TimestampError::Format)?;
+        Self::from_datetime(dt.with_timezone(&Utc))
+    }
+}
+
+impl fmt::Display for Timestamp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0.format("%Y-%m-%dT%H:%M:%S%.3fZ"))
+    }
+}
+
+impl Serialize for Timestamp {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Timestamp {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_with_millis_and_z() {
+        let t: Timestamp = "2026-11-21T10:00:00Z".parse().unwrap();
+        assert_eq!(t.to_string(), "2026-11-21T10:00:00.000Z");
+        let t: Timestamp = "2026-11-21T12:00:00.123456+02:00".parse().unwrap();
+        assert_eq!(t.to_string(), "2026-11-21T10:00:00.123Z");
+    }
+
+    #[test]
+    fn rejects_garbage_and_out_of_range() {
+        assert_eq!("yesterday".parse::<Timestamp>(), Err(TimestampError::Format));
+        assert_eq!("2026-11-21".parse::<Timestamp>(), Err(TimestampError::Format));
+        assert_eq!(
+            "1969-12-31T23:59:59Z".parse::<Timestamp>(),
+            Err(TimestampError::Range)
+        );
+    }
+
+    #[test]
+    fn text_order_is_time_order() {
+        let a: Timestamp = "2026-01-02T03:04:05.006Z".parse().unwrap();
+        let b: Timestamp = "2026-01-02T03:04:05.060Z".parse().unwrap();
+        assert!(a < b);
+        assert!(a.to_string() < b.to_string());
+    }
+
+    #[test]
+    fn unix_millis_round_trip() {
+        let t = Timestamp::now();
+        assert_eq!(Timestamp::from_unix_millis(t.unix_millis()), Ok(t));
+    }
+}

@@ -1,0 +1,66 @@
+//! Random tokens: webhook ids and developer API keys.
+
+use rand::RngCore;
+use sha2::{Digest, Sha256};
+
+const ALPHABET: &[u8; 62] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+
+/// Base62 of `n` random bytes from the OS generator.
+pub fn random_base62(n: usize) -> String {
+    let mut bytes = vec![0u8; n];
+    rand::rng().fill_bytes(&mut bytes);
+    // Rejection-free mapping is slightly biased for 256 % 62; irrelevant at 190+ bits of entropy.
+    bytes
+        .iter()
+        .map(|b| ALPHABET[(*b as usize) % ALPHABET.len()] as char)
+        .collect()
+}
+
+/// Milliseconds since the epoch as 12 fixed-width hex digits, then randomness: sorts by
+/// creation time and never collides in practice.
+pub fn time_ordered_token() -> String {
+    let ms = chrono::Utc::now().timestamp_millis().max(0) as u64;
+    format!("{ms:012x}{}", random_base62(12))
+}
+
+/// Prefix every developer key carries, so leaked keys are recognisable by secret scanners.
+pub const API_KEY_PREFIX: &str = "vgl_";
+
+/// A new developer key: prefix plus 32 base62 characters (about 190 bits).
+pub fn new_api_key() -> String {
+    format!("{API_KEY_PREFIX}live_{}", random_base62(32))
+}
+
+/// What is stored for a key: its SHA-256 in lowercase hex. The key itself is never stored.
+pub fn hash_api_key(key: &str) -> String {
+    hex::encode(Sha256::digest(key.as_bytes()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn api_keys_are_prefixed_and_random() {
+        let a = new_api_key();
+        assert!(a.starts_with("vgl_live_"));
+        assert_eq!(a.len(), "vgl_live_".len() + 32);
+        assert_ne!(a, new_api_key());
+    }
+
+    #[test]
+    fn hash_is_sha256_hex() {
+        assert_eq!(
+            hash_api_key("abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
+
+    #[test]
+    fn time_ordered_tokens_sort_by_time() {
+        let a = time_ordered_token();
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        let b = time_ordered_token();
+        assert!(a < b);
+    }
+}

@@ -1,0 +1,204 @@
+//! Webhook registration rules: the type, the target URL and what may be created.
+
+use std::fmt;
+use std::net::IpAddr;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use url::{Host, Url};
+
+use super::ids::WebhookId;
+use super::net;
+use super::time::Timestamp;
+
+/// Longest webhook URL accepted.
+pub const MAX_URL_LEN: usize = 2048;
+/// Most webhooks one project may have.
+pub const MAX_WEBHOOKS_PER_PROJECT: usize = 10;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum WebhookType {
+    #[serde(rename = "proxy_vpn_detect")]
+    ProxyVpnDetect,
+}
+
+impl WebhookType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WebhookType::ProxyVpnDetect => "proxy_vpn_detect",
+        }
+    }
+}
+
+/// Which targets are acceptable. Production allows only public https hosts; development may add
+/// plain-http loopback receivers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct UrlPolicy {
+    pub allow_loopback: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UrlError {
+    #[error("url must be at most {MAX_URL_LEN} characters")]
+    TooLong,
+    #[error("url must be an absolute URL")]
+    Invalid,
+    #[error("url must use https")]
+    NotHttps,
+    #[error("url must not contain a user name or password")]
+    Credentials,
+    #[error("url must point to a public host")]
+    ForbiddenHost,
+}
+
+/// A validated webhook target. Kept in the URL standard's normalised form, which is what is stored,
+/// listed and compared for duplicates.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct WebhookUrl(Url);
+
+impl WebhookUrl {
+    pub fn parse(s: &str, policy: UrlPolicy) -> Result<Self, UrlError> {
+        if s.len() > MAX_URL_LEN {
+            return Err(UrlError::TooLong);
+        }
+        let url = Url::parse(s).map_err(|_| UrlError::Invalid)?;
+        if !url.username().is_empty() || url.password().is_some() {
+            return Err(UrlError::Credentials);
+        }
+        let loopback = match url.host() {
+            None => return Err(UrlError::Invalid),
+            Some(Host::Domain(d)) => {
+                let d = d.trim_end_matches('.');
+                let is_local = d.eq_ignore_ascii_case("localhost") || d.to_ascii_lowercase().ends_with(".localhost");
+                if is_local && !policy.allow_loopback {
+                    return Err(UrlError::ForbiddenHost);
+                }
+                is_local
+            }
+            Some(Host::Ipv4(v4)) => check_ip(IpAddr::V4(v4), policy)?,
+            Some(Host::Ipv6(v6)) => check_ip(IpAddr::V6(v6), policy)?,
+        };
+        match url.scheme() {
+            "https" => {}
+            "http" if loopback && policy.allow_loopback => {}
+            _ => return Err(UrlError::NotHttps),
+        }
+        if url.as_str().len() > MAX_URL_LEN {
+            return Err(UrlError::TooLong);
+        }
+        Ok(Self(url))
+    }
+
+    pub fn as_str(&self) -> &str {
+        self.0.as_str()
+    }
+
+    pub fn url(&self) -> &Url {
+        &self.0
+    }
+}
+
+/// Returns whether the address is a (permitted) loopback address, or the refusal.
+fn check_ip(ip: IpAddr, policy: UrlPolicy) -> Result<bool, UrlError> {
+    if policy.allow_loopback && net::is_loopback(ip) {
+        return Ok(true);
+    }
+    if net::is_blocked(ip) {
+        return Err(UrlError::ForbiddenHost);
+    }
+    Ok(false)
+}
+
+impl fmt::Display for WebhookUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for WebhookUrl {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+/// Stored URLs were validated when created, possibly by a development server that allowed loopback
+/// targets; delivery re-checks every address anyway.
+impl<'de> Deserialize<'de> for WebhookUrl {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        WebhookUrl::parse(&s, UrlPolicy { allow_loopback: true }).map_err(serde::de::Error::custom)
+    }
+}
+
+/// A registered webhook.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Webhook {
+    pub id: WebhookId,
+    #[serde(rename = "type")]
+    pub kind: WebhookType,
+    pub url: WebhookUrl,
+    pub created_at: Timestamp,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const STRICT: UrlPolicy = UrlPolicy { allow_loopback: false };
+    const DEV: UrlPolicy = UrlPolicy { allow_loopback: true };
+
+    #[test]
+    fn accepts_public_https() {
+        let u = WebhookUrl::parse("https://Hooks.Example.com/vigil?x=1", STRICT).unwrap();
+        assert_eq!(u.as_str(), "https://hooks.example.com/vigil?x=1");
+        assert!(WebhookUrl::parse("https://8.8.8.8/", STRICT).is_ok());
+        assert!(WebhookUrl::parse("https://[2606:4700::1111]/", STRICT).is_ok());
+    }
+
+    #[test]
+    fn rejects_non_https_and_relative() {
+        assert_eq!(WebhookUrl::parse("http://example.com/", STRICT), Err(UrlError::NotHttps));
+        assert_eq!(WebhookUrl::parse("ftp://example.com/", STRICT), Err(UrlError::NotHttps));
+        assert_eq!(WebhookUrl::parse("/relative", STRICT), Err(UrlError::Invalid));
+        assert_eq!(WebhookUrl::parse("not a url", STRICT), Err(UrlError::Invalid));
+        assert_eq!(WebhookUrl::parse("mailto:a@example.com", STRICT), Err(UrlError::Invalid));
+    }
+
+    #[test]
+    fn rejects_credentials_and_length() {
+        assert_eq!(WebhookUrl::parse("https://u:p@example.com/", STRICT), Err(UrlError::Credentials));
+        assert_eq!(WebhookUrl::parse("https://u@example.com/", STRICT), Err(UrlError::Credentials));
+        let long = format!("https://example.com/{}", "a".repeat(MAX_URL_LEN));
+        assert_eq!(WebhookUrl::parse(&long, STRICT), Err(UrlError::TooLong));
+    }
+
+    #[test]
+    fn rejects_internal_hosts_in_every_spelling() {
+        for s in [
+            "https://localhost/", "https://LOCALHOST./", "https://api.localhost/",
+            "https://127.0.0.1/", "https://2130706433/", "https://0x7f000001/", "https://0177.0.0.1/",
+            "https://0x7f.1/", "https://127.1/", "https://10.0.0.1/", "https://012.0.0.1/",
+            "https://192.168.0.1/", "https://169.254.169.254/latest", "https://100.64.0.1/",
+            "https://0.0.0.0/", "https://[::1]/", "https://[::ffff:127.0.0.1]/",
+            "https://[::ffff:a00:1]/", "https://[fe80::1]/", "https://[fd00::1]/",
+            "https://[64:ff9b::a00:1]/", "https://224.0.0.1/", "https://[ff02::1]/",
+        ] {
+            assert_eq!(WebhookUrl::parse(s, STRICT), Err(UrlError::ForbiddenHost), "{s}");
+        }
+    }
+
+    #[test]
+    fn development_policy_allows_loopback_http_only() {
+        assert!(WebhookUrl::parse("http://127.0.0.1:9000/hook", DEV).is_ok());
+        assert!(WebhookUrl::parse("http://localhost:9000/hook", DEV).is_ok());
+        assert!(WebhookUrl::parse("http://[::1]:9000/hook", DEV).is_ok());
+        assert_eq!(WebhookUrl::parse("http://example.com/", DEV), Err(UrlError::NotHttps));
+        assert_eq!(WebhookUrl::parse("https://10.0.0.1/", DEV), Err(UrlError::ForbiddenHost));
+    }
+
+    #[test]
+    fn webhook_type_wire_name() {
+        assert_eq!(serde_json::to_string(&WebhookType::ProxyVpnDetect).unwrap(), "\"proxy_vpn_detect\"");
+        assert!(serde_json::from_str::<WebhookType>("\"bot_detect\"").is_err());
+    }
+}

@@ -1,0 +1,140 @@
+//! The one place where failures become `{"message"}` responses. Internal detail is logged here and
+//! never sent.
+
+use std::borrow::Cow;
+
+use http::{HeaderValue, StatusCode, header};
+use lambda_http::{Body, Response};
+
+use crate::service::ServiceError;
+use crate::store::StoreError;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ApiError {
+    BadRequest(Cow<'static, str>),
+    Unauthorized,
+    NotFound(&'static str),
+    /// Carries the `Allow` header value.
+    MethodNotAllowed(String),
+    Conflict(&'static str),
+    PayloadTooLarge,
+    UnsupportedMediaType,
+    /// Storage throttled after retries: the client should retry later.
+    Unavailable,
+    Internal,
+}
+
+impl ApiError {
+    pub fn bad_request(msg: impl Into<Cow<'static, str>>) -> Self {
+        ApiError::BadRequest(msg.into())
+    }
+
+    pub fn status(&self) -> StatusCode {
+        match self {
+            ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
+            ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::Conflict(_) => StatusCode::CONFLICT,
+            ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ApiError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    pub fn message(&self) -> &str {
+        match self {
+            ApiError::BadRequest(m) => m,
+            ApiError::Unauthorized => "Unauthorized",
+            ApiError::NotFound(m) | ApiError::Conflict(m) => m,
+            ApiError::MethodNotAllowed(_) => "Method not allowed",
+            ApiError::PayloadTooLarge => "Request body is too large",
+            ApiError::UnsupportedMediaType => "Content-Type must be application/json",
+            ApiError::Unavailable => "Service temporarily unavailable, retry later",
+            ApiError::Internal => "Internal server error",
+        }
+    }
+
+    pub fn into_response(self) -> Response<Body> {
+        let body = serde_json::json!({ "message": self.message() }).to_string();
+        let mut res = super::json_response(self.status(), body);
+        match &self {
+            ApiError::MethodNotAllowed(allow) => {
+                if let Ok(v) = HeaderValue::from_str(allow) {
+                    res.headers_mut().insert(header::ALLOW, v);
+                }
+            }
+            ApiError::Unavailable => {
+                res.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            }
+            _ => {}
+        }
+        res
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::Throttled(detail) => {
+                tracing::warn!(error = %detail, "storage throttled");
+                ApiError::Unavailable
+            }
+            other => {
+                tracing::error!(error = %other, "storage failure");
+                ApiError::Internal
+            }
+        }
+    }
+}
+
+impl From<ServiceError> for ApiError {
+    fn from(e: ServiceError) -> Self {
+        match e {
+            ServiceError::Unauthorized => ApiError::Unauthorized,
+            ServiceError::ProjectNotFound => ApiError::NotFound("Project not found"),
+            ServiceError::SessionNotFound => ApiError::NotFound("Session not found"),
+            ServiceError::WebhookNotFound => ApiError::NotFound("Webhook not found"),
+            ServiceError::WebhookDuplicate => {
+                ApiError::Conflict("A webhook with this type and url already exists on the project")
+            }
+            ServiceError::WebhookLimit => {
+                ApiError::Conflict("The project already has the maximum of 10 webhooks")
+            }
+            ServiceError::Store(e) => e.into(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn internal_details_never_reach_the_body() {
+        let e: ApiError = ServiceError::Store(StoreError::Backend(
+            "GetItem: ResourceNotFoundException: table vigil-prod".into(),
+        ))
+        .into();
+        let res = e.into_response();
+        assert_eq!(res.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        let body = std::str::from_utf8(res.body().as_ref()).unwrap().to_owned();
+        assert_eq!(body, r#"{"message":"Internal server error"}"#);
+    }
+
+    #[test]
+    fn throttling_is_503_with_retry_after() {
+        let res = ApiError::from(StoreError::Throttled("x".into())).into_response();
+        assert_eq!(res.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(res.headers()[header::RETRY_AFTER], "1");
+    }
+
+    #[test]
+    fn method_not_allowed_has_allow() {
+        let res = ApiError::MethodNotAllowed("GET, POST".into()).into_response();
+        assert_eq!(res.status(), StatusCode::METHOD_NOT_ALLOWED);
+        assert_eq!(res.headers()[header::ALLOW], "GET, POST");
+        assert_eq!(res.headers()[header::CONTENT_TYPE], "application/json");
+    }
+}

@@ -1,0 +1,136 @@
+//! The route table: one list that the local server, the Lambda fallback (404/405) and the SAM
+//! template's paths all agree with.
+
+use http::Method;
+
+/// Every route of the interface (and its extensions).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Route {
+    ListResults,
+    SessionScore,
+    GetPlan,
+    GetProject,
+    CreateWebhook,
+    ListWebhooks,
+    DeleteWebhook,
+}
+
+/// Paths are relative to the `/v1` base, with `{name}` parameters.
+pub const ROUTES: &[(Method, &str, Route)] = &[
+    (Method::GET, "/results/{projectId}/{sessionId}", Route::ListResults),
+    (Method::GET, "/results/{projectId}/{sessionId}/general", Route::SessionScore),
+    (Method::GET, "/plan", Route::GetPlan),
+    (Method::GET, "/projects/{projectId}", Route::GetProject),
+    (Method::POST, "/projects/{projectId}/webhooks", Route::CreateWebhook),
+    (Method::GET, "/projects/{projectId}/webhooks", Route::ListWebhooks),
+    (Method::DELETE, "/projects/{projectId}/webhooks/{webhookId}", Route::DeleteWebhook),
+];
+
+/// The base path every route sits under.
+pub const BASE: &str = "/v1";
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resolved {
+    Found(Route, Vec<(String, String)>),
+    NotFound,
+    /// The path exists with other methods: the `Allow` header value.
+    MethodNotAllowed(String),
+}
+
+pub struct Router {
+    inner: matchit::Router<Vec<(Method, Route)>>,
+}
+
+impl Default for Router {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Router {
+    pub fn new() -> Self {
+        let mut by_path: Vec<(&str, Vec<(Method, Route)>)> = Vec::new();
+        for (m, p, r) in ROUTES {
+            match by_path.iter_mut().find(|(q, _)| q == p) {
+                Some((_, v)) => v.push((m.clone(), *r)),
+                None => by_path.push((p, vec![(m.clone(), *r)])),
+            }
+        }
+        let mut inner = matchit::Router::new();
+        for (p, v) in by_path {
+            // The table above is static and conflict-free; a test proves it.
+            let _ = inner.insert(p, v);
+        }
+        Self { inner }
+    }
+
+    /// Resolves a path relative to the base (`/plan`, not `/v1/plan`).
+    pub fn resolve(&self, method: &Method, path: &str) -> Resolved {
+        let Ok(m) = self.inner.at(path) else {
+            return Resolved::NotFound;
+        };
+        match m.value.iter().find(|(meth, _)| meth == method) {
+            Some((_, route)) => Resolved::Found(
+                *route,
+                m.params.iter().map(|(k, v)| (k.to_owned(), v.to_owned())).collect(),
+            ),
+            None => Resolved::MethodNotAllowed(
+                m.value.iter().map(|(meth, _)| meth.as_str()).collect::<Vec<_>>().join(", "),
+            ),
+        }
+    }
+
+    /// Resolves a full path, which must start with the `/v1` base.
+    pub fn resolve_full(&self, method: &Method, path: &str) -> Resolved {
+        match path.strip_prefix(BASE) {
+            Some(rest) if rest.starts_with('/') => self.resolve(method, rest),
+            _ => Resolved::NotFound,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_route_resolves_to_itself() {
+        let router = Router::new();
+        for (m, p, r) in ROUTES {
+            let concrete = p.replace("{projectId}", "p").replace("{sessionId}", "s").replace("{webhookId}", "w");
+            match router.resolve(m, &concrete) {
+                Resolved::Found(found, _) => assert_eq!(found, *r, "{p}"),
+                other => panic!("{p}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn params_are_extracted() {
+        let r = Router::new();
+        assert_eq!(
+            r.resolve_full(&Method::GET, "/v1/results/prj_1/sess_1/general"),
+            Resolved::Found(
+                Route::SessionScore,
+                vec![("projectId".into(), "prj_1".into()), ("sessionId".into(), "sess_1".into())]
+            )
+        );
+    }
+
+    #[test]
+    fn unknown_paths_and_methods() {
+        let r = Router::new();
+        assert_eq!(r.resolve_full(&Method::GET, "/v1/nope"), Resolved::NotFound);
+        assert_eq!(r.resolve_full(&Method::GET, "/plan"), Resolved::NotFound);
+        assert_eq!(r.resolve_full(&Method::GET, "/v1plan"), Resolved::NotFound);
+        assert_eq!(r.resolve_full(&Method::GET, "/v1/results/p"), Resolved::NotFound);
+        assert_eq!(
+            r.resolve_full(&Method::PUT, "/v1/projects/p/webhooks"),
+            Resolved::MethodNotAllowed("POST, GET".into())
+        );
+        assert_eq!(
+            r.resolve_full(&Method::POST, "/v1/plan"),
+            Resolved::MethodNotAllowed("GET".into())
+        );
+    }
+}

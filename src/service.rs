@@ -1,0 +1,175 @@
+//! The service's decisions: who may see what, and what each operation means. Handlers parse and
+//! answer; this layer decides; stores persist.
+
+use quick_cache::sync::Cache;
+
+use crate::domain::token::hash_api_key;
+use crate::domain::webhook::{UrlPolicy, WebhookType, WebhookUrl};
+use crate::domain::{
+    AccountId, NewResult, Plan, Project, ProjectId, ResultPosition, SessionId, SessionScore,
+    Timestamp, Webhook, WebhookId,
+};
+use crate::store::{
+    AccountStore, KeyStore, ProjectStore, ResultPage, ResultStore, StoreError, WebhookInsert,
+    WebhookStore,
+};
+
+/// How many project owners a warm instance remembers. Ownership never changes, so entries never go
+/// stale; the bound only caps memory.
+const OWNER_CACHE_SIZE: usize = 10_000;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceError {
+    #[error("not authenticated")]
+    Unauthorized,
+    #[error("project not found")]
+    ProjectNotFound,
+    #[error("session not found")]
+    SessionNotFound,
+    #[error("webhook not found")]
+    WebhookNotFound,
+    #[error("the project already has this webhook")]
+    WebhookDuplicate,
+    #[error("the project has the most webhooks allowed")]
+    WebhookLimit,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+pub type ServiceResult<T> = Result<T, ServiceError>;
+
+/// The service over a store `S`. Built once per process (per Lambda cold start).
+pub struct Vigil<S> {
+    store: S,
+    owners: Cache<ProjectId, AccountId>,
+    url_policy: UrlPolicy,
+}
+
+impl<S> Vigil<S> {
+    pub fn new(store: S, url_policy: UrlPolicy) -> Self {
+        Self { store, owners: Cache::new(OWNER_CACHE_SIZE), url_policy }
+    }
+
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
+    pub fn url_policy(&self) -> UrlPolicy {
+        self.url_policy
+    }
+}
+
+impl<S: KeyStore> Vigil<S> {
+    /// The account that owns a developer key. Only the key's hash is looked up.
+    pub async fn authenticate(&self, key: &str) -> ServiceResult<AccountId> {
+        self.store
+            .key_account(&hash_api_key(key))
+            .await?
+            .ok_or(ServiceError::Unauthorized)
+    }
+}
+
+impl<S: ProjectStore> Vigil<S> {
+    /// Succeeds when `project` exists and belongs to `account`. Another account's project is
+    /// indistinguishable from a missing one. Positive answers are cached.
+    pub async fn check_owner(&self, account: &AccountId, project: &ProjectId) -> ServiceResult<()> {
+        if let Some(owner) = self.owners.get(project) {
+            return if &owner == account { Ok(()) } else { Err(ServiceError::ProjectNotFound) };
+        }
+        let p = self.project(account, project).await?;
+        self.owners.insert(p.id, p.account_id);
+        Ok(())
+    }
+
+    pub async fn project(&self, account: &AccountId, project: &ProjectId) -> ServiceResult<Project> {
+        match self.store.project(project).await? {
+            Some(p) if &p.account_id == account => Ok(p),
+            _ => Err(ServiceError::ProjectNotFound),
+        }
+    }
+}
+
+impl<S: AccountStore> Vigil<S> {
+    pub async fn plan(&self, account: &AccountId) -> ServiceResult<Plan> {
+        // A key whose account is gone authenticates nothing.
+        let account = self.store.account(account).await?.ok_or(ServiceError::Unauthorized)?;
+        Ok(account.plan)
+    }
+}
+
+impl<S: ProjectStore + ResultStore> Vigil<S> {
+    pub async fn results(
+        &self,
+        account: &AccountId,
+        project: &ProjectId,
+        session: &SessionId,
+        limit: usize,
+        after: Option<ResultPosition>,
+    ) -> ServiceResult<ResultPage> {
+        self.check_owner(account, project).await?;
+        Ok(self.store.results(project, session, limit, after).await?)
+    }
+
+    pub async fn session_score(
+        &self,
+        account: &AccountId,
+        project: &ProjectId,
+        session: &SessionId,
+    ) -> ServiceResult<SessionScore> {
+        self.check_owner(account, project).await?;
+        self.store
+            .session_score(project, session)
+            .await?
+            .ok_or(ServiceError::SessionNotFound)
+    }
+
+    /// Records a result of an existing project (the command line and seeding use this).
+    pub async fn add_result(&self, result: &NewResult) -> ServiceResult<ResultPosition> {
+        if self.store.project(&result.project_id).await?.is_none() {
+            return Err(ServiceError::ProjectNotFound);
+        }
+        Ok(self.store.add_result(result).await?)
+    }
+}
+
+impl<S: ProjectStore + WebhookStore> Vigil<S> {
+    pub async fn create_webhook(
+        &self,
+        account: &AccountId,
+        project: &ProjectId,
+        kind: WebhookType,
+        url: WebhookUrl,
+    ) -> ServiceResult<Webhook> {
+        self.check_owner(account, project).await?;
+        let webhook = Webhook { id: WebhookId::generate(), kind, url, created_at: Timestamp::now() };
+        self.insert_webhook(project, webhook).await
+    }
+
+    /// Stores a fully formed webhook (seeding keeps the ids of its file).
+    pub async fn insert_webhook(&self, project: &ProjectId, webhook: Webhook) -> ServiceResult<Webhook> {
+        match self.store.insert_webhook(project, &webhook).await? {
+            WebhookInsert::Created => Ok(webhook),
+            WebhookInsert::Duplicate => Err(ServiceError::WebhookDuplicate),
+            WebhookInsert::LimitReached => Err(ServiceError::WebhookLimit),
+        }
+    }
+
+    pub async fn webhooks(&self, account: &AccountId, project: &ProjectId) -> ServiceResult<Vec<Webhook>> {
+        self.check_owner(account, project).await?;
+        Ok(self.store.webhooks(project).await?)
+    }
+
+    pub async fn delete_webhook(
+        &self,
+        account: &AccountId,
+        project: &ProjectId,
+        webhook: &WebhookId,
+    ) -> ServiceResult<()> {
+        self.check_owner(account, project).await?;
+        if self.store.delete_webhook(project, webhook).await? {
+            Ok(())
+        } else {
+            Err(ServiceError::WebhookNotFound)
+        }
+    }
+}

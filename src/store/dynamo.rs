@@ -1,0 +1,489 @@
+//! The DynamoDB store: one table, `pk`/`sk` string keys, items as in [`super::items`], mapped with
+//! `serde_dynamo`. Conditional transactions keep the session summary and the webhook limits correct
+//! under concurrent writers.
+
+use std::collections::HashMap;
+use std::fmt::Debug;
+use std::time::Duration;
+
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+use aws_sdk_dynamodb::types::{
+    AttributeDefinition, AttributeValue, BillingMode, Delete, KeySchemaElement, KeyType, Put,
+    ScalarAttributeType, StreamSpecification, StreamViewType, TransactWriteItem, Update,
+};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::items::*;
+use super::{
+    AccountStore, AdminStore, KeyStore, ProjectStore, ResultPage, ResultStore, StoreError,
+    WebhookInsert, WebhookStore,
+};
+use crate::domain::webhook::MAX_WEBHOOKS_PER_PROJECT;
+use crate::domain::{
+    Account, AccountId, NewResult, Project, ProjectId, ResultPosition, SessionId, SessionScore,
+    Webhook, WebhookId,
+};
+
+type Item = HashMap<String, AttributeValue>;
+
+/// Optimistic writes retried this many times under contention before giving up.
+const MAX_WRITE_ATTEMPTS: u32 = 12;
+
+#[derive(Clone, Debug)]
+pub struct DynamoStore {
+    client: Client,
+    table: String,
+}
+
+/// The SDK configuration: region, credentials and endpoint (`AWS_ENDPOINT_URL`) from the
+/// environment, over a rustls/ring HTTPS client (smaller and faster to build than aws-lc).
+pub async fn sdk_config() -> aws_config::SdkConfig {
+    let http = aws_smithy_http_client::Builder::new()
+        .tls_provider(aws_smithy_http_client::tls::Provider::Rustls(
+            aws_smithy_http_client::tls::rustls_provider::CryptoMode::Ring,
+        ))
+        .build_https();
+    aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .http_client(http)
+        .load()
+        .await
+}
+
+fn s(v: impl Into<String>) -> AttributeValue {
+    AttributeValue::S(v.into())
+}
+
+fn n(v: impl ToString) -> AttributeValue {
+    AttributeValue::N(v.to_string())
+}
+
+fn key(pk: impl Into<String>, sk: impl Into<String>) -> Item {
+    HashMap::from([(PK.to_owned(), s(pk)), (SK.to_owned(), s(sk))])
+}
+
+fn corrupt(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Corrupt(e.to_string())
+}
+
+fn to_item<T: Serialize>(v: &T) -> Result<Item, StoreError> {
+    serde_dynamo::to_item(v).map_err(corrupt)
+}
+
+fn from_item<T: DeserializeOwned>(item: Item) -> Result<T, StoreError> {
+    serde_dynamo::from_item(item).map_err(corrupt)
+}
+
+const THROTTLE_CODES: &[&str] = &[
+    "ThrottlingException",
+    "ProvisionedThroughputExceededException",
+    "RequestLimitExceeded",
+];
+
+/// Classifies an SDK error; the full context goes into the (logged) message only.
+fn sdk_error<E, R>(op: &str, e: SdkError<E, R>) -> StoreError
+where
+    E: ProvideErrorMetadata + std::error::Error + 'static,
+    R: Debug,
+{
+    let msg = format!("{op}: {}", DisplayErrorContext(&e));
+    match e.code() {
+        Some(c) if THROTTLE_CODES.contains(&c) => StoreError::Throttled(msg),
+        _ => StoreError::Backend(msg),
+    }
+}
+
+/// Which items of a cancelled transaction failed their condition, or None when it failed for
+/// another reason (conflict with a concurrent transaction: worth retrying).
+enum TxOutcome {
+    Done,
+    ConditionFailed(Vec<bool>),
+    Conflict,
+}
+
+fn build<T, E: std::fmt::Display>(r: Result<T, E>) -> Result<T, StoreError> {
+    r.map_err(|e| StoreError::Backend(format!("building request: {e}")))
+}
+
+fn backoff(attempt: u32) -> Duration {
+    let base = 5u64 << attempt.min(6);
+    Duration::from_millis(base + rand::random_range(0..base))
+}
+
+impl DynamoStore {
+    pub fn new(client: Client, table: impl Into<String>) -> Self {
+        Self { client, table: table.into() }
+    }
+
+    /// A store on the table, configured from the environment.
+    pub async fn from_env(table: impl Into<String>) -> Self {
+        Self::new(Client::new(&sdk_config().await), table)
+    }
+
+    pub fn table(&self) -> &str {
+        &self.table
+    }
+
+    /// Opens the TLS connection and resolves credentials during init, so the first request of a
+    /// cold start does not pay for them. A point read of a key that never exists.
+    pub async fn warm(&self) {
+        if let Err(e) = self.get::<serde_json::Value>("WARMUP", "WARMUP", false).await {
+            tracing::warn!(error = %e, "warming the DynamoDB connection failed");
+        }
+    }
+
+    async fn get<T: DeserializeOwned>(
+        &self,
+        pk: &str,
+        sk: &str,
+        consistent: bool,
+    ) -> Result<Option<T>, StoreError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .set_key(Some(key(pk, sk)))
+            .consistent_read(consistent)
+            .send()
+            .await
+            .map_err(|e| sdk_error("GetItem", e))?;
+        out.item.map(from_item).transpose()
+    }
+
+    async fn put_plain<T: Serialize>(&self, item: &T) -> Result<(), StoreError> {
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(to_item(item)?))
+            .send()
+            .await
+            .map_err(|e| sdk_error("PutItem", e))?;
+        Ok(())
+    }
+
+    fn put(&self, item: Item, condition: &str) -> Result<TransactWriteItem, StoreError> {
+        let put = build(
+            Put::builder()
+                .table_name(&self.table)
+                .set_item(Some(item))
+                .condition_expression(condition)
+                .build(),
+        )?;
+        Ok(TransactWriteItem::builder().put(put).build())
+    }
+
+    async fn transact(&self, items: Vec<TransactWriteItem>) -> Result<TxOutcome, StoreError> {
+        match self
+            .client
+            .transact_write_items()
+            .set_transact_items(Some(items))
+            .send()
+            .await
+        {
+            Ok(_) => Ok(TxOutcome::Done),
+            Err(e) => match e {
+                SdkError::ServiceError(ref se) => match se.err() {
+                    TransactWriteItemsError::TransactionCanceledException(c) => {
+                        let reasons = c.cancellation_reasons();
+                        let failed: Vec<bool> = reasons
+                            .iter()
+                            .map(|r| r.code() == Some("ConditionalCheckFailed"))
+                            .collect();
+                        if failed.iter().any(|f| *f) {
+                            Ok(TxOutcome::ConditionFailed(failed))
+                        } else if reasons.iter().any(|r| {
+                            r.code().is_some_and(|c| THROTTLE_CODES.contains(&c) || c == "ThrottlingError")
+                        }) {
+                            Err(sdk_error("TransactWriteItems", e))
+                                .map_err(|e| StoreError::Throttled(e.to_string()))
+                        } else {
+                            Ok(TxOutcome::Conflict)
+                        }
+                    }
+                    _ => Err(sdk_error("TransactWriteItems", e)),
+                },
+                _ => Err(sdk_error("TransactWriteItems", e)),
+            },
+        }
+    }
+
+    /// Creates the table as `template.yaml` defines it (for local emulators and first use).
+    pub async fn create_table(&self) -> Result<(), StoreError> {
+        let attr = |name: &str| {
+            build(
+                AttributeDefinition::builder()
+                    .attribute_name(name)
+                    .attribute_type(ScalarAttributeType::S)
+                    .build(),
+            )
+        };
+        let schema = |name: &str, kt: KeyType| {
+            build(KeySchemaElement::builder().attribute_name(name).key_type(kt).build())
+        };
+        self.client
+            .create_table()
+            .table_name(&self.table)
+            .billing_mode(BillingMode::PayPerRequest)
+            .attribute_definitions(attr(PK)?)
+            .attribute_definitions(attr(SK)?)
+            .key_schema(schema(PK, KeyType::Hash)?)
+            .key_schema(schema(SK, KeyType::Range)?)
+            .stream_specification(build(
+                StreamSpecification::builder()
+                    .stream_enabled(true)
+                    .stream_view_type(StreamViewType::NewAndOldImages)
+                    .build(),
+            )?)
+            .send()
+            .await
+            .map_err(|e| sdk_error("CreateTable", e))?;
+        Ok(())
+    }
+}
+
+impl KeyStore for DynamoStore {
+    async fn key_account(&self, key_hash: &str) -> Result<Option<AccountId>, StoreError> {
+        let key: Option<KeyItem> = self.get(&key_pk(key_hash), KEY_SK, false).await?;
+        Ok(key.filter(|k| !k.revoked).map(|k| k.account_id))
+    }
+}
+
+impl AccountStore for DynamoStore {
+    async fn account(&self, id: &AccountId) -> Result<Option<Account>, StoreError> {
+        let item: Option<AccountItem> = self.get(&account_pk(id), ACCOUNT_SK, false).await?;
+        Ok(item.map(Account::from))
+    }
+}
+
+impl ProjectStore for DynamoStore {
+    async fn project(&self, id: &ProjectId) -> Result<Option<Project>, StoreError> {
+        let item: Option<ProjectItem> = self.get(&project_pk(id), PROJECT_SK, false).await?;
+        Ok(item.map(Project::from))
+    }
+}
+
+impl ResultStore for DynamoStore {
+    async fn results(
+        &self,
+        project: &ProjectId,
+        session: &SessionId,
+        limit: usize,
+        after: Option<ResultPosition>,
+    ) -> Result<ResultPage, StoreError> {
+        let pk = project_pk(project);
+        let start = after.map(|at| key(pk.clone(), result_sk(session, at)));
+        // One more than asked tells whether another page exists without a second round trip.
+        let out = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
+            .expression_attribute_values(":pk", s(pk))
+            .expression_attribute_values(":prefix", s(results_prefix(session)))
+            .scan_index_forward(false)
+            .limit(i32::try_from(limit + 1).unwrap_or(i32::MAX))
+            .set_exclusive_start_key(start)
+            .send()
+            .await
+            .map_err(|e| sdk_error("Query", e))?;
+        let mut rows: Vec<ResultItem> = out
+            .items
+            .unwrap_or_default()
+            .into_iter()
+            .map(from_item)
+            .collect::<Result<_, _>>()?;
+        let more = rows.len() > limit;
+        rows.truncate(limit);
+        Ok(ResultPage {
+            results: rows.iter().map(|r| (r.position(), r.result())).collect(),
+            more,
+        })
+    }
+
+    async fn session_score(
+        &self,
+        project: &ProjectId,
+        session: &SessionId,
+    ) -> Result<Option<SessionScore>, StoreError> {
+        let item: Option<SessionItem> = self
+            .get(&project_pk(project), &session_sk(session), false)
+            .await?;
+        Ok(item.map(|s| s.score()))
+    }
+
+    async fn add_result(&self, r: &NewResult) -> Result<ResultPosition, StoreError> {
+        let pk = project_pk(&r.project_id);
+        let sk = session_sk(&r.session_id);
+        for attempt in 0..MAX_WRITE_ATTEMPTS {
+            // Optimistic concurrency on the summary's `seq`: the result and the new summary are
+            // written together only if nobody else wrote the session since we read it.
+            let old: Option<SessionItem> = self.get(&pk, &sk, true).await?;
+            let session = SessionItem::next(old.as_ref(), r);
+            let result = ResultItem::new(r, session.seq);
+            let put_result = self.put(to_item(&result)?, "attribute_not_exists(pk)")?;
+            let put_session = match &old {
+                None => self.put(to_item(&session)?, "attribute_not_exists(pk)")?,
+                Some(o) => {
+                    let put = build(
+                        Put::builder()
+                            .table_name(&self.table)
+                            .set_item(Some(to_item(&session)?))
+                            .condition_expression("seq = :seq")
+                            .expression_attribute_values(":seq", n(o.seq))
+                            .build(),
+                    )?;
+                    TransactWriteItem::builder().put(put).build()
+                }
+            };
+            match self.transact(vec![put_result, put_session]).await? {
+                TxOutcome::Done => return Ok(result.position()),
+                TxOutcome::ConditionFailed(_) | TxOutcome::Conflict => {
+                    tokio::time::sleep(backoff(attempt)).await;
+                }
+            }
+        }
+        Err(StoreError::Throttled(format!(
+            "session {} too contended after {MAX_WRITE_ATTEMPTS} attempts",
+            r.session_id
+        )))
+    }
+}
+
+impl WebhookStore for DynamoStore {
+    async fn insert_webhook(
+        &self,
+        project: &ProjectId,
+        webhook: &Webhook,
+    ) -> Result<WebhookInsert, StoreError> {
+        let item = WebhookItem::new(project, webhook);
+        let guard = item.guard();
+        for attempt in 0..MAX_WRITE_ATTEMPTS {
+            let count = build(
+                Update::builder()
+                    .table_name(&self.table)
+                    .set_key(Some(key(item.pk.clone(), WEBHOOK_COUNT_SK)))
+                    .update_expression("SET #c = if_not_exists(#c, :zero) + :one, #e = :entity")
+                    .condition_expression("attribute_not_exists(#c) OR #c < :max")
+                    .expression_attribute_names("#c", "count")
+                    .expression_attribute_names("#e", "entity")
+                    .expression_attribute_values(":zero", n(0))
+                    .expression_attribute_values(":one", n(1))
+                    .expression_attribute_values(":max", n(MAX_WEBHOOKS_PER_PROJECT))
+                    .expression_attribute_values(":entity", s("webhook_count"))
+                    .build(),
+            )?;
+            let tx = vec![
+                self.put(to_item(&item)?, "attribute_not_exists(pk)")?,
+                self.put(to_item(&guard)?, "attribute_not_exists(pk)")?,
+                TransactWriteItem::builder().update(count).build(),
+            ];
+            match self.transact(tx).await? {
+                TxOutcome::Done => return Ok(WebhookInsert::Created),
+                TxOutcome::ConditionFailed(failed) => {
+                    return match failed.as_slice() {
+                        [true, ..] => Err(StoreError::Backend(format!(
+                            "webhook id {} already exists",
+                            item.id
+                        ))),
+                        [_, true, ..] => Ok(WebhookInsert::Duplicate),
+                        _ => Ok(WebhookInsert::LimitReached),
+                    };
+                }
+                TxOutcome::Conflict => tokio::time::sleep(backoff(attempt)).await,
+            }
+        }
+        Err(StoreError::Throttled("webhook registration too contended".into()))
+    }
+
+    async fn webhooks(&self, project: &ProjectId) -> Result<Vec<Webhook>, StoreError> {
+        let out = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
+            .expression_attribute_values(":pk", s(project_pk(project)))
+            .expression_attribute_values(":prefix", s(WEBHOOK_PREFIX))
+            .send()
+            .await
+            .map_err(|e| sdk_error("Query", e))?;
+        let rows: Vec<WebhookItem> = out
+            .items
+            .unwrap_or_default()
+            .into_iter()
+            .map(from_item)
+            .collect::<Result<_, _>>()?;
+        Ok(sorted_webhooks(rows))
+    }
+
+    async fn delete_webhook(&self, project: &ProjectId, id: &WebhookId) -> Result<bool, StoreError> {
+        let pk = project_pk(project);
+        let sk = webhook_sk(id);
+        for attempt in 0..MAX_WRITE_ATTEMPTS {
+            let Some(item) = self.get::<WebhookItem>(&pk, &sk, true).await? else {
+                return Ok(false);
+            };
+            let guard = item.guard();
+            let delete = |pk: &str, sk: &str| {
+                build(
+                    Delete::builder()
+                        .table_name(&self.table)
+                        .set_key(Some(key(pk, sk)))
+                        .condition_expression("attribute_exists(pk)")
+                        .build(),
+                )
+                .map(|d| TransactWriteItem::builder().delete(d).build())
+            };
+            let count = build(
+                Update::builder()
+                    .table_name(&self.table)
+                    .set_key(Some(key(pk.clone(), WEBHOOK_COUNT_SK)))
+                    .update_expression("SET #c = #c - :one")
+                    .condition_expression("#c > :zero")
+                    .expression_attribute_names("#c", "count")
+                    .expression_attribute_values(":zero", n(0))
+                    .expression_attribute_values(":one", n(1))
+                    .build(),
+            )?;
+            let tx = vec![
+                delete(&pk, &sk)?,
+                delete(&guard.pk, &guard.sk)?,
+                TransactWriteItem::builder().update(count).build(),
+            ];
+            match self.transact(tx).await? {
+                TxOutcome::Done => return Ok(true),
+                // Someone else deleted it between our read and write.
+                TxOutcome::ConditionFailed(_) => return Ok(false),
+                TxOutcome::Conflict => tokio::time::sleep(backoff(attempt)).await,
+            }
+        }
+        Err(StoreError::Throttled("webhook deletion too contended".into()))
+    }
+}
+
+impl AdminStore for DynamoStore {
+    async fn put_account(&self, account: &Account) -> Result<(), StoreError> {
+        self.put_plain(&AccountItem::from(account)).await
+    }
+
+    async fn put_key(&self, key_hash: &str, account: &AccountId) -> Result<(), StoreError> {
+        self.put_plain(&KeyItem::new(key_hash, account)).await
+    }
+
+    async fn put_project(&self, project: &Project) -> Result<(), StoreError> {
+        self.put_plain(&ProjectItem::from(project)).await
+    }
+
+    async fn is_empty(&self) -> Result<bool, StoreError> {
+        let out = self
+            .client
+            .scan()
+            .table_name(&self.table)
+            .limit(1)
+            .send()
+            .await
+            .map_err(|e| sdk_error("Scan", e))?;
+        Ok(out.items.unwrap_or_default().is_empty())
+    }
+}

@@ -1,0 +1,373 @@
+//! The single-table item layout shared by both stores (and, through the change feed, by the webhook
+//! dispatcher). Every item has a partition key `pk` and sort key `sk`; the README has the full table.
+//!
+//! | item            | pk                  | sk                                        |
+//! |-----------------|---------------------|-------------------------------------------|
+//! | project         | `PROJECT#{project}` | `PROJECT`                                 |
+//! | session summary | `PROJECT#{project}` | `SESSION#{session}`                       |
+//! | result          | `PROJECT#{project}` | `SESSION#{session}#RESULT#{createdAt}#{seq:020}` |
+//! | webhook         | `PROJECT#{project}` | `WEBHOOK#{webhook}`                       |
+//! | webhook guard   | `PROJECT#{project}` | `WEBHOOKURL#{type}#{sha256(url)}`         |
+//! | webhook counter | `PROJECT#{project}` | `WEBHOOKCOUNT`                            |
+//! | account         | `ACCOUNT#{account}` | `ACCOUNT`                                 |
+//! | API key         | `APIKEY#{sha256}`   | `APIKEY`                                  |
+//!
+//! Identifiers cannot contain `#`, so one session's prefix is never a prefix of another's.
+
+use std::net::IpAddr;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::domain::{
+    Account, AccountId, CheckResult, NewResult, Plan, Project, ProjectId, ResultPosition, Score,
+    SessionId, SessionScore, Timestamp, Webhook, WebhookId, WebhookType, WebhookUrl,
+};
+
+pub const PK: &str = "pk";
+pub const SK: &str = "sk";
+pub const PROJECT_SK: &str = "PROJECT";
+pub const ACCOUNT_SK: &str = "ACCOUNT";
+pub const KEY_SK: &str = "APIKEY";
+pub const WEBHOOK_PREFIX: &str = "WEBHOOK#";
+pub const WEBHOOK_COUNT_SK: &str = "WEBHOOKCOUNT";
+
+pub fn project_pk(p: &ProjectId) -> String {
+    format!("PROJECT#{p}")
+}
+pub fn account_pk(a: &AccountId) -> String {
+    format!("ACCOUNT#{a}")
+}
+pub fn key_pk(hash: &str) -> String {
+    format!("APIKEY#{hash}")
+}
+pub fn session_sk(s: &SessionId) -> String {
+    format!("SESSION#{s}")
+}
+/// Every result sort key of a session starts with this.
+pub fn results_prefix(s: &SessionId) -> String {
+    format!("SESSION#{s}#RESULT#")
+}
+/// Sort keys order by `createdAt`, then by write sequence; the fixed widths make text order equal
+/// to that order.
+pub fn result_sk(s: &SessionId, at: ResultPosition) -> String {
+    format!("SESSION#{s}#RESULT#{}#{:020}", at.created_at, at.seq)
+}
+pub fn webhook_sk(w: &WebhookId) -> String {
+    format!("{WEBHOOK_PREFIX}{w}")
+}
+pub fn webhook_guard_sk(kind: WebhookType, url: &WebhookUrl) -> String {
+    format!(
+        "WEBHOOKURL#{}#{}",
+        kind.as_str(),
+        hex::encode(Sha256::digest(url.as_str().as_bytes()))
+    )
+}
+
+/// What kind of item a row is; lets stream filters and readers tell items apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Entity {
+    Project,
+    Session,
+    Result,
+    Webhook,
+    WebhookGuard,
+    WebhookCount,
+    Account,
+    ApiKey,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResultItem {
+    pub pk: String,
+    pub sk: String,
+    pub entity: Entity,
+    pub project_id: ProjectId,
+    pub session_id: SessionId,
+    pub seq: u64,
+    pub score_bot: Score,
+    pub score_proxy_vpn: Score,
+    pub ip_address: IpAddr,
+    pub created_at: Timestamp,
+}
+
+impl ResultItem {
+    pub fn new(r: &NewResult, seq: u64) -> Self {
+        let at = ResultPosition { created_at: r.result.created_at, seq };
+        Self {
+            pk: project_pk(&r.project_id),
+            sk: result_sk(&r.session_id, at),
+            entity: Entity::Result,
+            project_id: r.project_id.clone(),
+            session_id: r.session_id.clone(),
+            seq,
+            score_bot: r.result.score_bot,
+            score_proxy_vpn: r.result.score_proxy_vpn,
+            ip_address: r.result.ip_address,
+            created_at: r.result.created_at,
+        }
+    }
+
+    pub fn position(&self) -> ResultPosition {
+        ResultPosition { created_at: self.created_at, seq: self.seq }
+    }
+
+    pub fn result(&self) -> CheckResult {
+        CheckResult {
+            score_bot: self.score_bot,
+            score_proxy_vpn: self.score_proxy_vpn,
+            ip_address: self.ip_address,
+            created_at: self.created_at,
+        }
+    }
+}
+
+/// A session's summary: its overall score, kept up to date on every write, and the write counter
+/// that orders results written with the same `createdAt`. `last` is the result of the latest write,
+/// so a stream consumer sees which result moved the score.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionItem {
+    pub pk: String,
+    pub sk: String,
+    pub entity: Entity,
+    pub project_id: ProjectId,
+    pub session_id: SessionId,
+    pub seq: u64,
+    pub score_bot: Score,
+    pub score_proxy_vpn: Score,
+    pub last: CheckResult,
+}
+
+impl SessionItem {
+    /// The summary after writing `r` on top of `previous` (None for the session's first result).
+    pub fn next(previous: Option<&SessionItem>, r: &NewResult) -> Self {
+        let score = match previous {
+            Some(p) => p.score().with(&r.result),
+            None => SessionScore::of(&r.result),
+        };
+        Self {
+            pk: project_pk(&r.project_id),
+            sk: session_sk(&r.session_id),
+            entity: Entity::Session,
+            project_id: r.project_id.clone(),
+            session_id: r.session_id.clone(),
+            seq: previous.map_or(0, |p| p.seq) + 1,
+            score_bot: score.score_bot,
+            score_proxy_vpn: score.score_proxy_vpn,
+            last: r.result.clone(),
+        }
+    }
+
+    pub fn score(&self) -> SessionScore {
+        SessionScore { score_bot: self.score_bot, score_proxy_vpn: self.score_proxy_vpn }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProjectItem {
+    pub pk: String,
+    pub sk: String,
+    pub entity: Entity,
+    pub id: ProjectId,
+    pub account_id: AccountId,
+    pub name: String,
+    pub api_key_public: String,
+    pub api_key_private: String,
+    pub domain: String,
+    pub disabled: bool,
+    pub created_at: Timestamp,
+}
+
+impl From<&Project> for ProjectItem {
+    fn from(p: &Project) -> Self {
+        Self {
+            pk: project_pk(&p.id),
+            sk: PROJECT_SK.to_owned(),
+            entity: Entity::Project,
+            id: p.id.clone(),
+            account_id: p.account_id.clone(),
+            name: p.name.clone(),
+            api_key_public: p.api_key_public.clone(),
+            api_key_private: p.api_key_private.clone(),
+            domain: p.domain.clone(),
+            disabled: p.disabled,
+            created_at: p.created_at,
+        }
+    }
+}
+
+impl From<ProjectItem> for Project {
+    fn from(i: ProjectItem) -> Self {
+        Self {
+            id: i.id,
+            account_id: i.account_id,
+            name: i.name,
+            api_key_public: i.api_key_public,
+            api_key_private: i.api_key_private,
+            domain: i.domain,
+            disabled: i.disabled,
+            created_at: i.created_at,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WebhookItem {
+    pub pk: String,
+    pub sk: String,
+    pub entity: Entity,
+    pub project_id: ProjectId,
+    pub id: WebhookId,
+    #[serde(rename = "type")]
+    pub kind: WebhookType,
+    pub url: WebhookUrl,
+    pub created_at: Timestamp,
+}
+
+impl WebhookItem {
+    pub fn new(project: &ProjectId, w: &Webhook) -> Self {
+        Self {
+            pk: project_pk(project),
+            sk: webhook_sk(&w.id),
+            entity: Entity::Webhook,
+            project_id: project.clone(),
+            id: w.id.clone(),
+            kind: w.kind,
+            url: w.url.clone(),
+            created_at: w.created_at,
+        }
+    }
+
+    pub fn guard(&self) -> WebhookGuardItem {
+        WebhookGuardItem {
+            pk: self.pk.clone(),
+            sk: webhook_guard_sk(self.kind, &self.url),
+            entity: Entity::WebhookGuard,
+            webhook_id: self.id.clone(),
+        }
+    }
+
+    pub fn webhook(self) -> Webhook {
+        Webhook { id: self.id, kind: self.kind, url: self.url, created_at: self.created_at }
+    }
+}
+
+/// Holds a (type, url) pair of a project, so a second webhook with the same pair fails its write.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WebhookGuardItem {
+    pub pk: String,
+    pub sk: String,
+    pub entity: Entity,
+    pub webhook_id: WebhookId,
+}
+
+/// How many webhooks a project has; the limit is a condition on this counter.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WebhookCountItem {
+    pub pk: String,
+    pub sk: String,
+    pub entity: Entity,
+    pub count: u32,
+}
+
+impl WebhookCountItem {
+    pub fn new(project: &ProjectId, count: u32) -> Self {
+        Self {
+            pk: project_pk(project),
+            sk: WEBHOOK_COUNT_SK.to_owned(),
+            entity: Entity::WebhookCount,
+            count,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AccountItem {
+    pub pk: String,
+    pub sk: String,
+    pub entity: Entity,
+    pub id: AccountId,
+    pub plan: Plan,
+}
+
+impl From<&Account> for AccountItem {
+    fn from(a: &Account) -> Self {
+        Self {
+            pk: account_pk(&a.id),
+            sk: ACCOUNT_SK.to_owned(),
+            entity: Entity::Account,
+            id: a.id.clone(),
+            plan: a.plan.clone(),
+        }
+    }
+}
+
+impl From<AccountItem> for Account {
+    fn from(i: AccountItem) -> Self {
+        Self { id: i.id, plan: i.plan }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KeyItem {
+    pub pk: String,
+    pub sk: String,
+    pub entity: Entity,
+    pub account_id: AccountId,
+    /// A revoked key stays stored (for audit) but no longer authenticates.
+    #[serde(default)]
+    pub revoked: bool,
+}
+
+impl KeyItem {
+    pub fn new(hash: &str, account: &AccountId) -> Self {
+        Self {
+            pk: key_pk(hash),
+            sk: KEY_SK.to_owned(),
+            entity: Entity::ApiKey,
+            account_id: account.clone(),
+            revoked: false,
+        }
+    }
+}
+
+/// Oldest first; ids break ties so the order is deterministic.
+pub fn sorted_webhooks(rows: Vec<WebhookItem>) -> Vec<Webhook> {
+    let mut hooks: Vec<Webhook> = rows.into_iter().map(WebhookItem::webhook).collect();
+    hooks.sort_by(|a, b| a.created_at.cmp(&b.created_at).then_with(|| a.id.cmp(&b.id)));
+    hooks
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn result_sort_keys_order_like_positions() {
+        let s = SessionId::parse("s").unwrap();
+        let t1: Timestamp = "2026-11-21T10:00:00.000Z".parse().unwrap();
+        let t2: Timestamp = "2026-11-21T10:00:00.001Z".parse().unwrap();
+        let a = result_sk(&s, ResultPosition { created_at: t1, seq: 9 });
+        let b = result_sk(&s, ResultPosition { created_at: t1, seq: 10 });
+        let c = result_sk(&s, ResultPosition { created_at: t2, seq: 1 });
+        assert!(a < b && b < c);
+        assert!(a.starts_with(&results_prefix(&s)));
+    }
+
+    #[test]
+    fn session_prefixes_do_not_overlap() {
+        let a = SessionId::parse("abc").unwrap();
+        let b = SessionId::parse("abcd").unwrap();
+        let at = ResultPosition { created_at: Timestamp::now(), seq: 1 };
+        assert!(!result_sk(&b, at).starts_with(&results_prefix(&a)));
+    }
+}

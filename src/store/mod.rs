@@ -1,0 +1,125 @@
+//! Storage: narrow traits the domain depends on, and two adapters that implement them over the same
+//! single-table item layout ([`items`]): DynamoDB for AWS, SQLite for local use and tests.
+
+use std::future::Future;
+
+use crate::domain::{
+    Account, AccountId, CheckResult, NewResult, Project, ProjectId, ResultPosition, SessionId,
+    SessionScore, Webhook, WebhookId,
+};
+
+pub mod dynamo;
+pub mod items;
+pub mod sqlite;
+
+pub use dynamo::DynamoStore;
+pub use sqlite::SqliteStore;
+
+/// A storage failure. The text is for logs only; the HTTP layer answers with a generic message.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The backend refused for capacity reasons even after the SDK's retries.
+    #[error("storage throttled: {0}")]
+    Throttled(String),
+    /// A stored item could not be read back into a domain value.
+    #[error("malformed stored item: {0}")]
+    Corrupt(String),
+    /// Anything else: network, permissions, missing table, a lock held too long.
+    #[error("storage failure: {0}")]
+    Backend(String),
+}
+
+/// A page of a session's results, newest first.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResultPage {
+    pub results: Vec<(ResultPosition, CheckResult)>,
+    /// Whether results exist beyond this page.
+    pub more: bool,
+}
+
+/// The outcome of registering a webhook.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WebhookInsert {
+    Created,
+    /// The project already has a webhook of this type and URL.
+    Duplicate,
+    /// The project already has the most webhooks allowed.
+    LimitReached,
+}
+
+type Res<T> = Result<T, StoreError>;
+
+/// Looks up developer keys by their SHA-256 (the authorizer's one read).
+pub trait KeyStore: Send + Sync {
+    fn key_account(&self, key_hash: &str) -> impl Future<Output = Res<Option<AccountId>>> + Send;
+}
+
+pub trait AccountStore: Send + Sync {
+    fn account(&self, id: &AccountId) -> impl Future<Output = Res<Option<Account>>> + Send;
+}
+
+pub trait ProjectStore: Send + Sync {
+    fn project(&self, id: &ProjectId) -> impl Future<Output = Res<Option<Project>>> + Send;
+}
+
+pub trait ResultStore: Send + Sync {
+    /// Up to `limit` results strictly after `after` in newest-first order.
+    fn results(
+        &self,
+        project: &ProjectId,
+        session: &SessionId,
+        limit: usize,
+        after: Option<ResultPosition>,
+    ) -> impl Future<Output = Res<ResultPage>> + Send;
+
+    /// The session's maintained overall score, or `None` when it has no results.
+    fn session_score(
+        &self,
+        project: &ProjectId,
+        session: &SessionId,
+    ) -> impl Future<Output = Res<Option<SessionScore>>> + Send;
+
+    /// Writes one result and updates the session's overall score atomically, correct under
+    /// concurrent writers. Returns the position the result was given.
+    fn add_result(&self, result: &NewResult) -> impl Future<Output = Res<ResultPosition>> + Send;
+}
+
+pub trait WebhookStore: Send + Sync {
+    /// Registers a webhook, enforcing per-project uniqueness of (type, url) and the per-project
+    /// limit atomically.
+    fn insert_webhook(
+        &self,
+        project: &ProjectId,
+        webhook: &Webhook,
+    ) -> impl Future<Output = Res<WebhookInsert>> + Send;
+
+    /// The project's webhooks, oldest first.
+    fn webhooks(&self, project: &ProjectId) -> impl Future<Output = Res<Vec<Webhook>>> + Send;
+
+    /// Removes a webhook; false when it did not exist.
+    fn delete_webhook(
+        &self,
+        project: &ProjectId,
+        id: &WebhookId,
+    ) -> impl Future<Output = Res<bool>> + Send;
+}
+
+/// Writes used by seeding and the demo data: accounts, keys and projects.
+pub trait AdminStore: Send + Sync {
+    fn put_account(&self, account: &Account) -> impl Future<Output = Res<()>> + Send;
+    fn put_key(&self, key_hash: &str, account: &AccountId) -> impl Future<Output = Res<()>> + Send;
+    fn put_project(&self, project: &Project) -> impl Future<Output = Res<()>> + Send;
+    /// True when the store holds no account at all (a fresh database).
+    fn is_empty(&self) -> impl Future<Output = Res<bool>> + Send;
+}
+
+/// Everything the service needs from a store.
+pub trait Store:
+    KeyStore + AccountStore + ProjectStore + ResultStore + WebhookStore + AdminStore + 'static
+{
+}
+
+impl<T> Store for T where
+    T: KeyStore + AccountStore + ProjectStore + ResultStore + WebhookStore + AdminStore + 'static
+{
+}

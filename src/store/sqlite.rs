@@ -1,0 +1,403 @@
+//! The embedded store: the same single-table item layout as DynamoDB, kept in one SQLite file.
+//!
+//! Every write runs in a `BEGIN IMMEDIATE` transaction, which serialises writers across threads and
+//! processes (the server and `vigil results add` may run side by side), and appends to `changes`, in
+//! the same transaction, one record per item written in the shape of a DynamoDB stream record with
+//! old and new images. That feed plays the role of DynamoDB Streams locally.
+
+use std::path::Path;
+use std::time::Duration;
+
+use aws_lambda_events::dynamodb::{EventRecord, StreamRecord, StreamViewType};
+use r2d2::{Pool, PooledConnection};
+use r2d2_sqlite::SqliteConnectionManager;
+use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::items::*;
+use super::{
+    AccountStore, AdminStore, KeyStore, ProjectStore, ResultPage, ResultStore, StoreError,
+    WebhookInsert, WebhookStore,
+};
+use crate::domain::webhook::MAX_WEBHOOKS_PER_PROJECT;
+use crate::domain::{
+    Account, AccountId, NewResult, Project, ProjectId, ResultPosition, SessionId, SessionScore,
+    Webhook, WebhookId,
+};
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS items (
+    pk   TEXT NOT NULL,
+    sk   TEXT NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (pk, sk)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS changes (
+    seq    INTEGER PRIMARY KEY AUTOINCREMENT,
+    record TEXT NOT NULL
+);
+";
+
+/// How long a writer waits for another process's transaction before giving up.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+#[derive(Clone)]
+pub struct SqliteStore {
+    pool: Pool<SqliteConnectionManager>,
+}
+
+impl From<rusqlite::Error> for StoreError {
+    fn from(e: rusqlite::Error) -> Self {
+        StoreError::Backend(format!("sqlite: {e}"))
+    }
+}
+
+impl From<r2d2::Error> for StoreError {
+    fn from(e: r2d2::Error) -> Self {
+        StoreError::Backend(format!("sqlite pool: {e}"))
+    }
+}
+
+fn corrupt(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Corrupt(e.to_string())
+}
+
+impl SqliteStore {
+    /// Opens (creating if needed) the database file.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
+        let manager = SqliteConnectionManager::file(path.as_ref()).with_init(|c| {
+            c.busy_timeout(BUSY_TIMEOUT)?;
+            c.pragma_update(None, "journal_mode", "WAL")?;
+            c.pragma_update(None, "synchronous", "NORMAL")?;
+            Ok(())
+        });
+        let pool = Pool::builder()
+            .max_size(8)
+            .connection_timeout(BUSY_TIMEOUT)
+            .build(manager)?;
+        let conn = pool.get()?;
+        conn.execute_batch(SCHEMA)?;
+        Ok(Self { pool })
+    }
+
+    /// Runs blocking database work off the async executor.
+    async fn run<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut PooledConnection<SqliteConnectionManager>) -> Result<T, StoreError>
+            + Send
+            + 'static,
+    {
+        let pool = self.pool.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut conn = pool.get()?;
+            f(&mut conn)
+        })
+        .await
+        .map_err(|e| StoreError::Backend(format!("sqlite task: {e}")))?
+    }
+
+    /// Runs `f` in an immediate (write-locking) transaction and commits it.
+    async fn write<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Transaction<'_>) -> Result<T, StoreError> + Send + 'static,
+    {
+        self.run(move |conn| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let out = f(&tx)?;
+            tx.commit()?;
+            Ok(out)
+        })
+        .await
+    }
+
+    /// Change-feed records after `after` (exclusive), oldest first, at most `limit`.
+    pub async fn changes(&self, after: i64, limit: usize) -> Result<Vec<(i64, EventRecord)>, StoreError> {
+        self.run(move |c| {
+            let mut stmt =
+                c.prepare_cached("SELECT seq, record FROM changes WHERE seq > ?1 ORDER BY seq LIMIT ?2")?;
+            let rows = stmt.query_map(params![after, limit as i64], |r| {
+                Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
+            })?;
+            let mut out = Vec::new();
+            for row in rows {
+                let (seq, text) = row?;
+                let mut rec: EventRecord = serde_json::from_str(&text).map_err(corrupt)?;
+                rec.event_id = seq.to_string();
+                rec.change.sequence_number = Some(format!("{seq:021}"));
+                out.push((seq, rec));
+            }
+            Ok(out)
+        })
+        .await
+    }
+}
+
+fn get<T: DeserializeOwned>(c: &Connection, pk: &str, sk: &str) -> Result<Option<T>, StoreError> {
+    let mut stmt = c.prepare_cached("SELECT body FROM items WHERE pk = ?1 AND sk = ?2")?;
+    let body: Option<String> = stmt.query_row(params![pk, sk], |r| r.get(0)).optional()?;
+    body.map(|b| serde_json::from_str(&b).map_err(corrupt)).transpose()
+}
+
+/// Items of one partition whose sort key lies in `[lo, hi)`, in sort key order (`desc` reverses),
+/// at most `limit`.
+fn range<T: DeserializeOwned>(
+    c: &Connection,
+    pk: &str,
+    lo: &str,
+    hi: &str,
+    desc: bool,
+    limit: usize,
+) -> Result<Vec<T>, StoreError> {
+    let sql = if desc {
+        "SELECT body FROM items WHERE pk = ?1 AND sk >= ?2 AND sk < ?3 ORDER BY sk DESC LIMIT ?4"
+    } else {
+        "SELECT body FROM items WHERE pk = ?1 AND sk >= ?2 AND sk < ?3 ORDER BY sk LIMIT ?4"
+    };
+    let mut stmt = c.prepare_cached(sql)?;
+    let rows = stmt.query_map(params![pk, lo, hi, limit as i64], |r| r.get::<_, String>(0))?;
+    rows.map(|b| serde_json::from_str(&b?).map_err(corrupt)).collect()
+}
+
+/// The smallest string greater than every string starting with `prefix` (which ends in `#`).
+fn prefix_end(prefix: &str) -> String {
+    let mut s = prefix.trim_end_matches('#').to_owned();
+    s.push('$');
+    s
+}
+
+/// Appends one stream-shaped record to the change feed.
+fn record_change(
+    tx: &Transaction<'_>,
+    pk: &str,
+    sk: &str,
+    old: Option<serde_dynamo::Item>,
+    new: Option<serde_dynamo::Item>,
+) -> Result<(), StoreError> {
+    let mut change = StreamRecord::default();
+    change.approximate_creation_date_time = chrono::Utc::now();
+    change.keys = serde_dynamo::to_item(serde_json::json!({ PK: pk, SK: sk })).map_err(corrupt)?;
+    change.stream_view_type = Some(StreamViewType::NewAndOldImages);
+    let mut rec = EventRecord::default();
+    rec.event_name = match (&old, &new) {
+        (None, _) => "INSERT",
+        (Some(_), Some(_)) => "MODIFY",
+        (Some(_), None) => "REMOVE",
+    }
+    .to_owned();
+    change.old_image = old.unwrap_or_default();
+    change.new_image = new.unwrap_or_default();
+    rec.change = change;
+    rec.aws_region = "local".to_owned();
+    rec.event_source = Some("vigil:sqlite".to_owned());
+    rec.event_version = Some("1.1".to_owned());
+    let text = serde_json::to_string(&rec).map_err(corrupt)?;
+    tx.prepare_cached("INSERT INTO changes (record) VALUES (?1)")?.execute([text])?;
+    Ok(())
+}
+
+fn image<T: Serialize>(item: &T) -> Result<serde_dynamo::Item, StoreError> {
+    serde_dynamo::to_item(item).map_err(corrupt)
+}
+
+/// Writes `new` at (pk, sk), replacing `old` (which the caller read in this transaction).
+fn put<T: Serialize>(
+    tx: &Transaction<'_>,
+    pk: &str,
+    sk: &str,
+    old: Option<&T>,
+    new: &T,
+) -> Result<(), StoreError> {
+    let body = serde_json::to_string(new).map_err(corrupt)?;
+    tx.prepare_cached("INSERT OR REPLACE INTO items (pk, sk, body) VALUES (?1, ?2, ?3)")?
+        .execute(params![pk, sk, body])?;
+    record_change(tx, pk, sk, old.map(image).transpose()?, Some(image(new)?))
+}
+
+/// Writes an item whose previous version, if any, is read here (for the old image).
+fn upsert<T: Serialize + DeserializeOwned>(
+    tx: &Transaction<'_>,
+    pk: &str,
+    sk: &str,
+    new: &T,
+) -> Result<(), StoreError> {
+    let old: Option<T> = get(tx, pk, sk)?;
+    put(tx, pk, sk, old.as_ref(), new)
+}
+
+fn delete<T: Serialize>(tx: &Transaction<'_>, pk: &str, sk: &str, old: &T) -> Result<(), StoreError> {
+    tx.prepare_cached("DELETE FROM items WHERE pk = ?1 AND sk = ?2")?.execute(params![pk, sk])?;
+    record_change(tx, pk, sk, Some(image(old)?), None)
+}
+
+impl KeyStore for SqliteStore {
+    async fn key_account(&self, key_hash: &str) -> Result<Option<AccountId>, StoreError> {
+        let pk = key_pk(key_hash);
+        self.run(move |c| {
+            let key: Option<KeyItem> = get(c, &pk, KEY_SK)?;
+            Ok(key.filter(|k| !k.revoked).map(|k| k.account_id))
+        })
+        .await
+    }
+}
+
+impl AccountStore for SqliteStore {
+    async fn account(&self, id: &AccountId) -> Result<Option<Account>, StoreError> {
+        let pk = account_pk(id);
+        self.run(move |c| Ok(get::<AccountItem>(c, &pk, ACCOUNT_SK)?.map(Account::from)))
+            .await
+    }
+}
+
+impl ProjectStore for SqliteStore {
+    async fn project(&self, id: &ProjectId) -> Result<Option<Project>, StoreError> {
+        let pk = project_pk(id);
+        self.run(move |c| Ok(get::<ProjectItem>(c, &pk, PROJECT_SK)?.map(Project::from)))
+            .await
+    }
+}
+
+impl ResultStore for SqliteStore {
+    async fn results(
+        &self,
+        project: &ProjectId,
+        session: &SessionId,
+        limit: usize,
+        after: Option<ResultPosition>,
+    ) -> Result<ResultPage, StoreError> {
+        let pk = project_pk(project);
+        let lo = results_prefix(session);
+        let hi = match after {
+            Some(at) => result_sk(session, at),
+            None => prefix_end(&lo),
+        };
+        self.run(move |c| {
+            let mut rows: Vec<ResultItem> = range(c, &pk, &lo, &hi, true, limit + 1)?;
+            let more = rows.len() > limit;
+            rows.truncate(limit);
+            Ok(ResultPage {
+                results: rows.iter().map(|r| (r.position(), r.result())).collect(),
+                more,
+            })
+        })
+        .await
+    }
+
+    async fn session_score(
+        &self,
+        project: &ProjectId,
+        session: &SessionId,
+    ) -> Result<Option<SessionScore>, StoreError> {
+        let (pk, sk) = (project_pk(project), session_sk(session));
+        self.run(move |c| Ok(get::<SessionItem>(c, &pk, &sk)?.map(|s| s.score())))
+            .await
+    }
+
+    async fn add_result(&self, r: &NewResult) -> Result<ResultPosition, StoreError> {
+        let r = r.clone();
+        self.write(move |tx| {
+            let pk = project_pk(&r.project_id);
+            let sk = session_sk(&r.session_id);
+            let old: Option<SessionItem> = get(tx, &pk, &sk)?;
+            let session = SessionItem::next(old.as_ref(), &r);
+            let result = ResultItem::new(&r, session.seq);
+            put(tx, &result.pk, &result.sk, None, &result)?;
+            put(tx, &pk, &sk, old.as_ref(), &session)?;
+            Ok(result.position())
+        })
+        .await
+    }
+}
+
+impl WebhookStore for SqliteStore {
+    async fn insert_webhook(
+        &self,
+        project: &ProjectId,
+        webhook: &Webhook,
+    ) -> Result<WebhookInsert, StoreError> {
+        let item = WebhookItem::new(project, webhook);
+        let project = project.clone();
+        self.write(move |tx| {
+            let guard = item.guard();
+            if get::<WebhookGuardItem>(tx, &guard.pk, &guard.sk)?.is_some() {
+                return Ok(WebhookInsert::Duplicate);
+            }
+            let count: Option<WebhookCountItem> = get(tx, &item.pk, WEBHOOK_COUNT_SK)?;
+            let n = count.as_ref().map_or(0, |c| c.count);
+            if n as usize >= MAX_WEBHOOKS_PER_PROJECT {
+                return Ok(WebhookInsert::LimitReached);
+            }
+            if get::<WebhookItem>(tx, &item.pk, &item.sk)?.is_some() {
+                return Err(StoreError::Backend(format!("webhook id {} already exists", item.id)));
+            }
+            put(tx, &item.pk, &item.sk, None, &item)?;
+            put(tx, &guard.pk, &guard.sk, None, &guard)?;
+            let next = WebhookCountItem::new(&project, n + 1);
+            put(tx, &next.pk, &next.sk, count.as_ref(), &next)?;
+            Ok(WebhookInsert::Created)
+        })
+        .await
+    }
+
+    async fn webhooks(&self, project: &ProjectId) -> Result<Vec<Webhook>, StoreError> {
+        let pk = project_pk(project);
+        self.run(move |c| {
+            let rows: Vec<WebhookItem> = range(
+                c,
+                &pk,
+                WEBHOOK_PREFIX,
+                &prefix_end(WEBHOOK_PREFIX),
+                false,
+                MAX_WEBHOOKS_PER_PROJECT * 2,
+            )?;
+            Ok(sorted_webhooks(rows))
+        })
+        .await
+    }
+
+    async fn delete_webhook(&self, project: &ProjectId, id: &WebhookId) -> Result<bool, StoreError> {
+        let (pk, sk) = (project_pk(project), webhook_sk(id));
+        let project = project.clone();
+        self.write(move |tx| {
+            let Some(item) = get::<WebhookItem>(tx, &pk, &sk)? else {
+                return Ok(false);
+            };
+            let guard = item.guard();
+            delete(tx, &pk, &sk, &item)?;
+            delete(tx, &guard.pk, &guard.sk, &guard)?;
+            let count: Option<WebhookCountItem> = get(tx, &pk, WEBHOOK_COUNT_SK)?;
+            let n = count.as_ref().map_or(0, |c| c.count).saturating_sub(1);
+            let next = WebhookCountItem::new(&project, n);
+            put(tx, &next.pk, &next.sk, count.as_ref(), &next)?;
+            Ok(true)
+        })
+        .await
+    }
+}
+
+impl AdminStore for SqliteStore {
+    async fn put_account(&self, account: &Account) -> Result<(), StoreError> {
+        let item = AccountItem::from(account);
+        self.write(move |tx| upsert(tx, &item.pk, &item.sk, &item)).await
+    }
+
+    async fn put_key(&self, key_hash: &str, account: &AccountId) -> Result<(), StoreError> {
+        let item = KeyItem::new(key_hash, account);
+        self.write(move |tx| upsert(tx, &item.pk, &item.sk, &item)).await
+    }
+
+    async fn put_project(&self, project: &Project) -> Result<(), StoreError> {
+        let item = ProjectItem::from(project);
+        self.write(move |tx| upsert(tx, &item.pk, &item.sk, &item)).await
+    }
+
+    async fn is_empty(&self) -> Result<bool, StoreError> {
+        self.run(|c| {
+            let any: bool = c.query_row("SELECT EXISTS (SELECT 1 FROM items)", [], |r| r.get(0))?;
+            Ok(!any)
+        })
+        .await
+    }
+}
