@@ -35,7 +35,10 @@ impl Config {
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
         let table = get("VIGIL_TABLE").unwrap_or_else(|| DEFAULT_TABLE.to_owned());
         if table.is_empty() || table.len() > 255 {
-            return Err(ConfigError { name: "VIGIL_TABLE", reason: "must be 1 to 255 characters".into() });
+            return Err(ConfigError {
+                name: "VIGIL_TABLE",
+                reason: "must be 1 to 255 characters".into(),
+            });
         }
         let webhook_threshold = match get("VIGIL_WEBHOOK_THRESHOLD") {
             None => Score::new(DEFAULT_THRESHOLD).map_err(|e| ConfigError {
@@ -52,12 +55,17 @@ impl Config {
                     reason: format!("{v:?} is not a number from 0 to 1"),
                 })?,
         };
-        let schedule = get("VIGIL_WEBHOOK_RETRY_SCHEDULE").unwrap_or_else(|| DEFAULT_RETRY_SCHEDULE.to_owned());
+        let schedule = get("VIGIL_WEBHOOK_RETRY_SCHEDULE")
+            .unwrap_or_else(|| DEFAULT_RETRY_SCHEDULE.to_owned());
         let retry_schedule = parse_schedule(&schedule).map_err(|reason| ConfigError {
             name: "VIGIL_WEBHOOK_RETRY_SCHEDULE",
             reason,
         })?;
-        Ok(Self { table, webhook_threshold, retry_schedule })
+        Ok(Self {
+            table,
+            webhook_threshold,
+            retry_schedule,
+        })
     }
 }
 
@@ -79,7 +87,12 @@ mod tests {
     use super::*;
 
     fn cfg(pairs: &[(&str, &str)]) -> Result<Config, ConfigError> {
-        Config::from_lookup(|k| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string()))
+        Config::from_lookup(|k| {
+            pairs
+                .iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        })
     }
 
     #[test]
@@ -94,10 +107,20 @@ mod tests {
 
     #[test]
     fn malformed_values_are_named() {
-        assert_eq!(cfg(&[("VIGIL_WEBHOOK_THRESHOLD", "high")]).unwrap_err().name, "VIGIL_WEBHOOK_THRESHOLD");
-        assert_eq!(cfg(&[("VIGIL_WEBHOOK_THRESHOLD", "1.5")]).unwrap_err().name, "VIGIL_WEBHOOK_THRESHOLD");
         assert_eq!(
-            cfg(&[("VIGIL_WEBHOOK_RETRY_SCHEDULE", "5s,soon")]).unwrap_err().name,
+            cfg(&[("VIGIL_WEBHOOK_THRESHOLD", "high")])
+                .unwrap_err()
+                .name,
+            "VIGIL_WEBHOOK_THRESHOLD"
+        );
+        assert_eq!(
+            cfg(&[("VIGIL_WEBHOOK_THRESHOLD", "1.5")]).unwrap_err().name,
+            "VIGIL_WEBHOOK_THRESHOLD"
+        );
+        assert_eq!(
+            cfg(&[("VIGIL_WEBHOOK_RETRY_SCHEDULE", "5s,soon")])
+                .unwrap_err()
+                .name,
             "VIGIL_WEBHOOK_RETRY_SCHEDULE"
         );
         assert_eq!(cfg(&[("VIGIL_TABLE", "")]).unwrap_err().name, "VIGIL_TABLE");
@@ -106,6 +129,9 @@ mod tests {
     #[test]
     fn custom_schedule() {
         let c = cfg(&[("VIGIL_WEBHOOK_RETRY_SCHEDULE", "100ms, 1s")]).unwrap();
-        assert_eq!(c.retry_schedule, vec![Duration::from_millis(100), Duration::from_secs(1)]);
+        assert_eq!(
+            c.retry_schedule,
+            vec![Duration::from_millis(100), Duration::from_secs(1)]
+        );
     }
 }

@@ -3,7 +3,9 @@
 
 use std::future::Future;
 
-use aws_lambda_events::apigw::{ApiGatewayCustomAuthorizerRequest, ApiGatewayCustomAuthorizerResponse};
+use aws_lambda_events::apigw::{
+    ApiGatewayCustomAuthorizerRequest, ApiGatewayCustomAuthorizerResponse,
+};
 use lambda_http::{Body, Request, Response, service_fn};
 use lambda_runtime::LambdaEvent;
 
@@ -21,7 +23,9 @@ pub type App = Vigil<DynamoStore>;
 pub fn init_tracing() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_target(false);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_target(false);
     if std::env::var_os("AWS_LAMBDA_FUNCTION_NAME").is_some() {
         builder.json().with_ansi(false).without_time().init();
     } else {
@@ -70,7 +74,10 @@ pub async fn authorizer<S: crate::store::KeyStore>(
     event: ApiGatewayCustomAuthorizerRequest,
 ) -> Result<ApiGatewayCustomAuthorizerResponse, Error> {
     match auth::authorize(app, event.authorization_token.as_deref()).await {
-        Ok(account) => Ok(auth::allow_policy(event.method_arn.as_deref().unwrap_or("*"), &account)),
+        Ok(account) => Ok(auth::allow_policy(
+            event.method_arn.as_deref().unwrap_or("*"),
+            &account,
+        )),
         Err(ServiceError::Unauthorized) => Err("Unauthorized".into()),
         Err(e) => {
             tracing::error!(error = %e, "authorizer failed");

@@ -4,9 +4,12 @@
 //! Layers: [`http`] handlers parse and answer, [`service`] decides, [`store`] traits persist through
 //! the DynamoDB and SQLite adapters. [`domain`] holds the validated values all of them share.
 
+pub mod cli;
 pub mod config;
 pub mod domain;
 pub mod http;
 pub mod lambda;
+pub mod seed;
+pub mod server;
 pub mod service;
 pub mod store;

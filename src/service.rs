@@ -47,7 +47,11 @@ pub struct Vigil<S> {
 
 impl<S> Vigil<S> {
     pub fn new(store: S, url_policy: UrlPolicy) -> Self {
-        Self { store, owners: Cache::new(OWNER_CACHE_SIZE), url_policy }
+        Self {
+            store,
+            owners: Cache::new(OWNER_CACHE_SIZE),
+            url_policy,
+        }
     }
 
     pub fn store(&self) -> &S {
@@ -74,14 +78,22 @@ impl<S: ProjectStore> Vigil<S> {
     /// indistinguishable from a missing one. Positive answers are cached.
     pub async fn check_owner(&self, account: &AccountId, project: &ProjectId) -> ServiceResult<()> {
         if let Some(owner) = self.owners.get(project) {
-            return if &owner == account { Ok(()) } else { Err(ServiceError::ProjectNotFound) };
+            return if &owner == account {
+                Ok(())
+            } else {
+                Err(ServiceError::ProjectNotFound)
+            };
         }
         let p = self.project(account, project).await?;
         self.owners.insert(p.id, p.account_id);
         Ok(())
     }
 
-    pub async fn project(&self, account: &AccountId, project: &ProjectId) -> ServiceResult<Project> {
+    pub async fn project(
+        &self,
+        account: &AccountId,
+        project: &ProjectId,
+    ) -> ServiceResult<Project> {
         match self.store.project(project).await? {
             Some(p) if &p.account_id == account => Ok(p),
             _ => Err(ServiceError::ProjectNotFound),
@@ -92,7 +104,11 @@ impl<S: ProjectStore> Vigil<S> {
 impl<S: AccountStore> Vigil<S> {
     pub async fn plan(&self, account: &AccountId) -> ServiceResult<Plan> {
         // A key whose account is gone authenticates nothing.
-        let account = self.store.account(account).await?.ok_or(ServiceError::Unauthorized)?;
+        let account = self
+            .store
+            .account(account)
+            .await?
+            .ok_or(ServiceError::Unauthorized)?;
         Ok(account.plan)
     }
 }
@@ -141,12 +157,21 @@ impl<S: ProjectStore + WebhookStore> Vigil<S> {
         url: WebhookUrl,
     ) -> ServiceResult<Webhook> {
         self.check_owner(account, project).await?;
-        let webhook = Webhook { id: WebhookId::generate(), kind, url, created_at: Timestamp::now() };
+        let webhook = Webhook {
+            id: WebhookId::generate(),
+            kind,
+            url,
+            created_at: Timestamp::now(),
+        };
         self.insert_webhook(project, webhook).await
     }
 
     /// Stores a fully formed webhook (seeding keeps the ids of its file).
-    pub async fn insert_webhook(&self, project: &ProjectId, webhook: Webhook) -> ServiceResult<Webhook> {
+    pub async fn insert_webhook(
+        &self,
+        project: &ProjectId,
+        webhook: Webhook,
+    ) -> ServiceResult<Webhook> {
         match self.store.insert_webhook(project, &webhook).await? {
             WebhookInsert::Created => Ok(webhook),
             WebhookInsert::Duplicate => Err(ServiceError::WebhookDuplicate),
@@ -154,7 +179,11 @@ impl<S: ProjectStore + WebhookStore> Vigil<S> {
         }
     }
 
-    pub async fn webhooks(&self, account: &AccountId, project: &ProjectId) -> ServiceResult<Vec<Webhook>> {
+    pub async fn webhooks(
+        &self,
+        account: &AccountId,
+        project: &ProjectId,
+    ) -> ServiceResult<Vec<Webhook>> {
         self.check_owner(account, project).await?;
         Ok(self.store.webhooks(project).await?)
     }

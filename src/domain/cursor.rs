@@ -63,13 +63,19 @@ mod tests {
     use super::*;
 
     fn ids() -> (ProjectId, SessionId) {
-        (ProjectId::parse("p1").unwrap(), SessionId::parse("s1").unwrap())
+        (
+            ProjectId::parse("p1").unwrap(),
+            SessionId::parse("s1").unwrap(),
+        )
     }
 
     #[test]
     fn round_trips() {
         let (p, s) = ids();
-        let at = ResultPosition { created_at: "2026-11-21T10:00:00.123Z".parse().unwrap(), seq: 42 };
+        let at = ResultPosition {
+            created_at: "2026-11-21T10:00:00.123Z".parse().unwrap(),
+            seq: 42,
+        };
         let c = encode(&p, &s, at);
         assert_eq!(decode(&c, &p, &s), Ok(at));
     }
@@ -77,11 +83,20 @@ mod tests {
     #[test]
     fn refuses_garbled_forged_and_foreign() {
         let (p, s) = ids();
-        let at = ResultPosition { created_at: Timestamp::now(), seq: 1 };
+        let at = ResultPosition {
+            created_at: Timestamp::now(),
+            seq: 1,
+        };
         let other = SessionId::parse("s2").unwrap();
         let c = encode(&p, &other, at);
         assert_eq!(decode(&c, &p, &s), Err(CursorError));
-        for bad in ["", "!!!", "abc", &URL_SAFE_NO_PAD.encode("{\"v\":1}"), &"A".repeat(2000)] {
+        for bad in [
+            "",
+            "!!!",
+            "abc",
+            &URL_SAFE_NO_PAD.encode("{\"v\":1}"),
+            &"A".repeat(2000),
+        ] {
             assert_eq!(decode(bad, &p, &s), Err(CursorError), "{bad}");
         }
     }

@@ -10,7 +10,9 @@ pub mod token;
 pub mod webhook;
 
 pub use ids::{AccountId, IdError, PlanId, ProjectId, SessionId, WebhookId};
-pub use model::{Account, CheckResult, NewResult, Plan, PlanStatus, Project, ResultPosition, SessionScore};
+pub use model::{
+    Account, CheckResult, NewResult, Plan, PlanStatus, Project, ResultPosition, SessionScore,
+};
 pub use score::Score;
 pub use time::Timestamp;
 pub use webhook::{UrlPolicy, Webhook, WebhookType, WebhookUrl};

@@ -127,18 +127,17 @@ mod tests {
         };
         let v = serde_json::to_value(&p).unwrap();
         let keys: Vec<_> = v.as_object().unwrap().keys().cloned().collect();
-        assert_eq!(
-            keys.len(),
-            7,
-            "{keys:?}"
-        );
+        assert_eq!(keys.len(), 7, "{keys:?}");
         assert_eq!(v["apiKeyPrivate"], "sk");
         assert_eq!(v["createdAt"], "2026-11-21T00:00:00.000Z");
     }
 
     #[test]
     fn plan_status_wire_names() {
-        assert_eq!(serde_json::to_string(&PlanStatus::PastDue).unwrap(), "\"past_due\"");
+        assert_eq!(
+            serde_json::to_string(&PlanStatus::PastDue).unwrap(),
+            "\"past_due\""
+        );
         assert!(serde_json::from_str::<PlanStatus>("\"gold\"").is_err());
     }
 

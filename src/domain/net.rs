@@ -28,35 +28,27 @@ const BLOCKED_V4: &[&str] = &[
 
 /// IPv6 ranges no webhook may reach. IPv4-mapped addresses are judged by the IPv4 address they carry.
 const BLOCKED_V6: &[&str] = &[
-    "::/128",          // unspecified
-    "::1/128",         // loopback
-    "::/96",           // deprecated IPv4-compatible
-    "64:ff9b::/96",    // NAT64 well-known prefix
-    "64:ff9b:1::/48",  // NAT64 local use
-    "100::/64",        // discard
-    "2001::/23",       // IETF protocol assignments (Teredo, ORCHID, ...)
-    "2001:db8::/32",   // documentation
-    "2002::/16",       // 6to4: tunnels to arbitrary IPv4 addresses
-    "3fff::/20",       // documentation
-    "5f00::/16",       // SRv6 SIDs
-    "fc00::/7",        // unique local
-    "fe80::/10",       // link-local
-    "fec0::/10",       // deprecated site-local
-    "ff00::/8",        // multicast
+    "::/128",         // unspecified
+    "::1/128",        // loopback
+    "::/96",          // deprecated IPv4-compatible
+    "64:ff9b::/96",   // NAT64 well-known prefix
+    "64:ff9b:1::/48", // NAT64 local use
+    "100::/64",       // discard
+    "2001::/23",      // IETF protocol assignments (Teredo, ORCHID, ...)
+    "2001:db8::/32",  // documentation
+    "2002::/16",      // 6to4: tunnels to arbitrary IPv4 addresses
+    "3fff::/20",      // documentation
+    "5f00::/16",      // SRv6 SIDs
+    "fc00::/7",       // unique local
+    "fe80::/10",      // link-local
+    "fec0::/10",      // deprecated site-local
+    "ff00::/8",       // multicast
 ];
 
-static V4: LazyLock<Vec<Ipv4Net>> = LazyLock::new(|| {
-    BLOCKED_V4
-        .iter()
-        .filter_map(|s| s.parse().ok())
-        .collect()
-});
-static V6: LazyLock<Vec<Ipv6Net>> = LazyLock::new(|| {
-    BLOCKED_V6
-        .iter()
-        .filter_map(|s| s.parse().ok())
-        .collect()
-});
+static V4: LazyLock<Vec<Ipv4Net>> =
+    LazyLock::new(|| BLOCKED_V4.iter().filter_map(|s| s.parse().ok()).collect());
+static V6: LazyLock<Vec<Ipv6Net>> =
+    LazyLock::new(|| BLOCKED_V6.iter().filter_map(|s| s.parse().ok()).collect());
 
 /// True when `ip` lies in a range that a webhook must never reach.
 pub fn is_blocked(ip: IpAddr) -> bool {
@@ -77,7 +69,9 @@ fn is_blocked_v4(ip: Ipv4Addr) -> bool {
 pub fn is_loopback(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => v4.is_loopback(),
-        IpAddr::V6(v6) => v6 == Ipv6Addr::LOCALHOST || v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback()),
+        IpAddr::V6(v6) => {
+            v6 == Ipv6Addr::LOCALHOST || v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
+        }
     }
 }
 
@@ -98,10 +92,25 @@ mod tests {
     #[test]
     fn blocks_every_special_v4_range() {
         for s in [
-            "0.0.0.0", "10.1.2.3", "100.64.0.1", "100.127.255.255", "127.0.0.1", "127.255.0.9",
-            "169.254.169.254", "172.16.0.1", "172.31.255.255", "192.0.0.8", "192.0.2.1",
-            "192.168.1.1", "198.18.0.1", "198.51.100.2", "203.0.113.9", "224.0.0.1",
-            "239.255.255.250", "240.0.0.1", "255.255.255.255",
+            "0.0.0.0",
+            "10.1.2.3",
+            "100.64.0.1",
+            "100.127.255.255",
+            "127.0.0.1",
+            "127.255.0.9",
+            "169.254.169.254",
+            "172.16.0.1",
+            "172.31.255.255",
+            "192.0.0.8",
+            "192.0.2.1",
+            "192.168.1.1",
+            "198.18.0.1",
+            "198.51.100.2",
+            "203.0.113.9",
+            "224.0.0.1",
+            "239.255.255.250",
+            "240.0.0.1",
+            "255.255.255.255",
         ] {
             assert!(is_blocked(ip(s)), "{s}");
         }
@@ -110,10 +119,25 @@ mod tests {
     #[test]
     fn blocks_every_special_v6_range() {
         for s in [
-            "::", "::1", "::127.0.0.1", "64:ff9b::7f00:1", "64:ff9b::808:808", "64:ff9b:1::1",
-            "100::1", "2001::1", "2001:db8::1", "2002:7f00:1::", "fc00::1", "fd12:3456::1",
-            "fe80::1", "fec0::1", "ff02::1", "::ffff:127.0.0.1", "::ffff:10.0.0.1",
-            "::ffff:169.254.169.254", "::ffff:0.0.0.0",
+            "::",
+            "::1",
+            "::127.0.0.1",
+            "64:ff9b::7f00:1",
+            "64:ff9b::808:808",
+            "64:ff9b:1::1",
+            "100::1",
+            "2001::1",
+            "2001:db8::1",
+            "2002:7f00:1::",
+            "fc00::1",
+            "fd12:3456::1",
+            "fe80::1",
+            "fec0::1",
+            "ff02::1",
+            "::ffff:127.0.0.1",
+            "::ffff:10.0.0.1",
+            "::ffff:169.254.169.254",
+            "::ffff:0.0.0.0",
         ] {
             assert!(is_blocked(ip(s)), "{s}");
         }
@@ -121,7 +145,15 @@ mod tests {
 
     #[test]
     fn allows_public_addresses() {
-        for s in ["8.8.8.8", "1.1.1.1", "93.184.216.34", "172.32.0.1", "100.128.0.1", "2606:4700::1111", "::ffff:8.8.8.8"] {
+        for s in [
+            "8.8.8.8",
+            "1.1.1.1",
+            "93.184.216.34",
+            "172.32.0.1",
+            "100.128.0.1",
+            "2606:4700::1111",
+            "::ffff:8.8.8.8",
+        ] {
             assert!(!is_blocked(ip(s)), "{s}");
         }
     }

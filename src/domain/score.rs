@@ -54,7 +54,10 @@ mod tests {
     fn bounds_are_inclusive() {
         assert!(Score::new(0.0).is_ok());
         assert!(Score::new(1.0).is_ok());
-        assert_eq!(Score::new(-0.0).map(|s| s.get().to_bits()), Ok(0.0f64.to_bits()));
+        assert_eq!(
+            Score::new(-0.0).map(|s| s.get().to_bits()),
+            Ok(0.0f64.to_bits())
+        );
     }
 
     #[test]

@@ -92,8 +92,14 @@ mod tests {
 
     #[test]
     fn rejects_garbage_and_out_of_range() {
-        assert_eq!("yesterday".parse::<Timestamp>(), Err(TimestampError::Format));
-        assert_eq!("2026-11-21".parse::<Timestamp>(), Err(TimestampError::Format));
+        assert_eq!(
+            "yesterday".parse::<Timestamp>(),
+            Err(TimestampError::Format)
+        );
+        assert_eq!(
+            "2026-11-21".parse::<Timestamp>(),
+            Err(TimestampError::Format)
+        );
         assert_eq!(
             "1969-12-31T23:59:59Z".parse::<Timestamp>(),
             Err(TimestampError::Range)

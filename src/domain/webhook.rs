@@ -68,7 +68,8 @@ impl WebhookUrl {
             None => return Err(UrlError::Invalid),
             Some(Host::Domain(d)) => {
                 let d = d.trim_end_matches('.');
-                let is_local = d.eq_ignore_ascii_case("localhost") || d.to_ascii_lowercase().ends_with(".localhost");
+                let is_local = d.eq_ignore_ascii_case("localhost")
+                    || d.to_ascii_lowercase().ends_with(".localhost");
                 if is_local && !policy.allow_loopback {
                     return Err(UrlError::ForbiddenHost);
                 }
@@ -125,7 +126,13 @@ impl Serialize for WebhookUrl {
 impl<'de> Deserialize<'de> for WebhookUrl {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = String::deserialize(d)?;
-        WebhookUrl::parse(&s, UrlPolicy { allow_loopback: true }).map_err(serde::de::Error::custom)
+        WebhookUrl::parse(
+            &s,
+            UrlPolicy {
+                allow_loopback: true,
+            },
+        )
+        .map_err(serde::de::Error::custom)
     }
 }
 
@@ -144,8 +151,12 @@ pub struct Webhook {
 mod tests {
     use super::*;
 
-    const STRICT: UrlPolicy = UrlPolicy { allow_loopback: false };
-    const DEV: UrlPolicy = UrlPolicy { allow_loopback: true };
+    const STRICT: UrlPolicy = UrlPolicy {
+        allow_loopback: false,
+    };
+    const DEV: UrlPolicy = UrlPolicy {
+        allow_loopback: true,
+    };
 
     #[test]
     fn accepts_public_https() {
@@ -157,17 +168,38 @@ mod tests {
 
     #[test]
     fn rejects_non_https_and_relative() {
-        assert_eq!(WebhookUrl::parse("http://example.com/", STRICT), Err(UrlError::NotHttps));
-        assert_eq!(WebhookUrl::parse("ftp://example.com/", STRICT), Err(UrlError::NotHttps));
-        assert_eq!(WebhookUrl::parse("/relative", STRICT), Err(UrlError::Invalid));
-        assert_eq!(WebhookUrl::parse("not a url", STRICT), Err(UrlError::Invalid));
-        assert_eq!(WebhookUrl::parse("mailto:a@example.com", STRICT), Err(UrlError::Invalid));
+        assert_eq!(
+            WebhookUrl::parse("http://example.com/", STRICT),
+            Err(UrlError::NotHttps)
+        );
+        assert_eq!(
+            WebhookUrl::parse("ftp://example.com/", STRICT),
+            Err(UrlError::NotHttps)
+        );
+        assert_eq!(
+            WebhookUrl::parse("/relative", STRICT),
+            Err(UrlError::Invalid)
+        );
+        assert_eq!(
+            WebhookUrl::parse("not a url", STRICT),
+            Err(UrlError::Invalid)
+        );
+        assert_eq!(
+            WebhookUrl::parse("mailto:a@example.com", STRICT),
+            Err(UrlError::Invalid)
+        );
     }
 
     #[test]
     fn rejects_credentials_and_length() {
-        assert_eq!(WebhookUrl::parse("https://u:p@example.com/", STRICT), Err(UrlError::Credentials));
-        assert_eq!(WebhookUrl::parse("https://u@example.com/", STRICT), Err(UrlError::Credentials));
+        assert_eq!(
+            WebhookUrl::parse("https://u:p@example.com/", STRICT),
+            Err(UrlError::Credentials)
+        );
+        assert_eq!(
+            WebhookUrl::parse("https://u@example.com/", STRICT),
+            Err(UrlError::Credentials)
+        );
         let long = format!("https://example.com/{}", "a".repeat(MAX_URL_LEN));
         assert_eq!(WebhookUrl::parse(&long, STRICT), Err(UrlError::TooLong));
     }
@@ -175,15 +207,35 @@ mod tests {
     #[test]
     fn rejects_internal_hosts_in_every_spelling() {
         for s in [
-            "https://localhost/", "https://LOCALHOST./", "https://api.localhost/",
-            "https://127.0.0.1/", "https://2130706433/", "https://0x7f000001/", "https://0177.0.0.1/",
-            "https://0x7f.1/", "https://127.1/", "https://10.0.0.1/", "https://012.0.0.1/",
-            "https://192.168.0.1/", "https://169.254.169.254/latest", "https://100.64.0.1/",
-            "https://0.0.0.0/", "https://[::1]/", "https://[::ffff:127.0.0.1]/",
-            "https://[::ffff:a00:1]/", "https://[fe80::1]/", "https://[fd00::1]/",
-            "https://[64:ff9b::a00:1]/", "https://224.0.0.1/", "https://[ff02::1]/",
+            "https://localhost/",
+            "https://LOCALHOST./",
+            "https://api.localhost/",
+            "https://127.0.0.1/",
+            "https://2130706433/",
+            "https://0x7f000001/",
+            "https://0177.0.0.1/",
+            "https://0x7f.1/",
+            "https://127.1/",
+            "https://10.0.0.1/",
+            "https://012.0.0.1/",
+            "https://192.168.0.1/",
+            "https://169.254.169.254/latest",
+            "https://100.64.0.1/",
+            "https://0.0.0.0/",
+            "https://[::1]/",
+            "https://[::ffff:127.0.0.1]/",
+            "https://[::ffff:a00:1]/",
+            "https://[fe80::1]/",
+            "https://[fd00::1]/",
+            "https://[64:ff9b::a00:1]/",
+            "https://224.0.0.1/",
+            "https://[ff02::1]/",
         ] {
-            assert_eq!(WebhookUrl::parse(s, STRICT), Err(UrlError::ForbiddenHost), "{s}");
+            assert_eq!(
+                WebhookUrl::parse(s, STRICT),
+                Err(UrlError::ForbiddenHost),
+                "{s}"
+            );
         }
     }
 
@@ -192,13 +244,22 @@ mod tests {
         assert!(WebhookUrl::parse("http://127.0.0.1:9000/hook", DEV).is_ok());
         assert!(WebhookUrl::parse("http://localhost:9000/hook", DEV).is_ok());
         assert!(WebhookUrl::parse("http://[::1]:9000/hook", DEV).is_ok());
-        assert_eq!(WebhookUrl::parse("http://example.com/", DEV), Err(UrlError::NotHttps));
-        assert_eq!(WebhookUrl::parse("https://10.0.0.1/", DEV), Err(UrlError::ForbiddenHost));
+        assert_eq!(
+            WebhookUrl::parse("http://example.com/", DEV),
+            Err(UrlError::NotHttps)
+        );
+        assert_eq!(
+            WebhookUrl::parse("https://10.0.0.1/", DEV),
+            Err(UrlError::ForbiddenHost)
+        );
     }
 
     #[test]
     fn webhook_type_wire_name() {
-        assert_eq!(serde_json::to_string(&WebhookType::ProxyVpnDetect).unwrap(), "\"proxy_vpn_detect\"");
+        assert_eq!(
+            serde_json::to_string(&WebhookType::ProxyVpnDetect).unwrap(),
+            "\"proxy_vpn_detect\""
+        );
         assert!(serde_json::from_str::<WebhookType>("\"bot_detect\"").is_err());
     }
 }

@@ -1,6 +1,8 @@
 //! Authentication: the bearer header, and the TOKEN authorizer's answer to API Gateway.
 
-use aws_lambda_events::apigw::{ApiGatewayCustomAuthorizerPolicy, ApiGatewayCustomAuthorizerResponse};
+use aws_lambda_events::apigw::{
+    ApiGatewayCustomAuthorizerPolicy, ApiGatewayCustomAuthorizerResponse,
+};
 use aws_lambda_events::iam::{IamPolicyEffect, IamPolicyStatement};
 
 use crate::domain::AccountId;
@@ -22,7 +24,10 @@ pub fn bearer_key(header: Option<&str>) -> Option<&str> {
 }
 
 /// The account behind an `Authorization` header value.
-pub async fn authorize<S: KeyStore>(app: &Vigil<S>, header: Option<&str>) -> ServiceResult<AccountId> {
+pub async fn authorize<S: KeyStore>(
+    app: &Vigil<S>,
+    header: Option<&str>,
+) -> ServiceResult<AccountId> {
     let key = bearer_key(header).ok_or(ServiceError::Unauthorized)?;
     app.authenticate(key).await
 }
@@ -63,7 +68,16 @@ mod tests {
 
     #[test]
     fn rejects_other_schemes_and_empty_keys() {
-        for h in ["", "Bearer", "Bearer ", "Basic abc", "Token abc", "abc", "Bearer a b", "Bearerabc"] {
+        for h in [
+            "",
+            "Bearer",
+            "Bearer ",
+            "Basic abc",
+            "Token abc",
+            "abc",
+            "Bearer a b",
+            "Bearerabc",
+        ] {
             assert_eq!(bearer_key(Some(h)), None, "{h:?}");
         }
         assert_eq!(bearer_key(None), None);

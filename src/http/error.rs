@@ -66,7 +66,8 @@ impl ApiError {
                 }
             }
             ApiError::Unavailable => {
-                res.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+                res.headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
             }
             _ => {}
         }

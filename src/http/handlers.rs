@@ -45,11 +45,13 @@ fn path<T: FromStr<Err = IdError>>(req: &Request, name: &'static str) -> Result<
         .path_parameters_ref()
         .and_then(|p| p.first(name))
         .ok_or_else(|| ApiError::bad_request(format!("{name} is required")))?;
-    raw.parse().map_err(|e: IdError| ApiError::bad_request(format!("{name} {e}")))
+    raw.parse()
+        .map_err(|e: IdError| ApiError::bad_request(format!("{name} {e}")))
 }
 
 fn query<'a>(req: &'a Request, name: &str) -> Option<&'a str> {
-    req.query_string_parameters_ref().and_then(|q| q.first(name))
+    req.query_string_parameters_ref()
+        .and_then(|q| q.first(name))
 }
 
 fn page_limit(req: &Request) -> Result<usize, ApiError> {
@@ -64,7 +66,10 @@ fn page_limit(req: &Request) -> Result<usize, ApiError> {
 }
 
 /// GET /results/{projectId}/{sessionId}
-pub async fn list_results<S: ProjectStore + ResultStore>(app: &Vigil<S>, req: Request) -> Response<Body> {
+pub async fn list_results<S: ProjectStore + ResultStore>(
+    app: &Vigil<S>,
+    req: Request,
+) -> Response<Body> {
     finish(
         async {
             let account = account(&req)?;
@@ -75,10 +80,16 @@ pub async fn list_results<S: ProjectStore + ResultStore>(app: &Vigil<S>, req: Re
                 .map(|c| cursor::decode(c, &project, &session))
                 .transpose()
                 .map_err(|e| ApiError::bad_request(e.to_string()))?;
-            let page = app.results(&account, &project, &session, limit, after).await?;
+            let page = app
+                .results(&account, &project, &session, limit, after)
+                .await?;
             let next = page
                 .more
-                .then(|| page.results.last().map(|(at, _)| cursor::encode(&project, &session, *at)))
+                .then(|| {
+                    page.results
+                        .last()
+                        .map(|(at, _)| cursor::encode(&project, &session, *at))
+                })
                 .flatten();
             let results: Vec<&CheckResult> = page.results.iter().map(|(_, r)| r).collect();
             let mut res = if results.is_empty() {
@@ -87,8 +98,11 @@ pub async fn list_results<S: ProjectStore + ResultStore>(app: &Vigil<S>, req: Re
                 data_response(StatusCode::OK, &results)
             };
             if let Some(c) = next {
-                let limit_param = query(&req, "limit").map_or(String::new(), |_| format!("&limit={limit}"));
-                let link = format!("<{BASE}/results/{project}/{session}?cursor={c}{limit_param}>; rel=\"next\"");
+                let limit_param =
+                    query(&req, "limit").map_or(String::new(), |_| format!("&limit={limit}"));
+                let link = format!(
+                    "<{BASE}/results/{project}/{session}?cursor={c}{limit_param}>; rel=\"next\""
+                );
                 if let Ok(v) = HeaderValue::from_str(&link) {
                     res.headers_mut().insert(header::LINK, v);
                 }
@@ -100,7 +114,10 @@ pub async fn list_results<S: ProjectStore + ResultStore>(app: &Vigil<S>, req: Re
 }
 
 /// GET /results/{projectId}/{sessionId}/general
-pub async fn session_score<S: ProjectStore + ResultStore>(app: &Vigil<S>, req: Request) -> Response<Body> {
+pub async fn session_score<S: ProjectStore + ResultStore>(
+    app: &Vigil<S>,
+    req: Request,
+) -> Response<Body> {
     finish(
         async {
             let account = account(&req)?;
@@ -130,14 +147,20 @@ pub async fn get_project<S: ProjectStore>(app: &Vigil<S>, req: Request) -> Respo
         async {
             let account = account(&req)?;
             let project: ProjectId = path(&req, "projectId")?;
-            Ok(data_response(StatusCode::OK, &app.project(&account, &project).await?))
+            Ok(data_response(
+                StatusCode::OK,
+                &app.project(&account, &project).await?,
+            ))
         }
         .await,
     )
 }
 
 /// The creation body: exactly `type` and `url`, both strings.
-fn parse_webhook_body(app_policy: crate::domain::UrlPolicy, body: &[u8]) -> Result<(WebhookType, WebhookUrl), ApiError> {
+fn parse_webhook_body(
+    app_policy: crate::domain::UrlPolicy,
+    body: &[u8],
+) -> Result<(WebhookType, WebhookUrl), ApiError> {
     let value: Value = serde_json::from_slice(body)
         .map_err(|_| ApiError::bad_request("Request body must be valid JSON"))?;
     let Value::Object(fields) = value else {
@@ -170,7 +193,10 @@ fn is_json(req: &Request) -> bool {
 }
 
 /// POST /projects/{projectId}/webhooks
-pub async fn create_webhook<S: ProjectStore + WebhookStore>(app: &Vigil<S>, req: Request) -> Response<Body> {
+pub async fn create_webhook<S: ProjectStore + WebhookStore>(
+    app: &Vigil<S>,
+    req: Request,
+) -> Response<Body> {
     finish(
         async {
             let account = account(&req)?;
@@ -196,19 +222,28 @@ pub async fn create_webhook<S: ProjectStore + WebhookStore>(app: &Vigil<S>, req:
 }
 
 /// GET /projects/{projectId}/webhooks
-pub async fn list_webhooks<S: ProjectStore + WebhookStore>(app: &Vigil<S>, req: Request) -> Response<Body> {
+pub async fn list_webhooks<S: ProjectStore + WebhookStore>(
+    app: &Vigil<S>,
+    req: Request,
+) -> Response<Body> {
     finish(
         async {
             let account = account(&req)?;
             let project: ProjectId = path(&req, "projectId")?;
-            Ok(data_response(StatusCode::OK, &app.webhooks(&account, &project).await?))
+            Ok(data_response(
+                StatusCode::OK,
+                &app.webhooks(&account, &project).await?,
+            ))
         }
         .await,
     )
 }
 
 /// DELETE /projects/{projectId}/webhooks/{webhookId}
-pub async fn delete_webhook<S: ProjectStore + WebhookStore>(app: &Vigil<S>, req: Request) -> Response<Body> {
+pub async fn delete_webhook<S: ProjectStore + WebhookStore>(
+    app: &Vigil<S>,
+    req: Request,
+) -> Response<Body> {
     finish(
         async {
             let account = account(&req)?;
@@ -257,12 +292,21 @@ mod tests {
         assert_eq!(msg("[]"), "Request body must be a JSON object");
         assert_eq!(msg(r#"{"url":"https://h.example"}"#), "`type` is required");
         assert_eq!(msg(r#"{"type":"proxy_vpn_detect"}"#), "`url` is required");
-        assert_eq!(msg(r#"{"type":1,"url":"https://h.example"}"#), "`type` must be a string");
+        assert_eq!(
+            msg(r#"{"type":1,"url":"https://h.example"}"#),
+            "`type` must be a string"
+        );
         assert_eq!(
             msg(r#"{"type":"bot","url":"https://h.example"}"#),
             "`type` must be one of: proxy_vpn_detect"
         );
-        assert!(msg(r#"{"type":"proxy_vpn_detect","url":"https://h.example","x":1}"#).starts_with("Unknown field `x`"));
-        assert_eq!(msg(r#"{"type":"proxy_vpn_detect","url":"http://h.example"}"#), "url must use https");
+        assert!(
+            msg(r#"{"type":"proxy_vpn_detect","url":"https://h.example","x":1}"#)
+                .starts_with("Unknown field `x`")
+        );
+        assert_eq!(
+            msg(r#"{"type":"proxy_vpn_detect","url":"http://h.example"}"#),
+            "url must use https"
+        );
     }
 }

@@ -19,8 +19,10 @@ pub const ACCOUNT_CONTEXT_KEY: &str = "accountId";
 pub(crate) fn json_response(status: StatusCode, body: String) -> Response<Body> {
     let mut res = Response::new(Body::Text(body));
     *res.status_mut() = status;
-    res.headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    res.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     res
 }
 

@@ -17,13 +17,33 @@ pub enum Route {
 
 /// Paths are relative to the `/v1` base, with `{name}` parameters.
 pub const ROUTES: &[(Method, &str, Route)] = &[
-    (Method::GET, "/results/{projectId}/{sessionId}", Route::ListResults),
-    (Method::GET, "/results/{projectId}/{sessionId}/general", Route::SessionScore),
+    (
+        Method::GET,
+        "/results/{projectId}/{sessionId}",
+        Route::ListResults,
+    ),
+    (
+        Method::GET,
+        "/results/{projectId}/{sessionId}/general",
+        Route::SessionScore,
+    ),
     (Method::GET, "/plan", Route::GetPlan),
     (Method::GET, "/projects/{projectId}", Route::GetProject),
-    (Method::POST, "/projects/{projectId}/webhooks", Route::CreateWebhook),
-    (Method::GET, "/projects/{projectId}/webhooks", Route::ListWebhooks),
-    (Method::DELETE, "/projects/{projectId}/webhooks/{webhookId}", Route::DeleteWebhook),
+    (
+        Method::POST,
+        "/projects/{projectId}/webhooks",
+        Route::CreateWebhook,
+    ),
+    (
+        Method::GET,
+        "/projects/{projectId}/webhooks",
+        Route::ListWebhooks,
+    ),
+    (
+        Method::DELETE,
+        "/projects/{projectId}/webhooks/{webhookId}",
+        Route::DeleteWebhook,
+    ),
 ];
 
 /// The base path every route sits under.
@@ -72,10 +92,17 @@ impl Router {
         match m.value.iter().find(|(meth, _)| meth == method) {
             Some((_, route)) => Resolved::Found(
                 *route,
-                m.params.iter().map(|(k, v)| (k.to_owned(), v.to_owned())).collect(),
+                m.params
+                    .iter()
+                    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                    .collect(),
             ),
             None => Resolved::MethodNotAllowed(
-                m.value.iter().map(|(meth, _)| meth.as_str()).collect::<Vec<_>>().join(", "),
+                m.value
+                    .iter()
+                    .map(|(meth, _)| meth.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
             ),
         }
     }
@@ -97,7 +124,10 @@ mod tests {
     fn every_route_resolves_to_itself() {
         let router = Router::new();
         for (m, p, r) in ROUTES {
-            let concrete = p.replace("{projectId}", "p").replace("{sessionId}", "s").replace("{webhookId}", "w");
+            let concrete = p
+                .replace("{projectId}", "p")
+                .replace("{sessionId}", "s")
+                .replace("{webhookId}", "w");
             match router.resolve(m, &concrete) {
                 Resolved::Found(found, _) => assert_eq!(found, *r, "{p}"),
                 other => panic!("{p}: {other:?}"),
@@ -112,7 +142,10 @@ mod tests {
             r.resolve_full(&Method::GET, "/v1/results/prj_1/sess_1/general"),
             Resolved::Found(
                 Route::SessionScore,
-                vec![("projectId".into(), "prj_1".into()), ("sessionId".into(), "sess_1".into())]
+                vec![
+                    ("projectId".into(), "prj_1".into()),
+                    ("sessionId".into(), "sess_1".into())
+                ]
             )
         );
     }
@@ -123,7 +156,10 @@ mod tests {
         assert_eq!(r.resolve_full(&Method::GET, "/v1/nope"), Resolved::NotFound);
         assert_eq!(r.resolve_full(&Method::GET, "/plan"), Resolved::NotFound);
         assert_eq!(r.resolve_full(&Method::GET, "/v1plan"), Resolved::NotFound);
-        assert_eq!(r.resolve_full(&Method::GET, "/v1/results/p"), Resolved::NotFound);
+        assert_eq!(
+            r.resolve_full(&Method::GET, "/v1/results/p"),
+            Resolved::NotFound
+        );
         assert_eq!(
             r.resolve_full(&Method::PUT, "/v1/projects/p/webhooks"),
             Resolved::MethodNotAllowed("POST, GET".into())

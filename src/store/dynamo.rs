@@ -114,7 +114,10 @@ fn backoff(attempt: u32) -> Duration {
 
 impl DynamoStore {
     pub fn new(client: Client, table: impl Into<String>) -> Self {
-        Self { client, table: table.into() }
+        Self {
+            client,
+            table: table.into(),
+        }
     }
 
     /// A store on the table, configured from the environment.
@@ -129,7 +132,10 @@ impl DynamoStore {
     /// Opens the TLS connection and resolves credentials during init, so the first request of a
     /// cold start does not pay for them. A point read of a key that never exists.
     pub async fn warm(&self) {
-        if let Err(e) = self.get::<serde_json::Value>("WARMUP", "WARMUP", false).await {
+        if let Err(e) = self
+            .get::<serde_json::Value>("WARMUP", "WARMUP", false)
+            .await
+        {
             tracing::warn!(error = %e, "warming the DynamoDB connection failed");
         }
     }
@@ -194,7 +200,9 @@ impl DynamoStore {
                         if failed.iter().any(|f| *f) {
                             Ok(TxOutcome::ConditionFailed(failed))
                         } else if reasons.iter().any(|r| {
-                            r.code().is_some_and(|c| THROTTLE_CODES.contains(&c) || c == "ThrottlingError")
+                            r.code().is_some_and(|c| {
+                                THROTTLE_CODES.contains(&c) || c == "ThrottlingError"
+                            })
                         }) {
                             Err(sdk_error("TransactWriteItems", e))
                                 .map_err(|e| StoreError::Throttled(e.to_string()))
@@ -220,7 +228,12 @@ impl DynamoStore {
             )
         };
         let schema = |name: &str, kt: KeyType| {
-            build(KeySchemaElement::builder().attribute_name(name).key_type(kt).build())
+            build(
+                KeySchemaElement::builder()
+                    .attribute_name(name)
+                    .key_type(kt)
+                    .build(),
+            )
         };
         self.client
             .create_table()
@@ -394,7 +407,9 @@ impl WebhookStore for DynamoStore {
                 TxOutcome::Conflict => tokio::time::sleep(backoff(attempt)).await,
             }
         }
-        Err(StoreError::Throttled("webhook registration too contended".into()))
+        Err(StoreError::Throttled(
+            "webhook registration too contended".into(),
+        ))
     }
 
     async fn webhooks(&self, project: &ProjectId) -> Result<Vec<Webhook>, StoreError> {
@@ -417,7 +432,11 @@ impl WebhookStore for DynamoStore {
         Ok(sorted_webhooks(rows))
     }
 
-    async fn delete_webhook(&self, project: &ProjectId, id: &WebhookId) -> Result<bool, StoreError> {
+    async fn delete_webhook(
+        &self,
+        project: &ProjectId,
+        id: &WebhookId,
+    ) -> Result<bool, StoreError> {
         let pk = project_pk(project);
         let sk = webhook_sk(id);
         for attempt in 0..MAX_WRITE_ATTEMPTS {
@@ -458,7 +477,9 @@ impl WebhookStore for DynamoStore {
                 TxOutcome::Conflict => tokio::time::sleep(backoff(attempt)).await,
             }
         }
-        Err(StoreError::Throttled("webhook deletion too contended".into()))
+        Err(StoreError::Throttled(
+            "webhook deletion too contended".into(),
+        ))
     }
 }
 

@@ -95,7 +95,10 @@ pub struct ResultItem {
 
 impl ResultItem {
     pub fn new(r: &NewResult, seq: u64) -> Self {
-        let at = ResultPosition { created_at: r.result.created_at, seq };
+        let at = ResultPosition {
+            created_at: r.result.created_at,
+            seq,
+        };
         Self {
             pk: project_pk(&r.project_id),
             sk: result_sk(&r.session_id, at),
@@ -111,7 +114,10 @@ impl ResultItem {
     }
 
     pub fn position(&self) -> ResultPosition {
-        ResultPosition { created_at: self.created_at, seq: self.seq }
+        ResultPosition {
+            created_at: self.created_at,
+            seq: self.seq,
+        }
     }
 
     pub fn result(&self) -> CheckResult {
@@ -162,7 +168,10 @@ impl SessionItem {
     }
 
     pub fn score(&self) -> SessionScore {
-        SessionScore { score_bot: self.score_bot, score_proxy_vpn: self.score_proxy_vpn }
+        SessionScore {
+            score_bot: self.score_bot,
+            score_proxy_vpn: self.score_proxy_vpn,
+        }
     }
 }
 
@@ -253,7 +262,12 @@ impl WebhookItem {
     }
 
     pub fn webhook(self) -> Webhook {
-        Webhook { id: self.id, kind: self.kind, url: self.url, created_at: self.created_at }
+        Webhook {
+            id: self.id,
+            kind: self.kind,
+            url: self.url,
+            created_at: self.created_at,
+        }
     }
 }
 
@@ -312,7 +326,10 @@ impl From<&Account> for AccountItem {
 
 impl From<AccountItem> for Account {
     fn from(i: AccountItem) -> Self {
-        Self { id: i.id, plan: i.plan }
+        Self {
+            id: i.id,
+            plan: i.plan,
+        }
     }
 }
 
@@ -343,7 +360,11 @@ impl KeyItem {
 /// Oldest first; ids break ties so the order is deterministic.
 pub fn sorted_webhooks(rows: Vec<WebhookItem>) -> Vec<Webhook> {
     let mut hooks: Vec<Webhook> = rows.into_iter().map(WebhookItem::webhook).collect();
-    hooks.sort_by(|a, b| a.created_at.cmp(&b.created_at).then_with(|| a.id.cmp(&b.id)));
+    hooks.sort_by(|a, b| {
+        a.created_at
+            .cmp(&b.created_at)
+            .then_with(|| a.id.cmp(&b.id))
+    });
     hooks
 }
 
@@ -356,9 +377,27 @@ mod tests {
         let s = SessionId::parse("s").unwrap();
         let t1: Timestamp = "2026-11-21T10:00:00.000Z".parse().unwrap();
         let t2: Timestamp = "2026-11-21T10:00:00.001Z".parse().unwrap();
-        let a = result_sk(&s, ResultPosition { created_at: t1, seq: 9 });
-        let b = result_sk(&s, ResultPosition { created_at: t1, seq: 10 });
-        let c = result_sk(&s, ResultPosition { created_at: t2, seq: 1 });
+        let a = result_sk(
+            &s,
+            ResultPosition {
+                created_at: t1,
+                seq: 9,
+            },
+        );
+        let b = result_sk(
+            &s,
+            ResultPosition {
+                created_at: t1,
+                seq: 10,
+            },
+        );
+        let c = result_sk(
+            &s,
+            ResultPosition {
+                created_at: t2,
+                seq: 1,
+            },
+        );
         assert!(a < b && b < c);
         assert!(a.starts_with(&results_prefix(&s)));
     }
@@ -367,7 +406,10 @@ mod tests {
     fn session_prefixes_do_not_overlap() {
         let a = SessionId::parse("abc").unwrap();
         let b = SessionId::parse("abcd").unwrap();
-        let at = ResultPosition { created_at: Timestamp::now(), seq: 1 };
+        let at = ResultPosition {
+            created_at: Timestamp::now(),
+            seq: 1,
+        };
         assert!(!result_sk(&b, at).starts_with(&results_prefix(&a)));
     }
 }

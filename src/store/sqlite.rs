@@ -114,10 +114,15 @@ impl SqliteStore {
     }
 
     /// Change-feed records after `after` (exclusive), oldest first, at most `limit`.
-    pub async fn changes(&self, after: i64, limit: usize) -> Result<Vec<(i64, EventRecord)>, StoreError> {
+    pub async fn changes(
+        &self,
+        after: i64,
+        limit: usize,
+    ) -> Result<Vec<(i64, EventRecord)>, StoreError> {
         self.run(move |c| {
-            let mut stmt =
-                c.prepare_cached("SELECT seq, record FROM changes WHERE seq > ?1 ORDER BY seq LIMIT ?2")?;
+            let mut stmt = c.prepare_cached(
+                "SELECT seq, record FROM changes WHERE seq > ?1 ORDER BY seq LIMIT ?2",
+            )?;
             let rows = stmt.query_map(params![after, limit as i64], |r| {
                 Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
             })?;
@@ -138,7 +143,8 @@ impl SqliteStore {
 fn get<T: DeserializeOwned>(c: &Connection, pk: &str, sk: &str) -> Result<Option<T>, StoreError> {
     let mut stmt = c.prepare_cached("SELECT body FROM items WHERE pk = ?1 AND sk = ?2")?;
     let body: Option<String> = stmt.query_row(params![pk, sk], |r| r.get(0)).optional()?;
-    body.map(|b| serde_json::from_str(&b).map_err(corrupt)).transpose()
+    body.map(|b| serde_json::from_str(&b).map_err(corrupt))
+        .transpose()
 }
 
 /// Items of one partition whose sort key lies in `[lo, hi)`, in sort key order (`desc` reverses),
@@ -158,7 +164,8 @@ fn range<T: DeserializeOwned>(
     };
     let mut stmt = c.prepare_cached(sql)?;
     let rows = stmt.query_map(params![pk, lo, hi, limit as i64], |r| r.get::<_, String>(0))?;
-    rows.map(|b| serde_json::from_str(&b?).map_err(corrupt)).collect()
+    rows.map(|b| serde_json::from_str(&b?).map_err(corrupt))
+        .collect()
 }
 
 /// The smallest string greater than every string starting with `prefix` (which ends in `#`).
@@ -194,7 +201,8 @@ fn record_change(
     rec.event_source = Some("vigil:sqlite".to_owned());
     rec.event_version = Some("1.1".to_owned());
     let text = serde_json::to_string(&rec).map_err(corrupt)?;
-    tx.prepare_cached("INSERT INTO changes (record) VALUES (?1)")?.execute([text])?;
+    tx.prepare_cached("INSERT INTO changes (record) VALUES (?1)")?
+        .execute([text])?;
     Ok(())
 }
 
@@ -227,8 +235,14 @@ fn upsert<T: Serialize + DeserializeOwned>(
     put(tx, pk, sk, old.as_ref(), new)
 }
 
-fn delete<T: Serialize>(tx: &Transaction<'_>, pk: &str, sk: &str, old: &T) -> Result<(), StoreError> {
-    tx.prepare_cached("DELETE FROM items WHERE pk = ?1 AND sk = ?2")?.execute(params![pk, sk])?;
+fn delete<T: Serialize>(
+    tx: &Transaction<'_>,
+    pk: &str,
+    sk: &str,
+    old: &T,
+) -> Result<(), StoreError> {
+    tx.prepare_cached("DELETE FROM items WHERE pk = ?1 AND sk = ?2")?
+        .execute(params![pk, sk])?;
     record_change(tx, pk, sk, Some(image(old)?), None)
 }
 
@@ -330,7 +344,10 @@ impl WebhookStore for SqliteStore {
                 return Ok(WebhookInsert::LimitReached);
             }
             if get::<WebhookItem>(tx, &item.pk, &item.sk)?.is_some() {
-                return Err(StoreError::Backend(format!("webhook id {} already exists", item.id)));
+                return Err(StoreError::Backend(format!(
+                    "webhook id {} already exists",
+                    item.id
+                )));
             }
             put(tx, &item.pk, &item.sk, None, &item)?;
             put(tx, &guard.pk, &guard.sk, None, &guard)?;
@@ -357,7 +374,11 @@ impl WebhookStore for SqliteStore {
         .await
     }
 
-    async fn delete_webhook(&self, project: &ProjectId, id: &WebhookId) -> Result<bool, StoreError> {
+    async fn delete_webhook(
+        &self,
+        project: &ProjectId,
+        id: &WebhookId,
+    ) -> Result<bool, StoreError> {
         let (pk, sk) = (project_pk(project), webhook_sk(id));
         let project = project.clone();
         self.write(move |tx| {
@@ -380,17 +401,20 @@ impl WebhookStore for SqliteStore {
 impl AdminStore for SqliteStore {
     async fn put_account(&self, account: &Account) -> Result<(), StoreError> {
         let item = AccountItem::from(account);
-        self.write(move |tx| upsert(tx, &item.pk, &item.sk, &item)).await
+        self.write(move |tx| upsert(tx, &item.pk, &item.sk, &item))
+            .await
     }
 
     async fn put_key(&self, key_hash: &str, account: &AccountId) -> Result<(), StoreError> {
         let item = KeyItem::new(key_hash, account);
-        self.write(move |tx| upsert(tx, &item.pk, &item.sk, &item)).await
+        self.write(move |tx| upsert(tx, &item.pk, &item.sk, &item))
+            .await
     }
 
     async fn put_project(&self, project: &Project) -> Result<(), StoreError> {
         let item = ProjectItem::from(project);
-        self.write(move |tx| upsert(tx, &item.pk, &item.sk, &item)).await
+        self.write(move |tx| upsert(tx, &item.pk, &item.sk, &item))
+            .await
     }
 
     async fn is_empty(&self) -> Result<bool, StoreError> {

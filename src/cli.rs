@@ -1,0 +1,238 @@
+//! The `vigil` command: the local server, seeding, table creation and writing results, on either
+//! store.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::config::Config;
+use crate::domain::{CheckResult, NewResult, ProjectId, Score, SessionId, Timestamp, UrlPolicy};
+use crate::seed;
+use crate::service::Vigil;
+use crate::store::{DynamoStore, SqliteStore, Store};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "vigil",
+    version,
+    about = "Bot and proxy/VPN detection results service"
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub store: StoreArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Args)]
+pub struct StoreArgs {
+    /// SQLite database file (the default store).
+    #[arg(
+        long,
+        global = true,
+        default_value = "vigil.db",
+        conflicts_with = "dynamodb"
+    )]
+    pub db: PathBuf,
+    /// Use the DynamoDB table `VIGIL_TABLE` at `AWS_ENDPOINT_URL` (real AWS when unset).
+    #[arg(long, global = true)]
+    pub dynamodb: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve the whole API on one port.
+    Serve {
+        #[arg(long, default_value = "127.0.0.1:3000")]
+        addr: SocketAddr,
+        /// Load this seed file before serving.
+        #[arg(long)]
+        seed: Option<PathBuf>,
+        /// Allow plain-http webhooks to loopback addresses (development and tests only).
+        #[arg(long)]
+        allow_loopback_webhooks: bool,
+    },
+    /// Load a seed file into the store.
+    Seed { file: PathBuf },
+    /// Manage the DynamoDB table.
+    Table {
+        #[command(subcommand)]
+        action: TableAction,
+    },
+    /// Write results.
+    Results {
+        #[command(subcommand)]
+        action: ResultsAction,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TableAction {
+    /// Create the table (as template.yaml defines it) at the configured endpoint.
+    Create,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ResultsAction {
+    /// Write one result through the normal write path.
+    Add {
+        #[arg(long)]
+        project: ProjectId,
+        #[arg(long)]
+        session: SessionId,
+        #[arg(long, value_parser = parse_score)]
+        score_bot: Score,
+        #[arg(long, value_parser = parse_score)]
+        score_proxy_vpn: Score,
+        #[arg(long)]
+        ip: IpAddr,
+        /// RFC 3339 time; now when omitted.
+        #[arg(long)]
+        created_at: Option<Timestamp>,
+    },
+}
+
+fn parse_score(s: &str) -> Result<Score, String> {
+    s.parse::<f64>()
+        .ok()
+        .and_then(|v| Score::new(v).ok())
+        .ok_or_else(|| "must be a number from 0 to 1".to_owned())
+}
+
+/// Runs the command; the error is the one line printed before exiting non-zero.
+pub async fn run(cli: Cli) -> Result<(), String> {
+    let config = Config::from_env().map_err(|e| e.to_string())?;
+    if cli.store.dynamodb {
+        let store = DynamoStore::from_env(config.table.clone()).await;
+        if let Command::Table {
+            action: TableAction::Create,
+        } = cli.command
+        {
+            store.create_table().await.map_err(|e| e.to_string())?;
+            println!("created table {}", store.table());
+            return Ok(());
+        }
+        run_on(store, cli.command).await
+    } else {
+        let store = SqliteStore::open(&cli.store.db)
+            .map_err(|e| format!("cannot open {}: {e}", cli.store.db.display()))?;
+        run_on(store, cli.command).await
+    }
+}
+
+async fn run_on<S: Store>(store: S, command: Command) -> Result<(), String> {
+    match command {
+        Command::Serve {
+            addr,
+            seed,
+            allow_loopback_webhooks,
+        } => {
+            let app = Arc::new(Vigil::new(
+                store,
+                UrlPolicy {
+                    allow_loopback: allow_loopback_webhooks,
+                },
+            ));
+            serve(app, addr, seed).await
+        }
+        Command::Seed { file } => {
+            let app = Vigil::new(store, UrlPolicy::default());
+            let report = load_seed(&app, &file).await?;
+            println!(
+                "seeded {} accounts, {} projects, {} webhooks, {} results",
+                report.accounts, report.projects, report.webhooks, report.results
+            );
+            Ok(())
+        }
+        Command::Table { .. } => Err("table create needs --dynamodb".to_owned()),
+        Command::Results {
+            action:
+                ResultsAction::Add {
+                    project,
+                    session,
+                    score_bot,
+                    score_proxy_vpn,
+                    ip,
+                    created_at,
+                },
+        } => {
+            let app = Vigil::new(store, UrlPolicy::default());
+            let result = NewResult {
+                project_id: project,
+                session_id: session,
+                result: CheckResult {
+                    score_bot,
+                    score_proxy_vpn,
+                    ip_address: ip,
+                    created_at: created_at.unwrap_or_else(Timestamp::now),
+                },
+            };
+            let at = app.add_result(&result).await.map_err(|e| e.to_string())?;
+            println!(
+                "added result {} to {}/{}",
+                at.seq, result.project_id, result.session_id
+            );
+            Ok(())
+        }
+    }
+}
+
+async fn load_seed<S: Store>(app: &Vigil<S>, file: &PathBuf) -> Result<seed::SeedReport, String> {
+    let text = tokio::fs::read_to_string(file)
+        .await
+        .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+    seed::load(app, &text)
+        .await
+        .map_err(|e| format!("{}: {e}", file.display()))
+}
+
+async fn serve<S: Store>(
+    app: Arc<Vigil<S>>,
+    addr: SocketAddr,
+    seed_file: Option<PathBuf>,
+) -> Result<(), String> {
+    if let Some(file) = &seed_file {
+        let r = load_seed(&app, file).await?;
+        eprintln!(
+            "seeded {} accounts, {} projects, {} webhooks, {} results",
+            r.accounts, r.projects, r.webhooks, r.results
+        );
+    }
+    let demo_key =
+        if seed_file.is_none() && app.store().is_empty().await.map_err(|e| e.to_string())? {
+            Some(seed::demo(&app).await.map_err(|e| e.to_string())?)
+        } else {
+            None
+        };
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+    let local = listener.local_addr().map_err(|e| e.to_string())?;
+    println!("vigil listening on http://{local}/v1");
+    if let Some(key) = demo_key {
+        print_demo(&local, &key);
+    }
+    let shutdown = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    crate::server::serve(app, listener, shutdown)
+        .await
+        .map_err(|e| e.to_string())
+}
+
+fn print_demo(addr: &SocketAddr, key: &str) {
+    let base = format!("http://{addr}/v1");
+    println!(
+        "\nCreated a demo account. Its developer key (shown only now):\n\n  {key}\n\nTry:\n\
+         curl -s -H 'Authorization: Bearer {key}' {base}/plan\n\
+         curl -s -H 'Authorization: Bearer {key}' {base}/projects/prj_demo\n\
+         curl -s -H 'Authorization: Bearer {key}' {base}/results/prj_demo/sess_proxy\n\
+         curl -s -H 'Authorization: Bearer {key}' {base}/results/prj_demo/sess_proxy/general\n\
+         curl -si -H 'Authorization: Bearer {key}' '{base}/results/prj_demo/sess_long?limit=20'\n\
+         curl -si -H 'Authorization: Bearer {key}' -H 'Content-Type: application/json' \\\n  \
+         -d '{{\"type\":\"proxy_vpn_detect\",\"url\":\"https://hooks.shop.example/vigil\"}}' {base}/projects/prj_demo/webhooks\n\
+         curl -s -H 'Authorization: Bearer {key}' {base}/projects/prj_demo/webhooks\n"
+    );
+}

@@ -1,0 +1,356 @@
+//! Seed files: accounts, keys, projects, webhooks and results loaded into a store. The whole file is
+//! validated (shape, values and references) before anything is written, and results go through the
+//! normal write path (session summary, change feed).
+
+use std::collections::HashSet;
+use std::net::IpAddr;
+
+use serde::Deserialize;
+
+use crate::domain::token::hash_api_key;
+use crate::domain::webhook::{UrlPolicy, WebhookType, WebhookUrl};
+use crate::domain::{
+    Account, AccountId, CheckResult, NewResult, Plan, PlanId, PlanStatus, Project, ProjectId,
+    Score, SessionId, Timestamp, Webhook, WebhookId,
+};
+use crate::http::auth::bearer_key;
+use crate::service::{ServiceError, Vigil};
+use crate::store::{Store, StoreError};
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SeedFile {
+    #[serde(default)]
+    pub accounts: Vec<SeedAccount>,
+    #[serde(default)]
+    pub projects: Vec<SeedProject>,
+    #[serde(default)]
+    pub webhooks: Vec<SeedWebhook>,
+    #[serde(default)]
+    pub results: Vec<SeedResult>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SeedAccount {
+    pub id: AccountId,
+    pub api_keys: Vec<String>,
+    pub plan: Plan,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SeedProject {
+    pub id: ProjectId,
+    pub account_id: AccountId,
+    pub name: String,
+    pub domain: String,
+    pub api_key_public: String,
+    pub api_key_private: String,
+    pub disabled: bool,
+    pub created_at: Timestamp,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SeedWebhook {
+    pub id: WebhookId,
+    pub project_id: ProjectId,
+    #[serde(rename = "type")]
+    pub kind: WebhookType,
+    pub url: String,
+    pub created_at: Timestamp,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SeedResult {
+    pub project_id: ProjectId,
+    pub session_id: SessionId,
+    pub score_bot: Score,
+    pub score_proxy_vpn: Score,
+    pub ip_address: IpAddr,
+    pub created_at: Timestamp,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SeedError {
+    /// The file is not a valid seed; names the entry and field.
+    #[error("{0}")]
+    Invalid(String),
+    #[error("writing the seed failed: {0}")]
+    Store(#[from] StoreError),
+}
+
+/// What was loaded, for the command's one-line report.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct SeedReport {
+    pub accounts: usize,
+    pub projects: usize,
+    pub webhooks: usize,
+    pub results: usize,
+}
+
+/// A seed checked against itself and the store, ready to write.
+pub struct ValidSeed {
+    accounts: Vec<(Account, Vec<String>)>,
+    projects: Vec<Project>,
+    webhooks: Vec<(ProjectId, Webhook)>,
+    results: Vec<NewResult>,
+}
+
+/// Parses a seed file; errors name the JSON path of the bad value (`projects[0].createdAt`).
+pub fn parse(text: &str) -> Result<SeedFile, SeedError> {
+    let de = &mut serde_json::Deserializer::from_str(text);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        if path == "." || path.is_empty() {
+            SeedError::Invalid(format!("seed file: {inner}"))
+        } else {
+            SeedError::Invalid(format!("{path}: {inner}"))
+        }
+    })
+}
+
+fn invalid(msg: String) -> SeedError {
+    SeedError::Invalid(msg)
+}
+
+/// Checks references and uniqueness, against the file and the store.
+pub async fn validate<S: Store>(
+    app: &Vigil<S>,
+    seed: SeedFile,
+    policy: UrlPolicy,
+) -> Result<ValidSeed, SeedError> {
+    let store = app.store();
+    let mut account_ids = HashSet::new();
+    let mut keys = HashSet::new();
+    let mut accounts = Vec::new();
+    for (i, a) in seed.accounts.into_iter().enumerate() {
+        if !account_ids.insert(a.id.clone()) {
+            return Err(invalid(format!(
+                "accounts[{i}].id: duplicate account {}",
+                a.id
+            )));
+        }
+        for (k, key) in a.api_keys.iter().enumerate() {
+            if bearer_key(Some(&format!("Bearer {key}"))) != Some(key.as_str()) {
+                return Err(invalid(format!(
+                    "accounts[{i}].apiKeys[{k}]: must be 1 to 256 printable characters without spaces"
+                )));
+            }
+            if !keys.insert(key.clone()) {
+                return Err(invalid(format!(
+                    "accounts[{i}].apiKeys[{k}]: duplicate key"
+                )));
+            }
+        }
+        accounts.push((
+            Account {
+                id: a.id,
+                plan: a.plan,
+            },
+            a.api_keys,
+        ));
+    }
+    let mut project_ids = HashSet::new();
+    let mut projects = Vec::new();
+    for (i, p) in seed.projects.into_iter().enumerate() {
+        if !project_ids.insert(p.id.clone()) {
+            return Err(invalid(format!(
+                "projects[{i}].id: duplicate project {}",
+                p.id
+            )));
+        }
+        if !account_ids.contains(&p.account_id) && store.account(&p.account_id).await?.is_none() {
+            return Err(invalid(format!(
+                "projects[{i}].accountId: unknown account {}",
+                p.account_id
+            )));
+        }
+        projects.push(Project {
+            id: p.id,
+            account_id: p.account_id,
+            name: p.name,
+            api_key_public: p.api_key_public,
+            api_key_private: p.api_key_private,
+            domain: p.domain,
+            disabled: p.disabled,
+            created_at: p.created_at,
+        });
+    }
+    let mut known_project =
+        async |i: usize, section: &str, id: &ProjectId| -> Result<(), SeedError> {
+            if project_ids.contains(id) || store.project(id).await?.is_some() {
+                project_ids.insert(id.clone());
+                Ok(())
+            } else {
+                Err(invalid(format!(
+                    "{section}[{i}].projectId: unknown project {id}"
+                )))
+            }
+        };
+    let mut webhooks = Vec::new();
+    let mut hook_ids = HashSet::new();
+    let mut hook_pairs = HashSet::new();
+    for (i, w) in seed.webhooks.into_iter().enumerate() {
+        known_project(i, "webhooks", &w.project_id).await?;
+        let url = WebhookUrl::parse(&w.url, policy)
+            .map_err(|e| invalid(format!("webhooks[{i}].url: {e}")))?;
+        if !hook_ids.insert(w.id.clone()) {
+            return Err(invalid(format!(
+                "webhooks[{i}].id: duplicate webhook {}",
+                w.id
+            )));
+        }
+        if !hook_pairs.insert((w.project_id.clone(), w.kind, url.clone())) {
+            return Err(invalid(format!(
+                "webhooks[{i}].url: duplicate type and url on the project"
+            )));
+        }
+        webhooks.push((
+            w.project_id,
+            Webhook {
+                id: w.id,
+                kind: w.kind,
+                url,
+                created_at: w.created_at,
+            },
+        ));
+    }
+    let mut results = Vec::new();
+    for (i, r) in seed.results.into_iter().enumerate() {
+        known_project(i, "results", &r.project_id).await?;
+        results.push(NewResult {
+            project_id: r.project_id,
+            session_id: r.session_id,
+            result: CheckResult {
+                score_bot: r.score_bot,
+                score_proxy_vpn: r.score_proxy_vpn,
+                ip_address: r.ip_address,
+                created_at: r.created_at,
+            },
+        });
+    }
+    Ok(ValidSeed {
+        accounts,
+        projects,
+        webhooks,
+        results,
+    })
+}
+
+/// Writes a validated seed. Accounts, keys and projects are upserts and webhooks already present
+/// (same id) are kept, so loading the same file twice only adds its results again.
+pub async fn write<S: Store>(app: &Vigil<S>, seed: ValidSeed) -> Result<SeedReport, SeedError> {
+    let store = app.store();
+    let mut report = SeedReport::default();
+    for (account, keys) in &seed.accounts {
+        store.put_account(account).await?;
+        for key in keys {
+            store.put_key(&hash_api_key(key), &account.id).await?;
+        }
+        report.accounts += 1;
+    }
+    for project in &seed.projects {
+        store.put_project(project).await?;
+        report.projects += 1;
+    }
+    for (project, hook) in seed.webhooks {
+        if store
+            .webhooks(&project)
+            .await?
+            .iter()
+            .any(|w| w.id == hook.id)
+        {
+            continue;
+        }
+        match app.insert_webhook(&project, hook).await {
+            Ok(_) => report.webhooks += 1,
+            Err(ServiceError::Store(e)) => return Err(e.into()),
+            Err(e) => return Err(invalid(format!("webhook on project {project}: {e}"))),
+        }
+    }
+    for result in &seed.results {
+        store.add_result(result).await?;
+        report.results += 1;
+    }
+    Ok(report)
+}
+
+/// Parses, validates and writes a seed file's text.
+pub async fn load<S: Store>(app: &Vigil<S>, text: &str) -> Result<SeedReport, SeedError> {
+    let seed = validate(app, parse(text)?, app.url_policy()).await?;
+    write(app, seed).await
+}
+
+fn demo_id<T: std::str::FromStr<Err = crate::domain::IdError>>(s: &str) -> Result<T, SeedError> {
+    s.parse().map_err(|e| invalid(format!("demo id {s}: {e}")))
+}
+
+/// The demo data `vigil serve` creates on an empty store: one account with a fresh key, one project
+/// and a few sessions. Returns the key, which is shown once and never stored.
+pub async fn demo<S: Store>(app: &Vigil<S>) -> Result<String, SeedError> {
+    let key = crate::domain::token::new_api_key();
+    let now = Timestamp::now();
+    let account = Account {
+        id: demo_id("acc_demo")?,
+        plan: Plan {
+            id: PlanId::parse("plan_trial").map_err(|e| invalid(e.to_string()))?,
+            name: "Trial".into(),
+            description: "14-day trial".into(),
+            max_rps: 10,
+            max_projects: 3,
+            max_requests: 100_000,
+            expires_at: Timestamp::from_unix_millis(now.unix_millis() + 14 * 86_400_000).ok(),
+            subscribed_at: now,
+            status: PlanStatus::Trialing,
+            unsubscribed_at: None,
+        },
+    };
+    let project = Project {
+        id: demo_id("prj_demo")?,
+        account_id: account.id.clone(),
+        name: "Demo shop".into(),
+        api_key_public: format!("pk_{}", crate::domain::token::random_base62(24)),
+        api_key_private: format!("sk_{}", crate::domain::token::random_base62(32)),
+        domain: "shop.example".into(),
+        disabled: false,
+        created_at: now,
+    };
+    let store = app.store();
+    store.put_account(&account).await?;
+    store.put_key(&hash_api_key(&key), &account.id).await?;
+    store.put_project(&project).await?;
+    let score = |v: f64| Score::new(v).map_err(|e| invalid(e.to_string()));
+    // (session, bot, proxy/vpn, ip) per result; sess_long shows paging.
+    let mut rows: Vec<(&str, f64, f64, &str)> = vec![
+        ("sess_clean", 0.02, 0.03, "203.0.113.10"),
+        ("sess_clean", 0.04, 0.05, "203.0.113.10"),
+        ("sess_proxy", 0.05, 0.12, "198.51.100.23"),
+        ("sess_proxy", 0.07, 0.94, "198.51.100.77"),
+        ("sess_bot", 0.97, 0.10, "192.0.2.44"),
+    ];
+    rows.extend(std::iter::repeat_n(
+        ("sess_long", 0.10, 0.20, "203.0.113.99"),
+        150,
+    ));
+    for (i, (session, bot, pv, ip)) in rows.into_iter().enumerate() {
+        let created_at = Timestamp::from_unix_millis(now.unix_millis() - 600_000 + i as i64 * 1000)
+            .map_err(|e| invalid(e.to_string()))?;
+        store
+            .add_result(&NewResult {
+                project_id: project.id.clone(),
+                session_id: demo_id(session)?,
+                result: CheckResult {
+                    score_bot: score(bot)?,
+                    score_proxy_vpn: score(pv)?,
+                    ip_address: ip.parse().map_err(|_| invalid(format!("demo ip {ip}")))?,
+                    created_at,
+                },
+            })
+            .await?;
+    }
+    Ok(key)
+}

@@ -1,0 +1,142 @@
+//! The local server: the whole API on one port. Each request is routed with the shared route
+//! table, authenticated with the authorizer's code, turned into the same API Gateway proxy request a
+//! Lambda function receives, and answered by the same handler.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Instant;
+
+use aws_lambda_events::apigw::ApiGatewayProxyRequestContext;
+use bytes::Bytes;
+use http::header;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper_util::rt::TokioIo;
+use lambda_http::request::RequestContext;
+use lambda_http::{Body, RequestExt};
+use serde_json::Value;
+use tokio::net::TcpListener;
+use tracing::Instrument;
+
+use crate::domain::token::time_ordered_token;
+use crate::http::handlers::dispatch;
+use crate::http::{ACCOUNT_CONTEXT_KEY, ApiError, Resolved, Router, auth};
+use crate::service::Vigil;
+use crate::store::Store;
+
+/// Largest request body read; API Gateway's own limit is far higher, but no route needs more.
+const MAX_BODY: usize = 1024 * 1024;
+
+/// Serves until `shutdown` resolves. In-flight requests finish on their own connections.
+pub async fn serve<S: Store>(
+    app: Arc<Vigil<S>>,
+    listener: TcpListener,
+    shutdown: impl std::future::Future<Output = ()>,
+) -> std::io::Result<()> {
+    let router = Arc::new(Router::new());
+    tokio::pin!(shutdown);
+    loop {
+        let (stream, _) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(conn) => conn,
+                Err(e) => {
+                    // Out of file descriptors and the like: log and keep serving.
+                    tracing::warn!(error = %e, "accept failed");
+                    continue;
+                }
+            },
+            () = &mut shutdown => return Ok(()),
+        };
+        let _ = stream.set_nodelay(true);
+        let (app, router) = (app.clone(), router.clone());
+        tokio::spawn(async move {
+            let service = hyper::service::service_fn(move |req| {
+                let (app, router) = (app.clone(), router.clone());
+                async move { Ok::<_, Infallible>(handle(&app, &router, req).await) }
+            });
+            if let Err(e) = http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), service)
+                .await
+            {
+                tracing::debug!(error = %e, "connection ended with an error");
+            }
+        });
+    }
+}
+
+async fn handle<S: Store>(
+    app: &Vigil<S>,
+    router: &Router,
+    req: hyper::Request<Incoming>,
+) -> hyper::Response<Full<Bytes>> {
+    let request_id = time_ordered_token();
+    let span = tracing::debug_span!("request", id = %request_id, method = %req.method(), path = %req.uri().path());
+    async {
+        let started = Instant::now();
+        let res = answer(app, router, req, &request_id).await;
+        tracing::debug!(
+            status = res.status().as_u16(),
+            micros = started.elapsed().as_micros() as u64,
+            "answered"
+        );
+        let (parts, body) = res.into_parts();
+        hyper::Response::from_parts(parts, Full::new(Bytes::from(body.to_vec())))
+    }
+    .instrument(span)
+    .await
+}
+
+async fn answer<S: Store>(
+    app: &Vigil<S>,
+    router: &Router,
+    req: hyper::Request<Incoming>,
+    request_id: &str,
+) -> http::Response<Body> {
+    let (route, params) = match router.resolve_full(req.method(), req.uri().path()) {
+        Resolved::Found(route, params) => (route, params),
+        Resolved::NotFound => return ApiError::NotFound("Not found").into_response(),
+        Resolved::MethodNotAllowed(allow) => {
+            return ApiError::MethodNotAllowed(allow).into_response();
+        }
+    };
+    let auth_header = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
+    let account = match auth::authorize(app, auth_header).await {
+        Ok(a) => a,
+        Err(e) => return ApiError::from(e).into_response(),
+    };
+    let (parts, body) = req.into_parts();
+    let bytes = match Limited::new(body, MAX_BODY).collect().await {
+        Ok(c) => c.to_bytes(),
+        Err(_) => return ApiError::PayloadTooLarge.into_response(),
+    };
+    let mut query: HashMap<String, Vec<String>> = HashMap::new();
+    for (k, v) in url::form_urlencoded::parse(parts.uri.query().unwrap_or("").as_bytes()) {
+        query
+            .entry(k.into_owned())
+            .or_default()
+            .push(v.into_owned());
+    }
+    let mut ctx = ApiGatewayProxyRequestContext::default();
+    ctx.request_id = Some(request_id.to_owned());
+    ctx.stage = Some("v1".to_owned());
+    ctx.http_method = parts.method.clone();
+    ctx.authorizer.fields.insert(
+        ACCOUNT_CONTEXT_KEY.to_owned(),
+        Value::String(account.to_string()),
+    );
+    let body = if bytes.is_empty() {
+        Body::Empty
+    } else {
+        Body::Binary(bytes.to_vec())
+    };
+    let lambda_req = http::Request::from_parts(parts, body)
+        .with_path_parameters(params.into_iter().collect::<HashMap<_, _>>())
+        .with_query_string_parameters(query)
+        .with_request_context(RequestContext::ApiGatewayV1(ctx));
+    dispatch(app, route, lambda_req).await
+}
