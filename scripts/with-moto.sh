@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Runs a command with a private moto_server (DynamoDB + Streams emulator) on a free loopback port,
+# Runs a command with a private moto server (DynamoDB + Streams emulator, see moto_server.py for why
+# it serialises requests) on a free loopback port,
 # exported as VIGIL_TEST_DYNAMODB_ENDPOINT, and stops it afterwards whatever happens.
 # Usage: scripts/with-moto.sh VENV COMMAND...
 set -euo pipefail
 venv=$1; shift
 port=$("$venv/bin/python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 log=$(mktemp -t moto.XXXXXX.log)
-"$venv/bin/moto_server" -H 127.0.0.1 -p "$port" >"$log" 2>&1 &
+"$venv/bin/python" "$(dirname "$0")/moto_server.py" 127.0.0.1 "$port" >"$log" 2>&1 &
 pid=$!
 trap 'kill $pid 2>/dev/null || true; wait $pid 2>/dev/null || true; rm -f "$log"' EXIT
 for _ in $(seq 1 100); do

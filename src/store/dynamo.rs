@@ -11,7 +11,8 @@ use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkErro
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, AttributeValue, BillingMode, Delete, KeySchemaElement, KeyType, Put,
-    ScalarAttributeType, StreamSpecification, StreamViewType, TransactWriteItem, Update,
+    ReturnValuesOnConditionCheckFailure, ScalarAttributeType, StreamSpecification, StreamViewType,
+    TransactWriteItem, Update,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -29,8 +30,10 @@ use crate::domain::{
 
 type Item = HashMap<String, AttributeValue>;
 
-/// Optimistic writes retried this many times under contention before giving up.
-const MAX_WRITE_ATTEMPTS: u32 = 12;
+/// Optimistic writes retried this many times under contention before giving up. Contention on
+/// one session is rare in practice (a visitor's results arrive one after another); the bound
+/// only stops a pathological hot key from looping forever.
+const MAX_WRITE_ATTEMPTS: u32 = 40;
 
 #[derive(Clone, Debug)]
 pub struct DynamoStore {
@@ -95,11 +98,12 @@ where
     }
 }
 
-/// Which items of a cancelled transaction failed their condition, or None when it failed for
-/// another reason (conflict with a concurrent transaction: worth retrying).
+/// How a transaction ended. A cancelled one says, per item, whether its condition failed and
+/// (where asked for) the item as it stood; a conflict with a concurrent transaction is worth
+/// retrying.
 enum TxOutcome {
     Done,
-    ConditionFailed(Vec<bool>),
+    ConditionFailed(Vec<(bool, Option<Item>)>),
     Conflict,
 }
 
@@ -107,9 +111,11 @@ fn build<T, E: std::fmt::Display>(r: Result<T, E>) -> Result<T, StoreError> {
     r.map_err(|e| StoreError::Backend(format!("building request: {e}")))
 }
 
+/// "Full jitter" backoff: a random delay up to an exponentially growing, capped ceiling, so
+/// contending writers spread out instead of colliding again in lockstep.
 fn backoff(attempt: u32) -> Duration {
-    let base = 5u64 << attempt.min(6);
-    Duration::from_millis(base + rand::random_range(0..base))
+    let ceiling = (10u64 << attempt.min(5)).min(250);
+    Duration::from_millis(rand::random_range(1..=ceiling))
 }
 
 impl DynamoStore {
@@ -193,11 +199,16 @@ impl DynamoStore {
                 SdkError::ServiceError(ref se) => match se.err() {
                     TransactWriteItemsError::TransactionCanceledException(c) => {
                         let reasons = c.cancellation_reasons();
-                        let failed: Vec<bool> = reasons
+                        let failed: Vec<(bool, Option<Item>)> = reasons
                             .iter()
-                            .map(|r| r.code() == Some("ConditionalCheckFailed"))
+                            .map(|r| {
+                                (
+                                    r.code() == Some("ConditionalCheckFailed"),
+                                    r.item().cloned(),
+                                )
+                            })
                             .collect();
-                        if failed.iter().any(|f| *f) {
+                        if failed.iter().any(|(f, _)| *f) {
                             Ok(TxOutcome::ConditionFailed(failed))
                         } else if reasons.iter().any(|r| {
                             r.code().is_some_and(|c| {
@@ -329,32 +340,43 @@ impl ResultStore for DynamoStore {
     async fn add_result(&self, r: &NewResult) -> Result<ResultPosition, StoreError> {
         let pk = project_pk(&r.project_id);
         let sk = session_sk(&r.session_id);
+        // The first attempt reads the summary; a retry uses the current summary that the failed
+        // condition returned, saving a round trip.
+        let mut known: Option<Option<SessionItem>> = None;
         for attempt in 0..MAX_WRITE_ATTEMPTS {
             // Optimistic concurrency on the summary's `seq`: the result and the new summary are
             // written together only if nobody else wrote the session since we read it.
-            let old: Option<SessionItem> = self.get(&pk, &sk, true).await?;
+            let old = match known.take() {
+                Some(current) => current,
+                None => self.get::<SessionItem>(&pk, &sk, true).await?,
+            };
             let session = SessionItem::next(old.as_ref(), r);
             let result = ResultItem::new(r, session.seq);
             let put_result = self.put(to_item(&result)?, "attribute_not_exists(pk)")?;
-            let put_session = match &old {
-                None => self.put(to_item(&session)?, "attribute_not_exists(pk)")?,
-                Some(o) => {
-                    let put = build(
-                        Put::builder()
-                            .table_name(&self.table)
-                            .set_item(Some(to_item(&session)?))
-                            .condition_expression("seq = :seq")
-                            .expression_attribute_values(":seq", n(o.seq))
-                            .build(),
-                    )?;
-                    TransactWriteItem::builder().put(put).build()
-                }
+            let mut put_session = Put::builder()
+                .table_name(&self.table)
+                .set_item(Some(to_item(&session)?))
+                .return_values_on_condition_check_failure(
+                    ReturnValuesOnConditionCheckFailure::AllOld,
+                );
+            put_session = match &old {
+                None => put_session.condition_expression("attribute_not_exists(pk)"),
+                Some(o) => put_session
+                    .condition_expression("seq = :seq")
+                    .expression_attribute_values(":seq", n(o.seq)),
             };
+            let put_session = TransactWriteItem::builder()
+                .put(build(put_session.build())?)
+                .build();
             match self.transact(vec![put_result, put_session]).await? {
                 TxOutcome::Done => return Ok(result.position()),
-                TxOutcome::ConditionFailed(_) | TxOutcome::Conflict => {
+                TxOutcome::ConditionFailed(reasons) => {
+                    if let Some((true, Some(current))) = reasons.into_iter().nth(1) {
+                        known = Some(Some(from_item(current)?));
+                    }
                     tokio::time::sleep(backoff(attempt)).await;
                 }
+                TxOutcome::Conflict => tokio::time::sleep(backoff(attempt)).await,
             }
         }
         Err(StoreError::Throttled(format!(
@@ -394,7 +416,8 @@ impl WebhookStore for DynamoStore {
             ];
             match self.transact(tx).await? {
                 TxOutcome::Done => return Ok(WebhookInsert::Created),
-                TxOutcome::ConditionFailed(failed) => {
+                TxOutcome::ConditionFailed(reasons) => {
+                    let failed: Vec<bool> = reasons.iter().map(|(f, _)| *f).collect();
                     return match failed.as_slice() {
                         [true, ..] => Err(StoreError::Backend(format!(
                             "webhook id {} already exists",

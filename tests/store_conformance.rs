@@ -1,0 +1,495 @@
+//! One conformance suite for the storage traits, run against both adapters: SQLite in a temporary
+//! file, and DynamoDB in the moto emulator that `make test` starts (its address in
+//! `VIGIL_TEST_DYNAMODB_ENDPOINT`). Every test creates its own database or table: nothing is shared.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use vigil::domain::webhook::{UrlPolicy, WebhookType, WebhookUrl};
+use vigil::domain::{
+    Account, AccountId, CheckResult, NewResult, Plan, PlanStatus, Project, ProjectId, Score,
+    SessionId, Timestamp, Webhook, WebhookId,
+};
+use vigil::store::{
+    AccountStore, AdminStore, DynamoStore, KeyStore, ProjectStore, ResultStore, SqliteStore, Store,
+    WebhookInsert, WebhookStore,
+};
+
+fn pid(s: &str) -> ProjectId {
+    ProjectId::parse(s).unwrap()
+}
+fn sid(s: &str) -> SessionId {
+    SessionId::parse(s).unwrap()
+}
+fn ts(s: &str) -> Timestamp {
+    s.parse().unwrap()
+}
+fn score(v: f64) -> Score {
+    Score::new(v).unwrap()
+}
+
+fn result(project: &str, session: &str, bot: f64, pv: f64, at: &str) -> NewResult {
+    NewResult {
+        project_id: pid(project),
+        session_id: sid(session),
+        result: CheckResult {
+            score_bot: score(bot),
+            score_proxy_vpn: score(pv),
+            ip_address: "203.0.113.7".parse().unwrap(),
+            created_at: ts(at),
+        },
+    }
+}
+
+/// `2026-11-21T10:00:00.000Z` plus `n` seconds.
+fn at(n: i64) -> String {
+    Timestamp::from_unix_millis(ts("2026-11-21T10:00:00.000Z").unix_millis() + n * 1000)
+        .unwrap()
+        .to_string()
+}
+
+fn account(id: &str) -> Account {
+    Account {
+        id: AccountId::parse(id).unwrap(),
+        plan: Plan {
+            id: "plan_trial".parse().unwrap(),
+            name: "Trial".into(),
+            description: "14-day trial".into(),
+            max_rps: 10,
+            max_projects: 3,
+            max_requests: 100_000,
+            expires_at: None,
+            subscribed_at: ts("2026-11-21T00:00:00Z"),
+            status: PlanStatus::Trialing,
+            unsubscribed_at: None,
+        },
+    }
+}
+
+fn project(id: &str, account: &str) -> Project {
+    Project {
+        id: pid(id),
+        account_id: AccountId::parse(account).unwrap(),
+        name: "Shop".into(),
+        api_key_public: "pk_x".into(),
+        api_key_private: "sk_x".into(),
+        domain: "shop.example".into(),
+        disabled: false,
+        created_at: ts("2026-11-21T00:00:00Z"),
+    }
+}
+
+fn webhook(n: usize, url: &str) -> Webhook {
+    Webhook {
+        id: WebhookId::parse(format!("wh_{n:02}")).unwrap(),
+        kind: WebhookType::ProxyVpnDetect,
+        url: WebhookUrl::parse(url, UrlPolicy::default()).unwrap(),
+        created_at: Timestamp::from_unix_millis(1_795_000_000_000 + n as i64).unwrap(),
+    }
+}
+
+// ---- the suite: each function takes a fresh store --------------------------------------------
+
+async fn accounts_keys_and_projects_round_trip<S: Store>(store: S) {
+    assert!(store.is_empty().await.unwrap());
+    let acc = account("acc_1");
+    store.put_account(&acc).await.unwrap();
+    store.put_key("hash_1", &acc.id).await.unwrap();
+    let prj = project("prj_1", "acc_1");
+    store.put_project(&prj).await.unwrap();
+    assert!(!store.is_empty().await.unwrap());
+
+    assert_eq!(store.account(&acc.id).await.unwrap(), Some(acc.clone()));
+    assert_eq!(
+        store.key_account("hash_1").await.unwrap(),
+        Some(acc.id.clone())
+    );
+    assert_eq!(store.key_account("hash_2").await.unwrap(), None);
+    assert_eq!(store.project(&prj.id).await.unwrap(), Some(prj.clone()));
+    assert_eq!(store.project(&pid("prj_2")).await.unwrap(), None);
+    assert_eq!(
+        store
+            .account(&AccountId::parse("acc_2").unwrap())
+            .await
+            .unwrap(),
+        None
+    );
+
+    // Upserts replace.
+    let mut renamed = prj.clone();
+    renamed.name = "Renamed".into();
+    store.put_project(&renamed).await.unwrap();
+    assert_eq!(
+        store.project(&prj.id).await.unwrap().unwrap().name,
+        "Renamed"
+    );
+}
+
+async fn results_are_newest_first_with_write_order_tie_break<S: Store>(store: S) {
+    // Written out of createdAt order, with two ties.
+    let writes = [
+        (0.1, at(5)),
+        (0.2, at(1)),
+        (0.3, at(5)),
+        (0.4, at(9)),
+        (0.5, at(1)),
+    ];
+    for (bot, when) in &writes {
+        store
+            .add_result(&result("p", "s", *bot, 0.0, when))
+            .await
+            .unwrap();
+    }
+    let page = store
+        .results(&pid("p"), &sid("s"), 100, None)
+        .await
+        .unwrap();
+    assert!(!page.more);
+    let bots: Vec<f64> = page
+        .results
+        .iter()
+        .map(|(_, r)| r.score_bot.get())
+        .collect();
+    // at(9); at(5) written 3rd then 1st; at(1) written 5th then 2nd.
+    assert_eq!(bots, vec![0.4, 0.3, 0.1, 0.5, 0.2]);
+    let seqs: Vec<u64> = page.results.iter().map(|(p, _)| p.seq).collect();
+    assert_eq!(seqs, vec![4, 3, 1, 5, 2]);
+    assert_eq!(page.results[0].1.created_at.to_string(), at(9));
+}
+
+async fn pages_cover_every_result_once<S: Store>(store: S) {
+    for i in 0..25 {
+        // Pairs of equal createdAt exercise the tie-break across page boundaries.
+        store
+            .add_result(&result("p", "s", 0.0, 0.0, &at(i / 2)))
+            .await
+            .unwrap();
+    }
+    let (mut after, mut seen, mut pages) = (None, Vec::new(), 0);
+    loop {
+        let page = store
+            .results(&pid("p"), &sid("s"), 10, after)
+            .await
+            .unwrap();
+        pages += 1;
+        seen.extend(page.results.iter().map(|(p, _)| *p));
+        if !page.more {
+            break;
+        }
+        after = page.results.last().map(|(p, _)| *p);
+    }
+    assert_eq!(pages, 3);
+    assert_eq!(seen.len(), 25);
+    assert_eq!(seen.iter().map(|p| p.seq).collect::<HashSet<_>>().len(), 25);
+    assert!(
+        seen.windows(2).all(|w| w[0] > w[1]),
+        "strictly newest first"
+    );
+    // Exactly a page's worth left: `more` is false on the page that ends the session.
+    let last10 = store
+        .results(&pid("p"), &sid("s"), 10, Some(seen[14]))
+        .await
+        .unwrap();
+    assert_eq!(last10.results.len(), 10);
+    assert!(!last10.more);
+}
+
+async fn session_score_is_maximum_over_all_results<S: Store>(store: S) {
+    assert_eq!(
+        store.session_score(&pid("p"), &sid("s")).await.unwrap(),
+        None
+    );
+    // The highest scores are in the oldest results, beyond the newest 100.
+    store
+        .add_result(&result("p", "s", 0.9, 0.2, &at(0)))
+        .await
+        .unwrap();
+    store
+        .add_result(&result("p", "s", 0.1, 0.95, &at(1)))
+        .await
+        .unwrap();
+    for i in 0..110 {
+        store
+            .add_result(&result("p", "s", 0.05, 0.05, &at(10 + i)))
+            .await
+            .unwrap();
+    }
+    let s = store
+        .session_score(&pid("p"), &sid("s"))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((s.score_bot.get(), s.score_proxy_vpn.get()), (0.9, 0.95));
+}
+
+async fn sessions_and_projects_are_isolated<S: Store>(store: S) {
+    store
+        .add_result(&result("p", "abc", 0.1, 0.1, &at(0)))
+        .await
+        .unwrap();
+    store
+        .add_result(&result("p", "abcd", 0.2, 0.2, &at(0)))
+        .await
+        .unwrap();
+    store
+        .add_result(&result("q", "abc", 0.3, 0.3, &at(0)))
+        .await
+        .unwrap();
+    let page = store
+        .results(&pid("p"), &sid("abc"), 100, None)
+        .await
+        .unwrap();
+    assert_eq!(page.results.len(), 1);
+    assert_eq!(page.results[0].1.score_bot.get(), 0.1);
+    let s = store
+        .session_score(&pid("q"), &sid("abc"))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(s.score_bot.get(), 0.3);
+    let none = store
+        .results(&pid("p"), &sid("ab"), 100, None)
+        .await
+        .unwrap();
+    assert!(none.results.is_empty());
+}
+
+async fn webhooks_are_unique_limited_and_deletable<S: Store>(store: S) {
+    let p = pid("p");
+    assert!(store.webhooks(&p).await.unwrap().is_empty());
+    for n in 0..10 {
+        let w = webhook(n, &format!("https://hooks.example/{n}"));
+        assert_eq!(
+            store.insert_webhook(&p, &w).await.unwrap(),
+            WebhookInsert::Created
+        );
+    }
+    // Same (type, url) as an existing one, under a new id.
+    let dup = webhook(20, "https://hooks.example/3");
+    assert_eq!(
+        store.insert_webhook(&p, &dup).await.unwrap(),
+        WebhookInsert::Duplicate
+    );
+    let eleventh = webhook(21, "https://hooks.example/new");
+    assert_eq!(
+        store.insert_webhook(&p, &eleventh).await.unwrap(),
+        WebhookInsert::LimitReached
+    );
+
+    let listed = store.webhooks(&p).await.unwrap();
+    assert_eq!(listed.len(), 10);
+    assert_eq!(listed[0], webhook(0, "https://hooks.example/0"));
+    assert!(
+        listed
+            .windows(2)
+            .all(|w| w[0].created_at <= w[1].created_at),
+        "oldest first"
+    );
+    // Another project is unaffected.
+    assert_eq!(
+        store.insert_webhook(&pid("q"), &dup).await.unwrap(),
+        WebhookInsert::Created
+    );
+
+    let gone = WebhookId::parse("wh_03").unwrap();
+    assert!(store.delete_webhook(&p, &gone).await.unwrap());
+    assert!(!store.delete_webhook(&p, &gone).await.unwrap());
+    let unknown = WebhookId::parse("wh_99").unwrap();
+    assert!(!store.delete_webhook(&p, &unknown).await.unwrap());
+    assert_eq!(store.webhooks(&p).await.unwrap().len(), 9);
+    // Deleting freed both the URL and a place under the limit.
+    assert_eq!(
+        store.insert_webhook(&p, &dup).await.unwrap(),
+        WebhookInsert::Created
+    );
+    assert_eq!(
+        store.insert_webhook(&p, &eleventh).await.unwrap(),
+        WebhookInsert::LimitReached
+    );
+}
+
+async fn concurrent_writers_keep_the_summary_exact<S: Store>(store: S) {
+    let store = Arc::new(store);
+    let writers = 4;
+    let per_writer = 8;
+    let mut tasks = Vec::new();
+    for w in 0..writers {
+        let store = store.clone();
+        tasks.push(tokio::spawn(async move {
+            for i in 0..per_writer {
+                // One result of one writer holds each maximum.
+                let pv = if w == 2 && i == 3 {
+                    0.99
+                } else {
+                    0.1 + 0.01 * i as f64
+                };
+                let bot = if w == 1 && i == 7 { 0.88 } else { 0.2 };
+                store
+                    .add_result(&result("p", "hot", bot, pv, &at(i)))
+                    .await
+                    .unwrap();
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let total = writers * per_writer;
+    let page = store
+        .results(&pid("p"), &sid("hot"), 100, None)
+        .await
+        .unwrap();
+    assert_eq!(page.results.len(), total as usize);
+    let seqs: HashSet<u64> = page.results.iter().map(|(p, _)| p.seq).collect();
+    assert_eq!(
+        seqs,
+        (1..=total as u64).collect::<HashSet<_>>(),
+        "every write got its own seq"
+    );
+    let s = store
+        .session_score(&pid("p"), &sid("hot"))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((s.score_bot.get(), s.score_proxy_vpn.get()), (0.88, 0.99));
+}
+
+// ---- the two adapters ---------------------------------------------------------------------------
+
+fn sqlite() -> (SqliteStore, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path().join("vigil.db")).unwrap();
+    (store, dir)
+}
+
+async fn dynamo(name: &str) -> DynamoStore {
+    let endpoint = std::env::var("VIGIL_TEST_DYNAMODB_ENDPOINT").expect(
+        "VIGIL_TEST_DYNAMODB_ENDPOINT is not set: run the DynamoDB tests with `make test`, \
+         which starts the emulator",
+    );
+    let conf = vigil::store::dynamo::sdk_config().await;
+    let client = aws_sdk_dynamodb::Client::from_conf(
+        aws_sdk_dynamodb::config::Builder::from(&conf)
+            .endpoint_url(endpoint)
+            .build(),
+    );
+    let table = format!("t_{name}_{}", vigil::domain::token::random_base62(8));
+    let store = DynamoStore::new(client, table);
+    store.create_table().await.unwrap();
+    store
+}
+
+macro_rules! conformance {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite_store {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $name() {
+                    let (store, _dir) = super::sqlite();
+                    super::$name(store).await;
+                }
+            )*
+        }
+        mod dynamodb_store {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $name() {
+                    super::$name(super::dynamo(stringify!($name)).await).await;
+                }
+            )*
+        }
+    };
+}
+
+conformance!(
+    accounts_keys_and_projects_round_trip,
+    results_are_newest_first_with_write_order_tie_break,
+    pages_cover_every_result_once,
+    session_score_is_maximum_over_all_results,
+    sessions_and_projects_are_isolated,
+    webhooks_are_unique_limited_and_deletable,
+    concurrent_writers_keep_the_summary_exact,
+);
+
+// ---- SQLite only ----------------------------------------------------------------------------------
+
+/// Separate pools on one file lock like separate processes do.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sqlite_writers_in_separate_pools_keep_the_summary_exact() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("vigil.db");
+    let mut tasks = Vec::new();
+    for w in 0..4 {
+        let store = SqliteStore::open(&path).unwrap();
+        tasks.push(tokio::spawn(async move {
+            for i in 0..10 {
+                let pv = if w == 3 && i == 5 { 0.97 } else { 0.3 };
+                store
+                    .add_result(&result("p", "s", 0.1, pv, &at(i)))
+                    .await
+                    .unwrap();
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let store = SqliteStore::open(&path).unwrap();
+    let page = store
+        .results(&pid("p"), &sid("s"), 100, None)
+        .await
+        .unwrap();
+    assert_eq!(page.results.len(), 40);
+    let s = store
+        .session_score(&pid("p"), &sid("s"))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(s.score_proxy_vpn.get(), 0.97);
+}
+
+fn json(item: &serde_dynamo::Item) -> serde_json::Value {
+    serde_dynamo::from_item(item.clone()).unwrap()
+}
+
+#[tokio::test]
+async fn sqlite_change_feed_mirrors_dynamodb_streams() {
+    let (store, _dir) = sqlite();
+    store
+        .add_result(&result("p", "s", 0.1, 0.2, &at(0)))
+        .await
+        .unwrap();
+    store
+        .add_result(&result("p", "s", 0.3, 0.9, &at(1)))
+        .await
+        .unwrap();
+    let changes = store.changes(0, 100).await.unwrap();
+    // Per write: the result (INSERT) and the session summary (INSERT, then MODIFY).
+    let names: Vec<&str> = changes.iter().map(|(_, r)| r.event_name.as_str()).collect();
+    assert_eq!(names, vec!["INSERT", "INSERT", "INSERT", "MODIFY"]);
+    let (seq, modify) = &changes[3];
+    assert_eq!(*seq, changes[2].0 + 1);
+    let old = json(&modify.change.old_image);
+    let new = json(&modify.change.new_image);
+    assert_eq!(old["scoreProxyVpn"], 0.2);
+    assert_eq!(new["scoreProxyVpn"], 0.9);
+    assert_eq!(new["entity"], "session");
+    assert_eq!(new["last"]["scoreProxyVpn"], 0.9);
+    assert_eq!(new["seq"], 2);
+    assert_eq!(
+        json(&modify.change.keys),
+        serde_json::json!({"pk": "PROJECT#p", "sk": "SESSION#s"})
+    );
+    // Reading after a position resumes there.
+    assert_eq!(store.changes(changes[1].0, 100).await.unwrap().len(), 2);
+    // A webhook removal is a REMOVE with the old image.
+    let w = webhook(1, "https://hooks.example/x");
+    store.insert_webhook(&pid("p"), &w).await.unwrap();
+    store.delete_webhook(&pid("p"), &w.id).await.unwrap();
+    let tail = store.changes(changes[3].0, 100).await.unwrap();
+    let removed = tail.iter().find(|(_, r)| r.event_name == "REMOVE").unwrap();
+    assert_eq!(
+        json(&removed.1.change.old_image)["url"],
+        "https://hooks.example/x"
+    );
+}
