@@ -43,7 +43,14 @@ pub struct DynamoStore {
 
 /// The SDK configuration: region, credentials and endpoint (`AWS_ENDPOINT_URL`) from the
 /// environment, over a rustls/ring HTTPS client (smaller and faster to build than aws-lc).
+/// Timeouts are bounded so that a stuck connection fails one request quickly instead of holding a
+/// function until its own timeout.
 pub async fn sdk_config() -> aws_config::SdkConfig {
+    let timeouts = aws_config::timeout::TimeoutConfig::builder()
+        .connect_timeout(Duration::from_secs(1))
+        .operation_attempt_timeout(Duration::from_secs(2))
+        .operation_timeout(Duration::from_secs(6))
+        .build();
     let http = aws_smithy_http_client::Builder::new()
         .tls_provider(aws_smithy_http_client::tls::Provider::Rustls(
             aws_smithy_http_client::tls::rustls_provider::CryptoMode::Ring,
@@ -51,6 +58,7 @@ pub async fn sdk_config() -> aws_config::SdkConfig {
         .build_https();
     aws_config::defaults(aws_config::BehaviorVersion::latest())
         .http_client(http)
+        .timeout_config(timeouts)
         .load()
         .await
 }
