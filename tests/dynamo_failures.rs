@@ -1,38 +1,21 @@
 //! DynamoDB failures reach clients as a bare 500 (or 503 when throttled), never with SDK text,
 //! table names or other internal detail. Runs against the emulator `make test` starts.
 
+mod common;
+
 use http::StatusCode;
-use lambda_http::request::RequestContext;
-use lambda_http::{Body, Request, RequestExt, Response};
-use serde_json::Value;
+use lambda_http::{Body, Request, Response};
 use vigil::domain::UrlPolicy;
 use vigil::http::handlers;
 use vigil::service::Vigil;
 use vigil::store::DynamoStore;
 
 async fn store(endpoint: &str, table: &str) -> DynamoStore {
-    let conf = vigil::store::dynamo::sdk_config().await;
-    let client = aws_sdk_dynamodb::Client::from_conf(
-        aws_sdk_dynamodb::config::Builder::from(&conf)
-            .endpoint_url(endpoint)
-            .build(),
-    );
-    DynamoStore::new(client, table)
+    DynamoStore::new(common::dynamo_client(endpoint, |b| b).await, table)
 }
 
 fn request(path_params: &[(&str, &str)]) -> Request {
-    let mut ctx = aws_lambda_events::apigw::ApiGatewayProxyRequestContext::default();
-    ctx.authorizer
-        .fields
-        .insert("accountId".into(), Value::String("acc_1".into()));
-    http::Request::new(Body::Empty)
-        .with_path_parameters(
-            path_params
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect::<std::collections::HashMap<_, _>>(),
-        )
-        .with_request_context(RequestContext::ApiGatewayV1(ctx))
+    common::api_request(Some("acc_1"), path_params, &[], Body::Empty)
 }
 
 fn assert_internal_error(res: Response<Body>) {
@@ -46,8 +29,7 @@ fn assert_internal_error(res: Response<Body>) {
 
 #[tokio::test]
 async fn a_missing_table_is_a_bare_500_on_every_read_route() {
-    let endpoint = std::env::var("VIGIL_TEST_DYNAMODB_ENDPOINT")
-        .expect("VIGIL_TEST_DYNAMODB_ENDPOINT is not set: run with `make test`");
+    let endpoint = common::emulator();
     let app = Vigil::new(
         store(&endpoint, "no_such_table_vigil_secret").await,
         UrlPolicy::default(),

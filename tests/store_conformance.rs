@@ -2,6 +2,8 @@
 //! file, and DynamoDB in the moto emulator that `make test` starts (its address in
 //! `VIGIL_TEST_DYNAMODB_ENDPOINT`). Every test creates its own database or table: nothing is shared.
 
+mod common;
+
 use std::collections::HashSet;
 use std::sync::Arc;
 
@@ -10,10 +12,7 @@ use vigil::domain::{
     Account, AccountId, CheckResult, NewResult, Plan, PlanStatus, Project, ProjectId, Score,
     SessionId, Timestamp, Webhook, WebhookId,
 };
-use vigil::store::{
-    AccountStore, AdminStore, DynamoStore, KeyStore, ProjectStore, ResultStore, SqliteStore, Store,
-    WebhookInsert, WebhookStore,
-};
+use vigil::store::{ResultStore, SqliteStore, Store, WebhookInsert, WebhookStore};
 
 fn pid(s: &str) -> ProjectId {
     ProjectId::parse(s).unwrap()
@@ -362,23 +361,6 @@ fn sqlite() -> (SqliteStore, tempfile::TempDir) {
     (store, dir)
 }
 
-async fn dynamo(name: &str) -> DynamoStore {
-    let endpoint = std::env::var("VIGIL_TEST_DYNAMODB_ENDPOINT").expect(
-        "VIGIL_TEST_DYNAMODB_ENDPOINT is not set: run the DynamoDB tests with `make test`, \
-         which starts the emulator",
-    );
-    let conf = vigil::store::dynamo::sdk_config().await;
-    let client = aws_sdk_dynamodb::Client::from_conf(
-        aws_sdk_dynamodb::config::Builder::from(&conf)
-            .endpoint_url(endpoint)
-            .build(),
-    );
-    let table = format!("t_{name}_{}", vigil::domain::token::random_base62(8));
-    let store = DynamoStore::new(client, table);
-    store.create_table().await.unwrap();
-    store
-}
-
 macro_rules! conformance {
     ($($name:ident),* $(,)?) => {
         mod sqlite_store {
@@ -394,7 +376,7 @@ macro_rules! conformance {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
                 async fn $name() {
-                    super::$name(super::dynamo(stringify!($name)).await).await;
+                    super::$name(super::common::fresh_dynamo(stringify!($name)).await).await;
                 }
             )*
         }

@@ -1,0 +1,68 @@
+//! Helpers shared by the integration tests: a DynamoDB store on the emulator `make test` starts,
+//! and API Gateway proxy requests as the authorizer leaves them.
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+
+use lambda_http::request::RequestContext;
+use lambda_http::{Body, Request, RequestExt};
+use serde_json::Value;
+use vigil::store::DynamoStore;
+
+/// The emulator's address; the DynamoDB tests fail rather than skip without it.
+pub fn emulator() -> String {
+    std::env::var("VIGIL_TEST_DYNAMODB_ENDPOINT").expect(
+        "VIGIL_TEST_DYNAMODB_ENDPOINT is not set: run the DynamoDB tests with `make test`, \
+         which starts the emulator",
+    )
+}
+
+/// A DynamoDB client for `endpoint`, configured as the functions configure theirs.
+pub async fn dynamo_client(
+    endpoint: &str,
+    customise: impl FnOnce(aws_sdk_dynamodb::config::Builder) -> aws_sdk_dynamodb::config::Builder,
+) -> aws_sdk_dynamodb::Client {
+    let conf = vigil::store::dynamo::sdk_config().await;
+    let builder = aws_sdk_dynamodb::config::Builder::from(&conf).endpoint_url(endpoint);
+    aws_sdk_dynamodb::Client::from_conf(customise(builder).build())
+}
+
+/// A store on a new table of its own in the emulator.
+pub async fn fresh_dynamo(name: &str) -> DynamoStore {
+    let client = dynamo_client(&emulator(), |b| b).await;
+    let store = DynamoStore::new(client, unique_table(name));
+    store.create_table().await.unwrap();
+    store
+}
+
+pub fn unique_table(name: &str) -> String {
+    format!("t_{name}_{}", vigil::domain::token::random_base62(8))
+}
+
+/// A request as API Gateway hands it to a function after the authorizer allowed `account`.
+pub fn api_request(
+    account: Option<&str>,
+    path_params: &[(&str, &str)],
+    query: &[(&str, &str)],
+    body: Body,
+) -> Request {
+    let mut ctx = aws_lambda_events::apigw::ApiGatewayProxyRequestContext::default();
+    if let Some(account) = account {
+        ctx.authorizer
+            .fields
+            .insert("accountId".into(), Value::String(account.into()));
+    }
+    let map = |pairs: &[(&str, &str)]| {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect::<HashMap<_, _>>()
+    };
+    http::Request::builder()
+        .header("content-type", "application/json")
+        .body(body)
+        .unwrap()
+        .with_path_parameters(map(path_params))
+        .with_query_string_parameters(map(query))
+        .with_request_context(RequestContext::ApiGatewayV1(ctx))
+}

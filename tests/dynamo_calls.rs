@@ -1,0 +1,199 @@
+//! DynamoDB round trips per request, counted by an SDK interceptor on the emulator `make test`
+//! starts. These are the numbers the design promises: one data call per read, plus one ownership
+//! lookup that a warm instance caches; one GetItem for the plan and for the authorizer.
+//! `cargo test --test dynamo_calls -- --nocapture` prints the table.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+
+use aws_lambda_events::apigw::ApiGatewayCustomAuthorizerRequest;
+use aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef;
+use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
+use aws_smithy_runtime_api::box_error::BoxError;
+use http::StatusCode;
+use lambda_http::Body;
+use vigil::domain::UrlPolicy;
+use vigil::http::handlers;
+use vigil::service::Vigil;
+use vigil::store::DynamoStore;
+
+/// Records the operation of every request the client sends (retries included).
+#[derive(Debug, Clone, Default)]
+struct CallLog(Arc<Mutex<Vec<String>>>);
+
+impl CallLog {
+    fn take(&self) -> Vec<String> {
+        std::mem::take(&mut *self.0.lock().unwrap())
+    }
+}
+
+impl Intercept for CallLog {
+    fn name(&self) -> &'static str {
+        "CallLog"
+    }
+
+    /// Once per attempt sent on the wire; the operation is in the `X-Amz-Target` header
+    /// (`DynamoDB_20120810.GetItem`).
+    fn read_before_transmit(
+        &self,
+        context: &BeforeTransmitInterceptorContextRef<'_>,
+        _rc: &RuntimeComponents,
+        _cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        let target = context
+            .request()
+            .headers()
+            .get("x-amz-target")
+            .unwrap_or("?");
+        let op = target.rsplit('.').next().unwrap_or(target).to_owned();
+        self.0.lock().unwrap().push(op);
+        Ok(())
+    }
+}
+
+const SEED: &str = r#"{
+  "accounts": [{"id": "acc_1", "apiKeys": ["vgl_dev_example"],
+                "plan": {"id": "plan_trial", "name": "Trial", "description": "14-day trial",
+                         "maxRps": 10, "maxProjects": 3, "maxRequests": 100000,
+                         "expiresAt": null, "subscribedAt": "2026-11-21T00:00:00.000Z",
+                         "status": "trialing", "unsubscribedAt": null}}],
+  "projects": [{"id": "prj_1", "accountId": "acc_1", "name": "Shop", "domain": "shop.example",
+                "apiKeyPublic": "pk_example", "apiKeyPrivate": "sk_example", "disabled": false,
+                "createdAt": "2026-11-21T00:00:00.000Z"}],
+  "results": [{"projectId": "prj_1", "sessionId": "sess_1", "scoreBot": 0.02, "scoreProxyVpn": 0.91,
+               "ipAddress": "203.0.113.7", "createdAt": "2026-11-21T10:00:00.000Z"}]
+}"#;
+
+async fn app(log: &CallLog) -> Vigil<DynamoStore> {
+    let l = log.clone();
+    let client = common::dynamo_client(&common::emulator(), move |b| b.interceptor(l)).await;
+    let store = DynamoStore::new(client, common::unique_table("calls"));
+    store.create_table().await.unwrap();
+    let app = Vigil::new(store, UrlPolicy::default());
+    vigil::seed::load(&app, SEED).await.unwrap();
+    log.take();
+    app
+}
+
+fn req(params: &[(&str, &str)], body: Body) -> lambda_http::Request {
+    common::api_request(Some("acc_1"), params, &[], body)
+}
+
+#[tokio::test]
+async fn round_trips_per_request() {
+    let log = CallLog::default();
+    let app = app(&log).await;
+    let rs = [("projectId", "prj_1"), ("sessionId", "sess_1")];
+    let p = [("projectId", "prj_1")];
+    let mut table = Vec::new();
+    let mut check = |route: &str, status: StatusCode, want_status: StatusCode, want: &[&str]| {
+        let calls = log.take();
+        assert_eq!(status, want_status, "{route}");
+        assert_eq!(calls, want, "{route}");
+        table.push(format!("{route:<44} {}", calls.join(" + ")));
+    };
+
+    // The authorizer: one GetItem per API Gateway cache miss.
+    let mut event = ApiGatewayCustomAuthorizerRequest::default();
+    event.authorization_token = Some("Bearer vgl_dev_example".into());
+    event.method_arn = Some("arn:aws:execute-api:us-east-1:1:api/v1/GET/plan".into());
+    let allowed = vigil::lambda::authorizer(&app, event).await.is_ok();
+    check(
+        "authorizer",
+        if allowed {
+            StatusCode::OK
+        } else {
+            StatusCode::UNAUTHORIZED
+        },
+        StatusCode::OK,
+        &["GetItem"],
+    );
+
+    let s = handlers::list_results(&app, req(&rs, Body::Empty))
+        .await
+        .status();
+    check(
+        "GET results (cold: ownership + page)",
+        s,
+        StatusCode::OK,
+        &["GetItem", "Query"],
+    );
+    let s = handlers::list_results(&app, req(&rs, Body::Empty))
+        .await
+        .status();
+    check("GET results (warm)", s, StatusCode::OK, &["Query"]);
+    let s = handlers::session_score(&app, req(&rs, Body::Empty))
+        .await
+        .status();
+    check(
+        "GET results/general (warm)",
+        s,
+        StatusCode::OK,
+        &["GetItem"],
+    );
+    let s = handlers::get_plan(&app, req(&[], Body::Empty))
+        .await
+        .status();
+    check("GET plan", s, StatusCode::OK, &["GetItem"]);
+    let s = handlers::get_project(&app, req(&p, Body::Empty))
+        .await
+        .status();
+    check("GET project", s, StatusCode::OK, &["GetItem"]);
+    let s = handlers::list_webhooks(&app, req(&p, Body::Empty))
+        .await
+        .status();
+    check("GET webhooks (warm)", s, StatusCode::OK, &["Query"]);
+    let body = Body::Text(r#"{"type":"proxy_vpn_detect","url":"https://hooks.example/a"}"#.into());
+    let created = handlers::create_webhook(&app, req(&p, body)).await;
+    check(
+        "POST webhooks (warm)",
+        created.status(),
+        StatusCode::CREATED,
+        &["TransactWriteItems"],
+    );
+    let id = created.headers()["location"]
+        .to_str()
+        .unwrap()
+        .rsplit('/')
+        .next()
+        .unwrap()
+        .to_owned();
+    let dp = [("projectId", "prj_1"), ("webhookId", id.as_str())];
+    let s = handlers::delete_webhook(&app, req(&dp, Body::Empty))
+        .await
+        .status();
+    check(
+        "DELETE webhook (warm: read + transaction)",
+        s,
+        StatusCode::OK,
+        &["GetItem", "TransactWriteItems"],
+    );
+
+    // A cold instance answering /general first: ownership + summary.
+    let log2 = CallLog::default();
+    let cold = app_on_same_data(&log2, &app).await;
+    let s = handlers::session_score(&cold, req(&rs, Body::Empty))
+        .await
+        .status();
+    let calls = log2.take();
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(calls, ["GetItem", "GetItem"]);
+    table.push(format!(
+        "{:<44} {}",
+        "GET results/general (cold)",
+        calls.join(" + ")
+    ));
+
+    println!("\nDynamoDB calls per request\n{}", table.join("\n"));
+}
+
+/// A second service instance (a new cold start) on the same table.
+async fn app_on_same_data(log: &CallLog, warm: &Vigil<DynamoStore>) -> Vigil<DynamoStore> {
+    let l = log.clone();
+    let client = common::dynamo_client(&common::emulator(), move |b| b.interceptor(l)).await;
+    Vigil::new(
+        DynamoStore::new(client, warm.store().table()),
+        UrlPolicy::default(),
+    )
+}
