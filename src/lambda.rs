@@ -90,7 +90,8 @@ pub async fn authorizer<S: crate::store::KeyStore>(
 pub async fn fallback(req: Request) -> Response<Body> {
     let path = req.uri().path();
     let path = path.strip_prefix(crate::http::routes::BASE).unwrap_or(path);
-    match Router::new().resolve(req.method(), path) {
+    static ROUTER: std::sync::LazyLock<Router> = std::sync::LazyLock::new(Router::new);
+    match ROUTER.resolve(req.method(), path) {
         Resolved::MethodNotAllowed(allow) => ApiError::MethodNotAllowed(allow).into_response(),
         // A known route reaching the fallback means API Gateway and the table disagree; still 404.
         _ => ApiError::NotFound("Not found").into_response(),

@@ -82,7 +82,14 @@ async fn handle<S: Store>(
             "answered"
         );
         let (parts, body) = res.into_parts();
-        hyper::Response::from_parts(parts, Full::new(Bytes::from(body.to_vec())))
+        // Hand the body over without copying it.
+        let bytes = match body {
+            Body::Empty => Bytes::new(),
+            Body::Text(s) => Bytes::from(s),
+            Body::Binary(v) => Bytes::from(v),
+            _ => Bytes::new(),
+        };
+        hyper::Response::from_parts(parts, Full::new(bytes))
     }
     .instrument(span)
     .await
