@@ -8,6 +8,8 @@ use std::sync::Arc;
 use clap::{Args, Parser, Subcommand};
 
 use crate::config::Config;
+use crate::dispatch::feed::{ChangeFeed, SWEEP_EVERY, sweep_forever};
+use crate::dispatch::{Dispatcher, Sender, SystemResolver};
 use crate::domain::{CheckResult, NewResult, ProjectId, Score, SessionId, Timestamp, UrlPolicy};
 use crate::seed;
 use crate::service::Vigil;
@@ -114,28 +116,34 @@ pub async fn run(cli: Cli) -> Result<(), String> {
             println!("created table {}", store.table());
             return Ok(());
         }
-        run_on(store, cli.command).await
+        run_on(store, cli.command, &config).await
     } else {
         let store = SqliteStore::open(&cli.store.db)
             .map_err(|e| format!("cannot open {}: {e}", cli.store.db.display()))?;
-        run_on(store, cli.command).await
+        run_on(store, cli.command, &config).await
     }
 }
 
-async fn run_on<S: Store>(store: S, command: Command) -> Result<(), String> {
+async fn run_on<S: ChangeFeed + Clone>(
+    store: S,
+    command: Command,
+    config: &Config,
+) -> Result<(), String> {
     match command {
         Command::Serve {
             addr,
             seed,
             allow_loopback_webhooks,
         } => {
-            let app = Arc::new(Vigil::new(
-                store,
-                UrlPolicy {
-                    allow_loopback: allow_loopback_webhooks,
-                },
-            ));
-            serve(app, addr, seed).await
+            let policy = UrlPolicy {
+                allow_loopback: allow_loopback_webhooks,
+            };
+            // Dispatch runs beside the API: the change feed (or the table's stream) and the sweep.
+            let sender = Sender::new(policy, Arc::new(SystemResolver))
+                .map_err(|e| format!("cannot build the webhook client: {e}"))?;
+            let dispatcher = Arc::new(Dispatcher::new(store.clone(), sender, config));
+            let app = Arc::new(Vigil::new(store, policy));
+            serve(app, addr, seed, dispatcher).await
         }
         Command::Seed { file } => {
             let app = Vigil::new(store, UrlPolicy::default());
@@ -188,10 +196,11 @@ async fn load_seed<S: Store>(app: &Vigil<S>, file: &PathBuf) -> Result<seed::See
         .map_err(|e| format!("{}: {e}", file.display()))
 }
 
-async fn serve<S: Store>(
+async fn serve<S: ChangeFeed>(
     app: Arc<Vigil<S>>,
     addr: SocketAddr,
     seed_file: Option<PathBuf>,
+    dispatcher: Arc<Dispatcher<S>>,
 ) -> Result<(), String> {
     if let Some(file) = &seed_file {
         let r = load_seed(&app, file).await?;
@@ -214,6 +223,8 @@ async fn serve<S: Store>(
     if let Some(key) = demo_key {
         print_demo(&local, &key);
     }
+    tokio::spawn(S::follow(dispatcher.clone()));
+    tokio::spawn(sweep_forever(dispatcher, SWEEP_EVERY));
     let shutdown = async {
         let _ = tokio::signal::ctrl_c().await;
     };

@@ -9,12 +9,17 @@ use aws_lambda_events::apigw::{
 use lambda_http::{Body, Request, Response, service_fn};
 use lambda_runtime::LambdaEvent;
 
+use std::sync::Arc;
+
+use aws_lambda_events::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse};
+
 use crate::config::Config;
+use crate::dispatch::{Dispatcher, Sender, SystemResolver};
 use crate::domain::UrlPolicy;
 use crate::http::auth;
 use crate::http::{ApiError, Resolved, Router};
 use crate::service::{ServiceError, Vigil};
-use crate::store::DynamoStore;
+use crate::store::{DynamoStore, Store};
 
 pub type Error = lambda_runtime::Error;
 pub type App = Vigil<DynamoStore>;
@@ -33,12 +38,76 @@ pub fn init_tracing() {
     }
 }
 
+/// The warmed store, built once per cold start.
+async fn store(config: &Config) -> DynamoStore {
+    let store = DynamoStore::from_env(config.table.clone()).await;
+    store.warm().await;
+    store
+}
+
 /// The service over DynamoDB, built once per cold start and kept for the life of the process.
 async fn app() -> Result<&'static App, Error> {
     let config = Config::from_env()?;
-    let store = DynamoStore::from_env(config.table).await;
-    store.warm().await;
+    let store = store(&config).await;
     Ok(Box::leak(Box::new(Vigil::new(store, UrlPolicy::default()))))
+}
+
+/// The webhook dispatcher over DynamoDB, built once per cold start.
+async fn dispatcher() -> Result<&'static Dispatcher<DynamoStore>, Error> {
+    let config = Config::from_env()?;
+    let sender = Sender::new(UrlPolicy::default(), Arc::new(SystemResolver))?;
+    let store = store(&config).await;
+    Ok(Box::leak(Box::new(Dispatcher::new(store, sender, &config))))
+}
+
+/// Runs the webhook-dispatch function on the table's stream. A storage failure reports the
+/// failed record (partial batch response): Lambda retries from it, and the records before it,
+/// already done, are not sent again. Receivers' failures never fail a record.
+pub async fn run_dispatch() -> Result<(), Error> {
+    init_tracing();
+    let dispatcher = dispatcher().await?;
+    lambda_runtime::run(lambda_runtime::service_fn(
+        move |event: LambdaEvent<aws_lambda_events::dynamodb::Event>| async move {
+            Ok::<_, Error>(dispatch_batch(dispatcher, event.payload).await)
+        },
+    ))
+    .await
+}
+
+/// The dispatcher's answer to one batch of stream records.
+pub async fn dispatch_batch<S: Store>(
+    dispatcher: &Dispatcher<S>,
+    event: aws_lambda_events::dynamodb::Event,
+) -> DynamoDbEventResponse {
+    let mut response = DynamoDbEventResponse::default();
+    if let Err((i, e)) = dispatcher.process(&event.records).await {
+        tracing::error!(error = %e, "dispatch failed; reporting the record for retry");
+        let mut failure = DynamoDbBatchItemFailure::default();
+        failure.item_identifier = event.records[i].change.sequence_number.clone();
+        response.batch_item_failures.push(failure);
+    }
+    response
+}
+
+/// Runs the retry sweep, invoked on a schedule. It loops while it finds due deliveries, within
+/// the invocation's time.
+pub async fn run_sweep() -> Result<(), Error> {
+    init_tracing();
+    let dispatcher = dispatcher().await?;
+    lambda_runtime::run(lambda_runtime::service_fn(
+        move |_event: LambdaEvent<serde_json::Value>| async move {
+            let mut total = 0;
+            loop {
+                let n = dispatcher.sweep().await?;
+                total += n;
+                if n == 0 {
+                    break;
+                }
+            }
+            Ok::<_, Error>(serde_json::json!({ "attempted": total }))
+        },
+    ))
+    .await
 }
 
 /// Runs one HTTP route handler as a Lambda function behind API Gateway.

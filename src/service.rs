@@ -3,6 +3,7 @@
 
 use quick_cache::sync::Cache;
 
+use crate::domain::DeliveryView;
 use crate::domain::token::hash_api_key;
 use crate::domain::webhook::{UrlPolicy, WebhookType, WebhookUrl};
 use crate::domain::{
@@ -10,8 +11,8 @@ use crate::domain::{
     Timestamp, Webhook, WebhookId,
 };
 use crate::store::{
-    AccountStore, KeyStore, ProjectStore, ResultPage, ResultStore, StoreError, WebhookInsert,
-    WebhookStore,
+    AccountStore, DeliveryStore, KeyStore, ProjectStore, ResultPage, ResultStore, StoreError,
+    WebhookInsert, WebhookStore,
 };
 
 /// How many project owners a warm instance remembers. Ownership never changes, so entries never go
@@ -200,5 +201,34 @@ impl<S: ProjectStore + WebhookStore> Vigil<S> {
         } else {
             Err(ServiceError::WebhookNotFound)
         }
+    }
+}
+
+/// Most deliveries the log shows: the newest.
+pub const MAX_DELIVERIES: usize = 100;
+
+impl<S: ProjectStore + WebhookStore + DeliveryStore> Vigil<S> {
+    /// A webhook's delivery log, newest first.
+    pub async fn deliveries(
+        &self,
+        account: &AccountId,
+        project: &ProjectId,
+        webhook: &WebhookId,
+    ) -> ServiceResult<Vec<DeliveryView>> {
+        self.check_owner(account, project).await?;
+        if !self
+            .store
+            .webhooks(project)
+            .await?
+            .iter()
+            .any(|w| &w.id == webhook)
+        {
+            return Err(ServiceError::WebhookNotFound);
+        }
+        let list = self
+            .store
+            .deliveries(project, webhook, MAX_DELIVERIES)
+            .await?;
+        Ok(list.iter().map(DeliveryView::from).collect())
     }
 }

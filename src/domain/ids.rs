@@ -97,6 +97,25 @@ id_type!(
     PlanId
 );
 
+id_type!(
+    /// A webhook delivery: the Standard Webhooks `webhook-id`, stable across retries.
+    DeliveryId
+);
+
+impl DeliveryId {
+    /// The id of the delivery of one session's crossing to one webhook. Deterministic, so a
+    /// replayed stream record finds the delivery it already created instead of making another.
+    pub fn for_crossing(project: &ProjectId, session: &SessionId, webhook: &WebhookId) -> Self {
+        use sha2::{Digest, Sha256};
+        let mut h = Sha256::new();
+        for part in [project.as_str(), session.as_str(), webhook.as_str()] {
+            h.update(part.as_bytes());
+            h.update([0]);
+        }
+        Self(format!("msg_{}", &hex::encode(h.finalize())[..32]))
+    }
+}
+
 impl WebhookId {
     /// A fresh, unique, opaque webhook id: time-ordered so that ids sort by creation.
     pub fn generate() -> Self {
@@ -127,6 +146,26 @@ mod tests {
     fn deserialize_validates() {
         assert!(serde_json::from_str::<ProjectId>("\"ok\"").is_ok());
         assert!(serde_json::from_str::<ProjectId>("\"no/slash\"").is_err());
+    }
+
+    #[test]
+    fn delivery_ids_are_deterministic_per_crossing() {
+        let (p, s, w) = (
+            ProjectId::parse("p").unwrap(),
+            SessionId::parse("s").unwrap(),
+            WebhookId::parse("w").unwrap(),
+        );
+        let a = DeliveryId::for_crossing(&p, &s, &w);
+        assert_eq!(a, DeliveryId::for_crossing(&p, &s, &w));
+        assert_ne!(
+            a,
+            DeliveryId::for_crossing(&p, &s, &WebhookId::parse("w2").unwrap())
+        );
+        // Parts cannot run into each other: ("ab","c") differs from ("a","bc").
+        let b = DeliveryId::for_crossing(&ProjectId::parse("pa").unwrap(), &s, &w);
+        let c = DeliveryId::for_crossing(&p, &SessionId::parse("as").unwrap(), &w);
+        assert_ne!(b, c);
+        assert!(DeliveryId::parse(a.as_str()).is_ok());
     }
 
     #[test]

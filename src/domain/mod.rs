@@ -1,6 +1,7 @@
 //! The domain: validated values and the rules of the service, free of HTTP and storage concerns.
 
 pub mod cursor;
+pub mod delivery;
 pub mod ids;
 pub mod model;
 pub mod net;
@@ -9,7 +10,8 @@ pub mod time;
 pub mod token;
 pub mod webhook;
 
-pub use ids::{AccountId, IdError, PlanId, ProjectId, SessionId, WebhookId};
+pub use delivery::{Attempt, AttemptOutcome, Delivery, DeliveryStatus, DeliveryView};
+pub use ids::{AccountId, DeliveryId, IdError, PlanId, ProjectId, SessionId, WebhookId};
 pub use model::{
     Account, CheckResult, NewResult, Plan, PlanStatus, Project, ResultPosition, SessionScore,
 };

@@ -46,6 +46,13 @@ impl Timestamp {
         self.0.timestamp()
     }
 
+    /// This moment plus `d`, saturating at the end of the representable range.
+    pub fn plus(self, d: std::time::Duration) -> Self {
+        let ms = i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
+        Self::from_unix_millis(self.unix_millis().saturating_add(ms))
+            .unwrap_or(Self(DateTime::<Utc>::MAX_UTC.trunc_subsecs(3)))
+    }
+
     pub fn datetime(self) -> DateTime<Utc> {
         self.0
     }

@@ -14,7 +14,7 @@ use crate::domain::cursor;
 use crate::domain::webhook::{WebhookType, WebhookUrl};
 use crate::domain::{AccountId, CheckResult, IdError, ProjectId, SessionId, WebhookId};
 use crate::service::Vigil;
-use crate::store::{AccountStore, ProjectStore, ResultStore, Store, WebhookStore};
+use crate::store::{AccountStore, DeliveryStore, ProjectStore, ResultStore, Store, WebhookStore};
 
 /// Most results per page, and the default page size.
 pub const MAX_PAGE: usize = 100;
@@ -256,6 +256,23 @@ pub async fn delete_webhook<S: ProjectStore + WebhookStore>(
     )
 }
 
+/// GET /projects/{projectId}/webhooks/{webhookId}/deliveries
+pub async fn list_deliveries<S: ProjectStore + WebhookStore + DeliveryStore>(
+    app: &Vigil<S>,
+    req: Request,
+) -> Response<Body> {
+    finish(
+        async {
+            let account = account(&req)?;
+            let project: ProjectId = path(&req, "projectId")?;
+            let webhook: WebhookId = path(&req, "webhookId")?;
+            let log = app.deliveries(&account, &project, &webhook).await?;
+            Ok(data_response(StatusCode::OK, &log))
+        }
+        .await,
+    )
+}
+
 /// Runs the handler of `route` (the local server's single entry point).
 pub async fn dispatch<S: Store>(app: &Vigil<S>, route: Route, req: Request) -> Response<Body> {
     match route {
@@ -266,6 +283,7 @@ pub async fn dispatch<S: Store>(app: &Vigil<S>, route: Route, req: Request) -> R
         Route::CreateWebhook => create_webhook(app, req).await,
         Route::ListWebhooks => list_webhooks(app, req).await,
         Route::DeleteWebhook => delete_webhook(app, req).await,
+        Route::ListDeliveries => list_deliveries(app, req).await,
     }
 }
 

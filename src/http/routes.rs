@@ -13,6 +13,7 @@ pub enum Route {
     CreateWebhook,
     ListWebhooks,
     DeleteWebhook,
+    ListDeliveries,
 }
 
 /// Paths are relative to the `/v1` base, with `{name}` parameters.

@@ -10,7 +10,8 @@ use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, AttributeValue, BillingMode, Delete, KeySchemaElement, KeyType, Put,
+    AttributeDefinition, AttributeValue, BillingMode, Delete, GlobalSecondaryIndex,
+    KeySchemaElement, KeyType, Projection, ProjectionType, Put,
     ReturnValuesOnConditionCheckFailure, ScalarAttributeType, StreamSpecification, StreamViewType,
     TransactWriteItem, Update,
 };
@@ -19,13 +20,13 @@ use serde::de::DeserializeOwned;
 
 use super::items::*;
 use super::{
-    AccountStore, AdminStore, KeyStore, ProjectStore, ResultPage, ResultStore, StoreError,
-    WebhookInsert, WebhookStore,
+    AccountStore, AdminStore, DeliveryStore, KeyStore, ProjectStore, ResultPage, ResultStore,
+    StoreError, WebhookInsert, WebhookStore,
 };
 use crate::domain::webhook::MAX_WEBHOOKS_PER_PROJECT;
 use crate::domain::{
-    Account, AccountId, NewResult, Project, ProjectId, ResultPosition, SessionId, SessionScore,
-    Webhook, WebhookId,
+    Account, AccountId, Delivery, NewResult, Project, ProjectId, ResultPosition, SessionId,
+    SessionScore, Timestamp, Webhook, WebhookId,
 };
 
 type Item = HashMap<String, AttributeValue>;
@@ -143,6 +144,10 @@ impl DynamoStore {
         &self.table
     }
 
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
     /// Opens the TLS connection and resolves credentials during init, so the first request of a
     /// cold start does not pay for them. A point read of a key that never exists.
     pub async fn warm(&self) {
@@ -170,6 +175,57 @@ impl DynamoStore {
             .await
             .map_err(|e| sdk_error("GetItem", e))?;
         out.item.map(from_item).transpose()
+    }
+
+    /// A conditional PutItem; false when the condition failed.
+    async fn put_if<T: Serialize>(
+        &self,
+        item: &T,
+        condition: &str,
+        values: Vec<(&str, AttributeValue)>,
+    ) -> Result<bool, StoreError> {
+        let mut req = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(to_item(item)?))
+            .condition_expression(condition);
+        for (k, v) in values {
+            req = req.expression_attribute_values(k, v);
+        }
+        match req.send().await {
+            Ok(_) => Ok(true),
+            Err(SdkError::ServiceError(se)) if se.err().is_conditional_check_failed_exception() => {
+                Ok(false)
+            }
+            Err(e) => Err(sdk_error("PutItem", e)),
+        }
+    }
+
+    async fn query_prefix<T: DeserializeOwned>(
+        &self,
+        pk: String,
+        prefix: String,
+        forward: bool,
+        limit: Option<usize>,
+    ) -> Result<Vec<T>, StoreError> {
+        let out = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
+            .expression_attribute_values(":pk", s(pk))
+            .expression_attribute_values(":prefix", s(prefix))
+            .scan_index_forward(forward)
+            .set_limit(limit.map(|l| i32::try_from(l).unwrap_or(i32::MAX)))
+            .send()
+            .await
+            .map_err(|e| sdk_error("Query", e))?;
+        out.items
+            .unwrap_or_default()
+            .into_iter()
+            .map(from_item)
+            .collect()
     }
 
     async fn put_plain<T: Serialize>(&self, item: &T) -> Result<(), StoreError> {
@@ -260,8 +316,22 @@ impl DynamoStore {
             .billing_mode(BillingMode::PayPerRequest)
             .attribute_definitions(attr(PK)?)
             .attribute_definitions(attr(SK)?)
+            .attribute_definitions(attr(DUE)?)
+            .attribute_definitions(attr(DUE_AT)?)
             .key_schema(schema(PK, KeyType::Hash)?)
             .key_schema(schema(SK, KeyType::Range)?)
+            .global_secondary_indexes(build(
+                GlobalSecondaryIndex::builder()
+                    .index_name(DUE_INDEX)
+                    .key_schema(schema(DUE, KeyType::Hash)?)
+                    .key_schema(schema(DUE_AT, KeyType::Range)?)
+                    .projection(
+                        Projection::builder()
+                            .projection_type(ProjectionType::All)
+                            .build(),
+                    )
+                    .build(),
+            )?)
             .stream_specification(build(
                 StreamSpecification::builder()
                     .stream_enabled(true)
@@ -444,22 +514,9 @@ impl WebhookStore for DynamoStore {
     }
 
     async fn webhooks(&self, project: &ProjectId) -> Result<Vec<Webhook>, StoreError> {
-        let out = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
-            .expression_attribute_values(":pk", s(project_pk(project)))
-            .expression_attribute_values(":prefix", s(WEBHOOK_PREFIX))
-            .send()
-            .await
-            .map_err(|e| sdk_error("Query", e))?;
-        let rows: Vec<WebhookItem> = out
-            .items
-            .unwrap_or_default()
-            .into_iter()
-            .map(from_item)
-            .collect::<Result<_, _>>()?;
+        let rows: Vec<WebhookItem> = self
+            .query_prefix(project_pk(project), WEBHOOK_PREFIX.to_owned(), true, None)
+            .await?;
         Ok(sorted_webhooks(rows))
     }
 
@@ -537,5 +594,125 @@ impl AdminStore for DynamoStore {
             .await
             .map_err(|e| sdk_error("Scan", e))?;
         Ok(out.items.unwrap_or_default().is_empty())
+    }
+}
+
+impl DeliveryStore for DynamoStore {
+    async fn active_webhooks(&self, project: &ProjectId) -> Result<Vec<Webhook>, StoreError> {
+        let rows: Vec<WebhookItem> = self
+            .query_prefix(project_pk(project), WEBHOOK_PREFIX.to_owned(), true, None)
+            .await?;
+        Ok(sorted_webhooks(
+            rows.into_iter().filter(|w| !w.disabled).collect(),
+        ))
+    }
+
+    async fn disable_webhook(&self, project: &ProjectId, id: &WebhookId) -> Result<(), StoreError> {
+        let res = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(key(project_pk(project), webhook_sk(id))))
+            .update_expression("SET disabled = :t")
+            .condition_expression("attribute_exists(pk)")
+            .expression_attribute_values(":t", AttributeValue::Bool(true))
+            .send()
+            .await;
+        match res {
+            Ok(_) => Ok(()),
+            // Deleted meanwhile: nothing left to disable.
+            Err(SdkError::ServiceError(se)) if se.err().is_conditional_check_failed_exception() => {
+                Ok(())
+            }
+            Err(e) => Err(sdk_error("UpdateItem", e)),
+        }
+    }
+
+    async fn create_delivery(&self, delivery: &Delivery) -> Result<bool, StoreError> {
+        self.put_if(
+            &DeliveryItem::from(delivery),
+            "attribute_not_exists(pk)",
+            vec![],
+        )
+        .await
+    }
+
+    async fn update_delivery(
+        &self,
+        delivery: &Delivery,
+        expected: Option<Timestamp>,
+    ) -> Result<bool, StoreError> {
+        let item = DeliveryItem::from(delivery);
+        match expected {
+            Some(t) => {
+                self.put_if(
+                    &item,
+                    "dueAt = :expected",
+                    vec![(":expected", s(t.to_string()))],
+                )
+                .await
+            }
+            None => {
+                self.put_if(
+                    &item,
+                    "attribute_exists(pk) AND attribute_not_exists(dueAt)",
+                    vec![],
+                )
+                .await
+            }
+        }
+    }
+
+    async fn due_deliveries(
+        &self,
+        now: Timestamp,
+        limit: usize,
+    ) -> Result<Vec<Delivery>, StoreError> {
+        let out = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .index_name(DUE_INDEX)
+            .key_condition_expression("#due = :due AND #dueAt <= :now")
+            .expression_attribute_names("#due", DUE)
+            .expression_attribute_names("#dueAt", DUE_AT)
+            .expression_attribute_values(":due", s(DUE_PARTITION))
+            .expression_attribute_values(":now", s(now.to_string()))
+            .limit(i32::try_from(limit).unwrap_or(i32::MAX))
+            .send()
+            .await
+            .map_err(|e| sdk_error("Query", e))?;
+        out.items
+            .unwrap_or_default()
+            .into_iter()
+            .map(|i| from_item::<DeliveryItem>(i).map(|d| d.delivery))
+            .collect()
+    }
+
+    async fn deliveries(
+        &self,
+        project: &ProjectId,
+        webhook: &WebhookId,
+        limit: usize,
+    ) -> Result<Vec<Delivery>, StoreError> {
+        let rows: Vec<DeliveryItem> = self
+            .query_prefix(
+                project_pk(project),
+                deliveries_prefix(webhook),
+                false,
+                Some(limit),
+            )
+            .await?;
+        Ok(rows.into_iter().map(|i| i.delivery).collect())
+    }
+
+    async fn checkpoint(&self, name: &str) -> Result<Option<String>, StoreError> {
+        let item: Option<CheckpointItem> =
+            self.get(&checkpoint_pk(name), CHECKPOINT_SK, true).await?;
+        Ok(item.map(|c| c.value))
+    }
+
+    async fn set_checkpoint(&self, name: &str, value: &str) -> Result<(), StoreError> {
+        self.put_plain(&CheckpointItem::new(name, value)).await
     }
 }

@@ -9,8 +9,13 @@
 //! | webhook         | `PROJECT#{project}` | `WEBHOOK#{webhook}`                       |
 //! | webhook guard   | `PROJECT#{project}` | `WEBHOOKURL#{type}#{sha256(url)}`         |
 //! | webhook counter | `PROJECT#{project}` | `WEBHOOKCOUNT`                            |
+//! | delivery        | `PROJECT#{project}` | `DELIVERY#{webhook}#{crossedAt}#{delivery}` |
 //! | account         | `ACCOUNT#{account}` | `ACCOUNT`                                 |
 //! | API key         | `APIKEY#{sha256}`   | `APIKEY`                                  |
+//! | checkpoint      | `CHECKPOINT#{name}` | `CHECKPOINT`                              |
+//!
+//! Pending deliveries also carry `due` and `dueAt`, the keys of the sparse `due` index that the
+//! retry sweep queries.
 //!
 //! Identifiers cannot contain `#`, so one session's prefix is never a prefix of another's.
 
@@ -20,8 +25,9 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::domain::{
-    Account, AccountId, CheckResult, NewResult, Plan, Project, ProjectId, ResultPosition, Score,
-    SessionId, SessionScore, Timestamp, Webhook, WebhookId, WebhookType, WebhookUrl,
+    Account, AccountId, CheckResult, Delivery, DeliveryStatus, NewResult, Plan, Project, ProjectId,
+    ResultPosition, Score, SessionId, SessionScore, Timestamp, Webhook, WebhookId, WebhookType,
+    WebhookUrl,
 };
 
 pub const PK: &str = "pk";
@@ -31,6 +37,13 @@ pub const ACCOUNT_SK: &str = "ACCOUNT";
 pub const KEY_SK: &str = "APIKEY";
 pub const WEBHOOK_PREFIX: &str = "WEBHOOK#";
 pub const WEBHOOK_COUNT_SK: &str = "WEBHOOKCOUNT";
+pub const CHECKPOINT_SK: &str = "CHECKPOINT";
+/// The sparse index of pending deliveries, by due time.
+pub const DUE_INDEX: &str = "due";
+pub const DUE: &str = "due";
+pub const DUE_AT: &str = "dueAt";
+/// The one value of `due`: every pending delivery sits in one index partition, ordered by `dueAt`.
+pub const DUE_PARTITION: &str = "pending";
 
 pub fn project_pk(p: &ProjectId) -> String {
     format!("PROJECT#{p}")
@@ -56,6 +69,15 @@ pub fn result_sk(s: &SessionId, at: ResultPosition) -> String {
 pub fn webhook_sk(w: &WebhookId) -> String {
     format!("{WEBHOOK_PREFIX}{w}")
 }
+pub fn checkpoint_pk(name: &str) -> String {
+    format!("CHECKPOINT#{name}")
+}
+pub fn deliveries_prefix(w: &WebhookId) -> String {
+    format!("DELIVERY#{w}#")
+}
+pub fn delivery_sk(d: &Delivery) -> String {
+    format!("DELIVERY#{}#{}#{}", d.webhook_id, d.crossed_at, d.id)
+}
 pub fn webhook_guard_sk(kind: WebhookType, url: &WebhookUrl) -> String {
     format!(
         "WEBHOOKURL#{}#{}",
@@ -76,6 +98,8 @@ pub enum Entity {
     WebhookCount,
     Account,
     ApiKey,
+    Delivery,
+    Checkpoint,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -236,6 +260,9 @@ pub struct WebhookItem {
     pub kind: WebhookType,
     pub url: WebhookUrl,
     pub created_at: Timestamp,
+    /// Set when a receiver answered 410 Gone: no further deliveries.
+    #[serde(default)]
+    pub disabled: bool,
 }
 
 impl WebhookItem {
@@ -249,6 +276,7 @@ impl WebhookItem {
             kind: w.kind,
             url: w.url.clone(),
             created_at: w.created_at,
+            disabled: false,
         }
     }
 
@@ -353,6 +381,57 @@ impl KeyItem {
             entity: Entity::ApiKey,
             account_id: account.clone(),
             revoked: false,
+        }
+    }
+}
+
+/// A delivery, with the keys of the due index while it is pending.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeliveryItem {
+    pub pk: String,
+    pub sk: String,
+    pub entity: Entity,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub due: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub due_at: Option<String>,
+    pub delivery: Delivery,
+}
+
+impl From<&Delivery> for DeliveryItem {
+    fn from(d: &Delivery) -> Self {
+        let due_at = match d.status {
+            DeliveryStatus::Pending => d.next_attempt_at.map(|t| t.to_string()),
+            _ => None,
+        };
+        Self {
+            pk: project_pk(&d.project_id),
+            sk: delivery_sk(d),
+            entity: Entity::Delivery,
+            due: due_at.as_ref().map(|_| DUE_PARTITION.to_owned()),
+            due_at,
+            delivery: d.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CheckpointItem {
+    pub pk: String,
+    pub sk: String,
+    pub entity: Entity,
+    pub value: String,
+}
+
+impl CheckpointItem {
+    pub fn new(name: &str, value: &str) -> Self {
+        Self {
+            pk: checkpoint_pk(name),
+            sk: CHECKPOINT_SK.to_owned(),
+            entity: Entity::Checkpoint,
+            value: value.to_owned(),
         }
     }
 }

@@ -4,8 +4,8 @@
 use std::future::Future;
 
 use crate::domain::{
-    Account, AccountId, CheckResult, NewResult, Project, ProjectId, ResultPosition, SessionId,
-    SessionScore, Webhook, WebhookId,
+    Account, AccountId, CheckResult, Delivery, NewResult, Project, ProjectId, ResultPosition,
+    SessionId, SessionScore, Timestamp, Webhook, WebhookId,
 };
 
 pub mod dynamo;
@@ -113,13 +113,73 @@ pub trait AdminStore: Send + Sync {
     fn is_empty(&self) -> impl Future<Output = Res<bool>> + Send;
 }
 
+/// What webhook dispatch keeps: deliveries with their attempts, the due index the retry sweep
+/// reads, disabled webhooks, and change-feed checkpoints.
+pub trait DeliveryStore: Send + Sync {
+    /// The project's webhooks that still receive deliveries.
+    fn active_webhooks(
+        &self,
+        project: &ProjectId,
+    ) -> impl Future<Output = Res<Vec<Webhook>>> + Send;
+
+    /// Stops deliveries to a webhook (its receiver answered 410 Gone).
+    fn disable_webhook(
+        &self,
+        project: &ProjectId,
+        id: &WebhookId,
+    ) -> impl Future<Output = Res<()>> + Send;
+
+    /// Creates a delivery; false when it already exists (a replayed record), which is not an error.
+    fn create_delivery(&self, delivery: &Delivery) -> impl Future<Output = Res<bool>> + Send;
+
+    /// Writes a delivery's new state if its due time is still `expected` (None: not due), so two
+    /// sweepers never both claim or finish the same attempt. False when someone else got there.
+    fn update_delivery(
+        &self,
+        delivery: &Delivery,
+        expected: Option<Timestamp>,
+    ) -> impl Future<Output = Res<bool>> + Send;
+
+    /// Pending deliveries due at or before `now`, earliest first.
+    fn due_deliveries(
+        &self,
+        now: Timestamp,
+        limit: usize,
+    ) -> impl Future<Output = Res<Vec<Delivery>>> + Send;
+
+    /// A webhook's deliveries, newest crossing first.
+    fn deliveries(
+        &self,
+        project: &ProjectId,
+        webhook: &WebhookId,
+        limit: usize,
+    ) -> impl Future<Output = Res<Vec<Delivery>>> + Send;
+
+    fn checkpoint(&self, name: &str) -> impl Future<Output = Res<Option<String>>> + Send;
+    fn set_checkpoint(&self, name: &str, value: &str) -> impl Future<Output = Res<()>> + Send;
+}
+
 /// Everything the service needs from a store.
 pub trait Store:
-    KeyStore + AccountStore + ProjectStore + ResultStore + WebhookStore + AdminStore + 'static
+    KeyStore
+    + AccountStore
+    + ProjectStore
+    + ResultStore
+    + WebhookStore
+    + AdminStore
+    + DeliveryStore
+    + 'static
 {
 }
 
 impl<T> Store for T where
-    T: KeyStore + AccountStore + ProjectStore + ResultStore + WebhookStore + AdminStore + 'static
+    T: KeyStore
+        + AccountStore
+        + ProjectStore
+        + ResultStore
+        + WebhookStore
+        + AdminStore
+        + DeliveryStore
+        + 'static
 {
 }

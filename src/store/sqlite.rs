@@ -17,13 +17,13 @@ use serde::de::DeserializeOwned;
 
 use super::items::*;
 use super::{
-    AccountStore, AdminStore, KeyStore, ProjectStore, ResultPage, ResultStore, StoreError,
-    WebhookInsert, WebhookStore,
+    AccountStore, AdminStore, DeliveryStore, KeyStore, ProjectStore, ResultPage, ResultStore,
+    StoreError, WebhookInsert, WebhookStore,
 };
 use crate::domain::webhook::MAX_WEBHOOKS_PER_PROJECT;
 use crate::domain::{
-    Account, AccountId, NewResult, Project, ProjectId, ResultPosition, SessionId, SessionScore,
-    Webhook, WebhookId,
+    Account, AccountId, Delivery, NewResult, Project, ProjectId, ResultPosition, SessionId,
+    SessionScore, Timestamp, Webhook, WebhookId,
 };
 
 const SCHEMA: &str = "
@@ -36,6 +36,19 @@ CREATE TABLE IF NOT EXISTS items (
 CREATE TABLE IF NOT EXISTS changes (
     seq    INTEGER PRIMARY KEY AUTOINCREMENT,
     record TEXT NOT NULL
+);
+-- The due index of pending deliveries (DynamoDB's sparse `due` GSI).
+CREATE TABLE IF NOT EXISTS due (
+    pk     TEXT NOT NULL,
+    sk     TEXT NOT NULL,
+    due_at TEXT NOT NULL,
+    PRIMARY KEY (pk, sk)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS due_by_time ON due (due_at);
+-- Where each change-feed consumer has got to. Not items: writing them feeds nothing.
+CREATE TABLE IF NOT EXISTS checkpoints (
+    name  TEXT PRIMARY KEY,
+    value TEXT NOT NULL
 );
 ";
 
@@ -421,6 +434,150 @@ impl AdminStore for SqliteStore {
         self.run(|c| {
             let any: bool = c.query_row("SELECT EXISTS (SELECT 1 FROM items)", [], |r| r.get(0))?;
             Ok(!any)
+        })
+        .await
+    }
+}
+
+/// Writes a delivery item and keeps the due index in step with it.
+fn put_delivery(
+    tx: &Transaction<'_>,
+    old: Option<&DeliveryItem>,
+    new: &DeliveryItem,
+) -> Result<(), StoreError> {
+    put(tx, &new.pk, &new.sk, old, new)?;
+    match &new.due_at {
+        Some(at) => tx
+            .prepare_cached("INSERT OR REPLACE INTO due (pk, sk, due_at) VALUES (?1, ?2, ?3)")?
+            .execute(params![new.pk, new.sk, at])?,
+        None => tx
+            .prepare_cached("DELETE FROM due WHERE pk = ?1 AND sk = ?2")?
+            .execute(params![new.pk, new.sk])?,
+    };
+    Ok(())
+}
+
+impl DeliveryStore for SqliteStore {
+    async fn active_webhooks(&self, project: &ProjectId) -> Result<Vec<Webhook>, StoreError> {
+        let pk = project_pk(project);
+        self.run(move |c| {
+            let rows: Vec<WebhookItem> = range(
+                c,
+                &pk,
+                WEBHOOK_PREFIX,
+                &prefix_end(WEBHOOK_PREFIX),
+                false,
+                MAX_WEBHOOKS_PER_PROJECT * 2,
+            )?;
+            Ok(sorted_webhooks(
+                rows.into_iter().filter(|w| !w.disabled).collect(),
+            ))
+        })
+        .await
+    }
+
+    async fn disable_webhook(&self, project: &ProjectId, id: &WebhookId) -> Result<(), StoreError> {
+        let (pk, sk) = (project_pk(project), webhook_sk(id));
+        self.write(move |tx| {
+            if let Some(old) = get::<WebhookItem>(tx, &pk, &sk)? {
+                let new = WebhookItem {
+                    disabled: true,
+                    ..old.clone()
+                };
+                put(tx, &pk, &sk, Some(&old), &new)?;
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    async fn create_delivery(&self, delivery: &Delivery) -> Result<bool, StoreError> {
+        let item = DeliveryItem::from(delivery);
+        self.write(move |tx| {
+            if get::<DeliveryItem>(tx, &item.pk, &item.sk)?.is_some() {
+                return Ok(false);
+            }
+            put_delivery(tx, None, &item)?;
+            Ok(true)
+        })
+        .await
+    }
+
+    async fn update_delivery(
+        &self,
+        delivery: &Delivery,
+        expected: Option<Timestamp>,
+    ) -> Result<bool, StoreError> {
+        let item = DeliveryItem::from(delivery);
+        let expected = expected.map(|t| t.to_string());
+        self.write(move |tx| {
+            let Some(old) = get::<DeliveryItem>(tx, &item.pk, &item.sk)? else {
+                return Ok(false);
+            };
+            if old.due_at != expected {
+                return Ok(false);
+            }
+            put_delivery(tx, Some(&old), &item)?;
+            Ok(true)
+        })
+        .await
+    }
+
+    async fn due_deliveries(
+        &self,
+        now: Timestamp,
+        limit: usize,
+    ) -> Result<Vec<Delivery>, StoreError> {
+        let now = now.to_string();
+        self.run(move |c| {
+            let mut stmt = c.prepare_cached(
+                "SELECT i.body FROM due d JOIN items i ON i.pk = d.pk AND i.sk = d.sk \
+                 WHERE d.due_at <= ?1 ORDER BY d.due_at LIMIT ?2",
+            )?;
+            let rows = stmt.query_map(params![now, limit as i64], |r| r.get::<_, String>(0))?;
+            rows.map(|b| {
+                serde_json::from_str::<DeliveryItem>(&b?)
+                    .map(|i| i.delivery)
+                    .map_err(corrupt)
+            })
+            .collect()
+        })
+        .await
+    }
+
+    async fn deliveries(
+        &self,
+        project: &ProjectId,
+        webhook: &WebhookId,
+        limit: usize,
+    ) -> Result<Vec<Delivery>, StoreError> {
+        let pk = project_pk(project);
+        let lo = deliveries_prefix(webhook);
+        self.run(move |c| {
+            let rows: Vec<DeliveryItem> = range(c, &pk, &lo, &prefix_end(&lo), true, limit)?;
+            Ok(rows.into_iter().map(|i| i.delivery).collect())
+        })
+        .await
+    }
+
+    async fn checkpoint(&self, name: &str) -> Result<Option<String>, StoreError> {
+        let name = name.to_owned();
+        self.run(move |c| {
+            Ok(
+                c.prepare_cached("SELECT value FROM checkpoints WHERE name = ?1")?
+                    .query_row([name], |r| r.get(0))
+                    .optional()?,
+            )
+        })
+        .await
+    }
+
+    async fn set_checkpoint(&self, name: &str, value: &str) -> Result<(), StoreError> {
+        let (name, value) = (name.to_owned(), value.to_owned());
+        self.run(move |c| {
+            c.prepare_cached("INSERT OR REPLACE INTO checkpoints (name, value) VALUES (?1, ?2)")?
+                .execute(params![name, value])?;
+            Ok(())
         })
         .await
     }

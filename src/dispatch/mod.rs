@@ -1,0 +1,230 @@
+//! Webhook dispatch: from changes of the table (DynamoDB Streams, or the SQLite change feed) to
+//! signed deliveries, retried on a schedule from durable state.
+//!
+//! - [`Dispatcher::process`] reads a batch of stream records in order. A session that crosses the
+//!   threshold gets one delivery per active webhook, created with a deterministic id, so a
+//!   replayed record finds its delivery instead of making another. New deliveries are attempted at
+//!   once, concurrently (bounded), under a lease.
+//! - [`Dispatcher::sweep`] claims due deliveries (failed earlier, or whose lease ran out because a
+//!   process died mid-attempt) and attempts them. It runs on a schedule.
+//! - Only failures of our own storage fail a record; a receiver's failure is an attempt outcome.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use aws_lambda_events::dynamodb::EventRecord;
+use futures_util::StreamExt;
+use serde::Serialize;
+
+use crate::config::Config;
+use crate::domain::delivery::{Attempt, AttemptOutcome};
+use crate::domain::{
+    Delivery, DeliveryId, DeliveryStatus, ProjectId, Score, SessionId, Timestamp, WebhookType,
+};
+use crate::store::{Store, StoreError};
+
+pub mod crossing;
+pub mod deliver;
+pub mod feed;
+pub mod signature;
+pub mod streams;
+
+pub use crossing::{Crossing, crossing};
+pub use deliver::{Resolver, Sender, SystemResolver};
+
+/// How long an attempt holds its delivery: longer than an attempt can take, so a live attempt is
+/// never sent twice, and short enough that a crashed one is retried soon.
+pub const LEASE: Duration = Duration::from_secs(60);
+/// Attempts in flight at once per process: one slow receiver cannot hold up the others.
+pub const CONCURRENCY: usize = 32;
+/// Due deliveries claimed per sweep.
+const SWEEP_BATCH: usize = 100;
+
+/// The notification body.
+#[derive(Serialize)]
+struct Payload<'a> {
+    #[serde(rename = "type")]
+    kind: WebhookType,
+    timestamp: Timestamp,
+    data: PayloadData<'a>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct PayloadData<'a> {
+    project_id: &'a ProjectId,
+    session_id: &'a SessionId,
+    #[serde(flatten)]
+    result: &'a crate::domain::CheckResult,
+}
+
+pub fn payload(c: &Crossing, now: Timestamp) -> String {
+    let p = Payload {
+        kind: WebhookType::ProxyVpnDetect,
+        timestamp: now,
+        data: PayloadData {
+            project_id: &c.project_id,
+            session_id: &c.session_id,
+            result: &c.result,
+        },
+    };
+    // Plain fields only: serialising cannot fail.
+    serde_json::to_string(&p).unwrap_or_default()
+}
+
+pub struct Dispatcher<S> {
+    store: S,
+    sender: Sender,
+    threshold: Score,
+    schedule: Vec<Duration>,
+}
+
+impl<S: Store> Dispatcher<S> {
+    pub fn new(store: S, sender: Sender, config: &Config) -> Self {
+        Self {
+            store,
+            sender,
+            threshold: config.webhook_threshold,
+            schedule: config.retry_schedule.clone(),
+        }
+    }
+
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
+    /// Handles records in order. On a storage failure, returns the index of the record that
+    /// failed: it and everything after it must be delivered again (they are idempotent).
+    pub async fn process(&self, records: &[EventRecord]) -> Result<usize, (usize, StoreError)> {
+        let mut fresh = Vec::new();
+        let mut failure = None;
+        for (i, record) in records.iter().enumerate() {
+            match crossing(record, self.threshold) {
+                Ok(None) => {}
+                Ok(Some(c)) => match self.create_deliveries(&c).await {
+                    Ok(mut created) => fresh.append(&mut created),
+                    Err(e) => {
+                        failure = Some((i, e));
+                        break;
+                    }
+                },
+                // Retrying cannot fix a record we cannot read; it must not block the stream.
+                Err(e) => {
+                    tracing::error!(error = %e, event_id = %record.event_id, "skipping record")
+                }
+            }
+        }
+        let attempted = fresh.len();
+        // Deliveries created before a failure are attempted now; the rest follow the retry.
+        self.attempt_all(fresh).await;
+        match failure {
+            Some(f) => Err(f),
+            None => Ok(attempted),
+        }
+    }
+
+    async fn create_deliveries(&self, c: &Crossing) -> Result<Vec<Delivery>, StoreError> {
+        let hooks = self.store.active_webhooks(&c.project_id).await?;
+        let now = Timestamp::now();
+        let body = payload(c, now);
+        let mut created = Vec::new();
+        for hook in hooks {
+            let delivery = Delivery {
+                id: DeliveryId::for_crossing(&c.project_id, &c.session_id, &hook.id),
+                project_id: c.project_id.clone(),
+                webhook_id: hook.id,
+                session_id: c.session_id.clone(),
+                url: hook.url,
+                body: body.clone(),
+                crossed_at: c.result.created_at,
+                status: DeliveryStatus::Pending,
+                attempts: Vec::new(),
+                // Created under our lease: if we die before recording the attempt, the sweep
+                // picks it up when the lease ends.
+                next_attempt_at: Some(now.plus(LEASE)),
+                created_at: now,
+            };
+            if self.store.create_delivery(&delivery).await? {
+                created.push(delivery);
+            }
+        }
+        Ok(created)
+    }
+
+    /// Claims due deliveries and attempts them; returns how many were attempted.
+    pub async fn sweep(&self) -> Result<usize, StoreError> {
+        let now = Timestamp::now();
+        let mut claimed = Vec::new();
+        for mut d in self.store.due_deliveries(now, SWEEP_BATCH).await? {
+            let seen = d.next_attempt_at;
+            d.next_attempt_at = Some(now.plus(LEASE));
+            // Another sweeper may have claimed it first: then it is theirs.
+            if self.store.update_delivery(&d, seen).await? {
+                claimed.push(d);
+            }
+        }
+        let n = claimed.len();
+        self.attempt_all(claimed).await;
+        Ok(n)
+    }
+
+    async fn attempt_all(&self, deliveries: Vec<Delivery>) {
+        futures_util::stream::iter(deliveries)
+            .for_each_concurrent(CONCURRENCY, |d| self.attempt(d))
+            .await;
+    }
+
+    /// One attempt of a delivery whose lease we hold, and its record. Storage failures are
+    /// logged: the lease then runs out and the sweep tries again.
+    async fn attempt(&self, mut d: Delivery) {
+        let lease = d.next_attempt_at;
+        let attempt = match self.receiver_key(&d).await {
+            Ok(Some(key)) => self.sender.send(&d.url, &d.id, &key, &d.body).await,
+            Ok(None) => Attempt {
+                at: Timestamp::now(),
+                // Deleted or disabled since: stop without contacting anyone.
+                outcome: AttemptOutcome::Gone,
+                status_code: None,
+                error: Some("webhook was deleted or disabled".into()),
+            },
+            Err(e) => {
+                tracing::error!(error = %e, delivery = %d.id, "cannot prepare delivery");
+                return;
+            }
+        };
+        let gone = attempt.outcome == AttemptOutcome::Gone && attempt.status_code.is_some();
+        tracing::info!(delivery = %d.id, outcome = ?attempt.outcome, code = ?attempt.status_code, "delivery attempt");
+        d.record(attempt, &self.schedule);
+        if gone {
+            if let Err(e) = self
+                .store
+                .disable_webhook(&d.project_id, &d.webhook_id)
+                .await
+            {
+                tracing::error!(error = %e, webhook = %d.webhook_id, "cannot disable webhook");
+            }
+        }
+        match self.store.update_delivery(&d, lease).await {
+            Ok(true) => {}
+            Ok(false) => {
+                tracing::warn!(delivery = %d.id, "lease lost before the attempt was recorded")
+            }
+            Err(e) => tracing::error!(error = %e, delivery = %d.id, "cannot record attempt"),
+        }
+    }
+
+    /// The signing key, if the project and the webhook still exist and the webhook is active.
+    async fn receiver_key(&self, d: &Delivery) -> Result<Option<String>, StoreError> {
+        let Some(project) = self.store.project(&d.project_id).await? else {
+            return Ok(None);
+        };
+        let active = self.store.active_webhooks(&d.project_id).await?;
+        Ok(active
+            .iter()
+            .any(|w| w.id == d.webhook_id)
+            .then_some(project.api_key_private))
+    }
+}
+
+/// A dispatcher shared by the tasks of one process.
+pub type SharedDispatcher<S> = Arc<Dispatcher<S>>;
