@@ -12,7 +12,8 @@ use vigil::domain::{
     Account, AccountId, CheckResult, NewResult, Plan, PlanStatus, Project, ProjectId, Score,
     SessionId, Timestamp, Webhook, WebhookId,
 };
-use vigil::store::{ResultStore, SqliteStore, Store, WebhookInsert, WebhookStore};
+use vigil::domain::{Delivery, DeliveryId, DeliveryStatus};
+use vigil::store::{DeliveryStore, ResultStore, SqliteStore, Store, WebhookInsert, WebhookStore};
 
 fn pid(s: &str) -> ProjectId {
     ProjectId::parse(s).unwrap()
@@ -353,6 +354,125 @@ async fn concurrent_writers_keep_the_summary_exact<S: Store>(store: S) {
     assert_eq!((s.score_bot.get(), s.score_proxy_vpn.get()), (0.88, 0.99));
 }
 
+fn delivery(webhook: &str, session: &str, crossed: i64, due: Option<i64>) -> Delivery {
+    let (p, s, w) = (pid("p"), sid(session), WebhookId::parse(webhook).unwrap());
+    Delivery {
+        id: DeliveryId::for_crossing(&p, &s, &w),
+        project_id: p,
+        webhook_id: w,
+        session_id: s,
+        url: WebhookUrl::parse("https://hooks.example/x", UrlPolicy::default()).unwrap(),
+        body: r#"{"type":"proxy_vpn_detect"}"#.into(),
+        crossed_at: ts(&at(crossed)),
+        status: DeliveryStatus::Pending,
+        attempts: vec![],
+        next_attempt_at: due.map(|d| ts(&at(d))),
+        created_at: ts(&at(crossed)),
+    }
+}
+
+async fn deliveries_are_idempotent_leased_and_indexed<S: Store>(store: S) {
+    let a = delivery("wh_a", "s1", 10, Some(100));
+    let b = delivery("wh_a", "s2", 20, Some(50));
+    let c = delivery("wh_b", "s1", 10, Some(500));
+    for d in [&a, &b, &c] {
+        assert!(store.create_delivery(d).await.unwrap());
+    }
+    // A replay finds the delivery it already made.
+    assert!(!store.create_delivery(&a).await.unwrap());
+
+    // Due at t=100: b (50) then a (100), not c (500).
+    let due = store.due_deliveries(ts(&at(100)), 10).await.unwrap();
+    assert_eq!(
+        due.iter().map(|d| d.id.clone()).collect::<Vec<_>>(),
+        vec![b.id.clone(), a.id.clone()]
+    );
+    assert_eq!(due[0], b);
+
+    // Claiming is conditional on the due time we saw.
+    let mut claimed = a.clone();
+    claimed.next_attempt_at = Some(ts(&at(160)));
+    assert!(
+        store
+            .update_delivery(&claimed, a.next_attempt_at)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .update_delivery(&claimed, a.next_attempt_at)
+            .await
+            .unwrap(),
+        "claimed twice"
+    );
+    assert_eq!(
+        store.due_deliveries(ts(&at(100)), 10).await.unwrap().len(),
+        1
+    );
+
+    // Finishing leaves the due index.
+    let mut done = claimed.clone();
+    done.status = DeliveryStatus::Delivered;
+    done.next_attempt_at = None;
+    assert!(
+        store
+            .update_delivery(&done, claimed.next_attempt_at)
+            .await
+            .unwrap()
+    );
+    let due = store.due_deliveries(ts(&at(10_000)), 10).await.unwrap();
+    assert_eq!(
+        due.iter().map(|d| d.id.clone()).collect::<Vec<_>>(),
+        vec![b.id.clone(), c.id.clone()]
+    );
+
+    // The log of one webhook, newest crossing first.
+    let log = store
+        .deliveries(&pid("p"), &WebhookId::parse("wh_a").unwrap(), 10)
+        .await
+        .unwrap();
+    assert_eq!(
+        log.iter().map(|d| d.id.clone()).collect::<Vec<_>>(),
+        vec![b.id.clone(), a.id.clone()]
+    );
+    assert_eq!(log[1].status, DeliveryStatus::Delivered);
+}
+
+async fn webhooks_can_be_disabled_and_checkpoints_kept<S: Store>(store: S) {
+    let p = pid("p");
+    for n in 0..3 {
+        let w = webhook(n, &format!("https://hooks.example/{n}"));
+        store.insert_webhook(&p, &w).await.unwrap();
+    }
+    store
+        .disable_webhook(&p, &WebhookId::parse("wh_01").unwrap())
+        .await
+        .unwrap();
+    // Disabling a webhook that is gone is not an error.
+    store
+        .disable_webhook(&p, &WebhookId::parse("wh_99").unwrap())
+        .await
+        .unwrap();
+    let active: Vec<String> = store
+        .active_webhooks(&p)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|w| w.id.to_string())
+        .collect();
+    assert_eq!(active, vec!["wh_00", "wh_02"]);
+    // The list still shows it: disabling is not deleting.
+    assert_eq!(store.webhooks(&p).await.unwrap().len(), 3);
+
+    assert_eq!(store.checkpoint("feed").await.unwrap(), None);
+    store.set_checkpoint("feed", "41").await.unwrap();
+    store.set_checkpoint("feed", "42").await.unwrap();
+    assert_eq!(
+        store.checkpoint("feed").await.unwrap().as_deref(),
+        Some("42")
+    );
+}
+
 // ---- the two adapters ---------------------------------------------------------------------------
 
 fn sqlite() -> (SqliteStore, tempfile::TempDir) {
@@ -391,6 +511,8 @@ conformance!(
     sessions_and_projects_are_isolated,
     webhooks_are_unique_limited_and_deletable,
     concurrent_writers_keep_the_summary_exact,
+    deliveries_are_idempotent_leased_and_indexed,
+    webhooks_can_be_disabled_and_checkpoints_kept,
 );
 
 // ---- SQLite only ----------------------------------------------------------------------------------
