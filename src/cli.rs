@@ -84,9 +84,9 @@ pub enum ResultsAction {
         project: ProjectId,
         #[arg(long)]
         session: SessionId,
-        #[arg(long, value_parser = parse_score)]
+        #[arg(long, value_parser = parse_score, allow_negative_numbers = true)]
         score_bot: Score,
-        #[arg(long, value_parser = parse_score)]
+        #[arg(long, value_parser = parse_score, allow_negative_numbers = true)]
         score_proxy_vpn: Score,
         #[arg(long)]
         ip: IpAddr,

@@ -2,13 +2,13 @@
 //! validated (shape, values and references) before anything is written, and results go through the
 //! normal write path (session summary, change feed).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
 
 use serde::Deserialize;
 
 use crate::domain::token::hash_api_key;
-use crate::domain::webhook::{UrlPolicy, WebhookType, WebhookUrl};
+use crate::domain::webhook::{MAX_WEBHOOKS_PER_PROJECT, UrlPolicy, WebhookType, WebhookUrl};
 use crate::domain::{
     Account, AccountId, CheckResult, NewResult, Plan, PlanId, PlanStatus, Project, ProjectId,
     Score, SessionId, Timestamp, Webhook, WebhookId,
@@ -194,6 +194,8 @@ pub async fn validate<S: Store>(
     let mut webhooks = Vec::new();
     let mut hook_ids = HashSet::new();
     let mut hook_pairs = HashSet::new();
+    // Per project: the webhooks it already stores, and how many it will have after this file.
+    let mut stored: HashMap<ProjectId, (Vec<Webhook>, usize)> = HashMap::new();
     for (i, w) in seed.webhooks.into_iter().enumerate() {
         known_project(i, "webhooks", &w.project_id).await?;
         let url = WebhookUrl::parse(&w.url, policy)
@@ -207,6 +209,37 @@ pub async fn validate<S: Store>(
         if !hook_pairs.insert((w.project_id.clone(), w.kind, url.clone())) {
             return Err(invalid(format!(
                 "webhooks[{i}].url: duplicate type and url on the project"
+            )));
+        }
+        if !stored.contains_key(&w.project_id) {
+            let existing = store.webhooks(&w.project_id).await?;
+            let n = existing.len();
+            stored.insert(w.project_id.clone(), (existing, n));
+        }
+        let Some((existing, count)) = stored.get_mut(&w.project_id) else {
+            continue;
+        };
+        match existing.iter().find(|e| e.id == w.id) {
+            // Loaded before (the same file again): kept as it is.
+            Some(same) if same.kind == w.kind && same.url == url => continue,
+            Some(_) => {
+                return Err(invalid(format!(
+                    "webhooks[{i}].id: webhook {} already exists with another type or url",
+                    w.id
+                )));
+            }
+            None => {}
+        }
+        if existing.iter().any(|e| e.kind == w.kind && e.url == url) {
+            return Err(invalid(format!(
+                "webhooks[{i}].url: the project already has a webhook with this type and url"
+            )));
+        }
+        *count += 1;
+        if *count > MAX_WEBHOOKS_PER_PROJECT {
+            return Err(invalid(format!(
+                "webhooks[{i}]: project {} would have more than {MAX_WEBHOOKS_PER_PROJECT} webhooks",
+                w.project_id
             )));
         }
         webhooks.push((
@@ -242,7 +275,9 @@ pub async fn validate<S: Store>(
 }
 
 /// Writes a validated seed. Accounts, keys and projects are upserts and webhooks already present
-/// (same id) are kept, so loading the same file twice only adds its results again.
+/// (same id, type and url) are kept, so loading the same file twice only adds its results again.
+/// Validation has checked everything the store could refuse; only a storage failure can stop the
+/// writes part-way.
 pub async fn write<S: Store>(app: &Vigil<S>, seed: ValidSeed) -> Result<SeedReport, SeedError> {
     let store = app.store();
     let mut report = SeedReport::default();

@@ -95,6 +95,15 @@ async fn handle<S: Store>(
     .await
 }
 
+/// API Gateway hands functions percent-decoded path parameters; so does the local server. A
+/// segment that does not decode to UTF-8 stays as it was (and fails id validation).
+fn decode_segment(raw: String) -> String {
+    match percent_encoding::percent_decode_str(&raw).decode_utf8() {
+        Ok(decoded) => decoded.into_owned(),
+        Err(_) => raw,
+    }
+}
+
 async fn answer<S: Store>(
     app: &Vigil<S>,
     router: &Router,
@@ -142,7 +151,12 @@ async fn answer<S: Store>(
         Body::Binary(bytes.to_vec())
     };
     let lambda_req = http::Request::from_parts(parts, body)
-        .with_path_parameters(params.into_iter().collect::<HashMap<_, _>>())
+        .with_path_parameters(
+            params
+                .into_iter()
+                .map(|(k, v)| (k, decode_segment(v)))
+                .collect::<HashMap<_, _>>(),
+        )
         .with_query_string_parameters(query)
         .with_request_context(RequestContext::ApiGatewayV1(ctx));
     dispatch(app, route, lambda_req).await

@@ -13,7 +13,7 @@ use vigil::domain::{
     SessionId, Timestamp, Webhook, WebhookId,
 };
 use vigil::domain::{Delivery, DeliveryId, DeliveryStatus};
-use vigil::store::{DeliveryStore, ResultStore, SqliteStore, Store, WebhookInsert, WebhookStore};
+use vigil::store::{ResultStore, SqliteStore, Store, WebhookInsert, WebhookStore};
 
 fn pid(s: &str) -> ProjectId {
     ProjectId::parse(s).unwrap()

@@ -1,13 +1,29 @@
+use std::process::ExitCode;
+
 use clap::Parser;
+use clap::error::ErrorKind;
 
 #[tokio::main]
-async fn main() -> std::process::ExitCode {
+async fn main() -> ExitCode {
+    let cli = match vigil::cli::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) => {
+            e.exit()
+        }
+        Err(e) => {
+            // One line: clap's first, without its usage block and hints.
+            let text = e.render().to_string();
+            let first = text.lines().next().unwrap_or("invalid arguments");
+            eprintln!("{}", first.trim());
+            return ExitCode::from(2);
+        }
+    };
     vigil::lambda::init_tracing();
-    match vigil::cli::run(vigil::cli::Cli::parse()).await {
-        Ok(()) => std::process::ExitCode::SUCCESS,
+    match vigil::cli::run(cli).await {
+        Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e}");
-            std::process::ExitCode::FAILURE
+            ExitCode::FAILURE
         }
     }
 }

@@ -58,13 +58,12 @@ impl ChangeFeed for SqliteStore {
                     i.checked_sub(1).map(|j| seqs[j])
                 }
             };
-            if let Some(seq) = done {
-                if let Err(e) = store
+            if let Some(seq) = done
+                && let Err(e) = store
                     .set_checkpoint(SQLITE_CHECKPOINT, &seq.to_string())
                     .await
-                {
-                    tracing::error!(error = %e, "cannot save the feed checkpoint");
-                }
+            {
+                tracing::error!(error = %e, "cannot save the feed checkpoint");
             }
         }
     }

@@ -195,14 +195,13 @@ impl<S: Store> Dispatcher<S> {
         let gone = attempt.outcome == AttemptOutcome::Gone && attempt.status_code.is_some();
         tracing::info!(delivery = %d.id, outcome = ?attempt.outcome, code = ?attempt.status_code, "delivery attempt");
         d.record(attempt, &self.schedule);
-        if gone {
-            if let Err(e) = self
+        if gone
+            && let Err(e) = self
                 .store
                 .disable_webhook(&d.project_id, &d.webhook_id)
                 .await
-            {
-                tracing::error!(error = %e, webhook = %d.webhook_id, "cannot disable webhook");
-            }
+        {
+            tracing::error!(error = %e, webhook = %d.webhook_id, "cannot disable webhook");
         }
         match self.store.update_delivery(&d, lease).await {
             Ok(true) => {}

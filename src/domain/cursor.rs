@@ -1,8 +1,9 @@
 //! Opaque paging cursors for a session's results.
 //!
 //! A cursor names the last result of the page the client has seen, and is bound to the project and
-//! session it was issued for: a cursor that was altered or is presented for another session is
-//! refused rather than silently paging somewhere else.
+//! session it was issued for: a garbled cursor, or one presented for another session, is refused
+//! rather than silently paging somewhere else. It is not signed: editing the position inside it
+//! only moves within the caller's own session, which the caller may read anyway.
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
