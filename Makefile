@@ -4,9 +4,20 @@ SHELL := /bin/bash
 
 CACHE      := .cache
 VENV_TEST  := $(CACHE)/venv-test
+VENV_TOOLS := $(CACHE)/venv-tools
 PY         ?= python3
 
-.PHONY: help run test test-unit lint fmt build deploy clean bench
+# The Lambda functions: one binary each (src/bin/), one function each in template.yaml.
+LAMBDAS       := list-results session-score get-plan get-project create-webhook list-webhooks \
+                 delete-webhook list-deliveries authorizer fallback webhook-dispatch webhook-sweep
+LAMBDA_TARGET := aarch64-unknown-linux-gnu
+# The tools venv first on PATH: cargo finds `cargo lambda` there, cargo-lambda finds zig
+# (`python3 -m ziglang`), and SAM's rust-cargolambda builder finds cargo-lambda.
+TOOLS_ENV     := PATH="$(CURDIR)/$(VENV_TOOLS)/bin:$$PATH" SAM_CLI_TELEMETRY=0
+# `sam validate` and `sam build` need a region but no account or credentials.
+SAM_OFFLINE   := $(TOOLS_ENV) AWS_REGION=us-east-1 AWS_DEFAULT_REGION=us-east-1
+
+.PHONY: help run test test-unit lint fmt build sizes sam-build deploy tools clean bench
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -24,6 +35,38 @@ test: $(VENV_TEST)/.installed ## Every test: unit, handlers, both stores (Dynamo
 
 test-unit: ## Unit tests only (no emulator)
 	cargo test --lib --locked
+
+$(VENV_TOOLS)/.installed: requirements-tools.txt
+	$(PY) -m venv $(VENV_TOOLS)
+	$(VENV_TOOLS)/bin/pip install --quiet --disable-pip-version-check -r requirements-tools.txt
+	touch $@
+
+tools: $(VENV_TOOLS)/.installed ## Install the deploy tools (SAM CLI, cargo-lambda, zig) and the arm64 Rust target
+	@rustup target list --installed | grep -qx '$(LAMBDA_TARGET)' || rustup target add $(LAMBDA_TARGET)
+
+lint: $(VENV_TOOLS)/.installed ## rustfmt check, clippy (warnings are errors), sam validate + cfn-lint
+	cargo fmt --check
+	cargo clippy --all-targets --locked -- -D warnings
+	$(SAM_OFFLINE) sam validate --lint
+
+build: tools ## Cross-compile the twelve Lambda functions for arm64: target/lambda/<name>/bootstrap
+	$(TOOLS_ENV) cargo lambda build --release --arm64 --locked $(addprefix --bin ,$(LAMBDAS))
+	@$(MAKE) --no-print-directory sizes
+
+sizes: ## Print the size of each Lambda bootstrap (budget: 6 MB each)
+	@for b in $(LAMBDAS); do \
+	  f=target/lambda/$$b/bootstrap; \
+	  if [ -f $$f ]; then \
+	    stat -c %s $$f | awk -v b=$$b '{ printf "  %-15s %9d bytes  %5.2f MB%s\n", b, $$1, $$1 / 1e6, \
+	      ($$1 > 6e6 ? "  over the 6 MB budget" : "") }'; \
+	  else printf '  %-15s (not built: make build)\n' $$b; fi; \
+	done
+
+sam-build: tools ## sam build: the template's functions with cargo-lambda into .aws-sam/build
+	$(SAM_OFFLINE) sam build --beta-features
+
+deploy: tools ## Build and deploy the stack with SAM (asks for stack name, region, ... the first time)
+	$(TOOLS_ENV) sam build --beta-features && $(TOOLS_ENV) sam deploy --guided
 
 fmt: ## Format the code
 	cargo fmt
