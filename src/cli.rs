@@ -57,7 +57,12 @@ pub enum Command {
         allow_loopback_webhooks: bool,
     },
     /// Load a seed file into the store.
-    Seed { file: PathBuf },
+    Seed {
+        file: PathBuf,
+        /// Accept plain-http loopback webhook URLs (development and tests only).
+        #[arg(long)]
+        allow_loopback_webhooks: bool,
+    },
     /// Manage the DynamoDB table.
     Table {
         #[command(subcommand)]
@@ -145,8 +150,14 @@ async fn run_on<S: ChangeFeed + Clone>(
             let app = Arc::new(Vigil::new(store, policy));
             serve(app, addr, seed, dispatcher).await
         }
-        Command::Seed { file } => {
-            let app = Vigil::new(store, UrlPolicy::default());
+        Command::Seed {
+            file,
+            allow_loopback_webhooks,
+        } => {
+            let policy = UrlPolicy {
+                allow_loopback: allow_loopback_webhooks,
+            };
+            let app = Vigil::new(store, policy);
             let report = load_seed(&app, &file).await?;
             println!(
                 "seeded {} accounts, {} projects, {} webhooks, {} results",

@@ -80,7 +80,10 @@ pub async fn dispatch_batch<S: Store>(
     event: aws_lambda_events::dynamodb::Event,
 ) -> DynamoDbEventResponse {
     let mut response = DynamoDbEventResponse::default();
-    if let Err((i, e)) = dispatcher.process(&event.records).await {
+    if let Err((i, e)) = dispatcher
+        .process(&event.records, crate::dispatch::FIRST_ATTEMPT_BUDGET)
+        .await
+    {
         tracing::error!(error = %e, "dispatch failed; reporting the record for retry");
         let mut failure = DynamoDbBatchItemFailure::default();
         failure.item_identifier = event.records[i].change.sequence_number.clone();
@@ -89,18 +92,23 @@ pub async fn dispatch_batch<S: Store>(
     response
 }
 
-/// Runs the retry sweep, invoked on a schedule. It loops while it finds due deliveries, within
-/// the invocation's time.
+/// Runs the retry sweep, invoked on a schedule. It sweeps round after round while it finds due
+/// deliveries, and stops starting rounds once a round could outlast the invocation.
 pub async fn run_sweep() -> Result<(), Error> {
     init_tracing();
     let dispatcher = dispatcher().await?;
     lambda_runtime::run(lambda_runtime::service_fn(
-        move |_event: LambdaEvent<serde_json::Value>| async move {
+        move |event: LambdaEvent<serde_json::Value>| async move {
+            let deadline = event.context.deadline();
+            let round = crate::dispatch::deliver::TOTAL_TIMEOUT + std::time::Duration::from_secs(5);
             let mut total = 0;
             loop {
                 let n = dispatcher.sweep().await?;
                 total += n;
-                if n == 0 {
+                let left = deadline
+                    .duration_since(std::time::SystemTime::now())
+                    .unwrap_or_default();
+                if n == 0 || left < round {
                     break;
                 }
             }

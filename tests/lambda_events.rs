@@ -205,7 +205,13 @@ fn every_event_file_is_known_and_parses_like_lambda_http() {
         .iter()
         .map(|(f, _)| *f)
         .chain(AUTHORIZER_EVENTS.iter().copied())
-        .chain(["seed.json"])
+        .chain([
+            "seed.json",
+            // DynamoDB Streams events of webhook-dispatch, run by tests/dispatch_events.rs.
+            "webhook-dispatch-crossing.json",
+            "webhook-dispatch-no-crossing.json",
+            "webhook-dispatch-replay.json",
+        ])
         .map(str::to_owned)
         .collect();
     known.sort();

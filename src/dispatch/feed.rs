@@ -49,10 +49,14 @@ impl ChangeFeed for SqliteStore {
                 }
             };
             let (seqs, records): (Vec<i64>, Vec<_>) = batch.into_iter().unzip();
-            // Everything before a failed record is done; resume at the failed one.
-            let done = match dispatcher.process(&records).await {
-                Ok(_) => seqs.last().copied(),
-                Err((i, e)) => {
+            // Deliveries are durable once created; their attempts run in the background, so
+            // no receiver holds the feed. Everything before a failed record is done; resume at
+            // the failed one.
+            let batch = dispatcher.create(&records).await;
+            dispatcher.spawn_attempts(batch.created);
+            let done = match batch.failed {
+                None => seqs.last().copied(),
+                Some((i, e)) => {
                     tracing::error!(error = %e, "dispatch failed; retrying");
                     tokio::time::sleep(BACKOFF).await;
                     i.checked_sub(1).map(|j| seqs[j])
@@ -69,14 +73,11 @@ impl ChangeFeed for SqliteStore {
     }
 }
 
-/// Sweeps due deliveries forever; runs until cancelled.
+/// Sweeps due deliveries into background attempts forever; runs until cancelled.
 pub async fn sweep_forever<S: Store>(dispatcher: SharedDispatcher<S>, every: Duration) {
     loop {
-        match dispatcher.sweep().await {
-            // Work found: look again at once, there may be more.
-            Ok(n) if n > 0 => continue,
-            Ok(_) => {}
-            Err(e) => tracing::error!(error = %e, "retry sweep failed"),
+        if let Err(e) = dispatcher.sweep_in_background().await {
+            tracing::error!(error = %e, "retry sweep failed");
         }
         tokio::time::sleep(every).await;
     }

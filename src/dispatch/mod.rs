@@ -1,20 +1,23 @@
 //! Webhook dispatch: from changes of the table (DynamoDB Streams, or the SQLite change feed) to
 //! signed deliveries, retried on a schedule from durable state.
 //!
-//! - [`Dispatcher::process`] reads a batch of stream records in order. A session that crosses the
+//! - [`Dispatcher::create`] reads a batch of stream records in order. A session that crosses the
 //!   threshold gets one delivery per active webhook, created with a deterministic id, so a
-//!   replayed record finds its delivery instead of making another. New deliveries are attempted at
-//!   once, concurrently (bounded), under a lease.
-//! - [`Dispatcher::sweep`] claims due deliveries (failed earlier, or whose lease ran out because a
-//!   process died mid-attempt) and attempts them. It runs on a schedule.
+//!   replayed record finds its delivery instead of making another. New deliveries are leased to
+//!   the creator and attempted at once, concurrently (bounded): within a time budget in Lambda
+//!   ([`Dispatcher::process`]), in background tasks in `vigil serve`.
+//! - The sweep claims due deliveries (failed earlier, or whose lease ran out because a process
+//!   died mid-attempt) and attempts them. It runs on a schedule.
 //! - Only failures of our own storage fail a record; a receiver's failure is an attempt outcome.
 
-use std::sync::Arc;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use aws_lambda_events::dynamodb::EventRecord;
 use futures_util::StreamExt;
 use serde::Serialize;
+use tokio::sync::Semaphore;
 
 use crate::config::Config;
 use crate::domain::delivery::{Attempt, AttemptOutcome};
@@ -37,8 +40,10 @@ pub use deliver::{Resolver, Sender, SystemResolver};
 pub const LEASE: Duration = Duration::from_secs(60);
 /// Attempts in flight at once per process: one slow receiver cannot hold up the others.
 pub const CONCURRENCY: usize = 32;
-/// Due deliveries claimed per sweep.
+/// Due deliveries queued per background sweep.
 const SWEEP_BATCH: usize = 100;
+/// How long the dispatch function gives first attempts before leaving them to the sweep.
+pub const FIRST_ATTEMPT_BUDGET: Duration = Duration::from_secs(10);
 
 /// The notification body.
 #[derive(Serialize)]
@@ -72,11 +77,23 @@ pub fn payload(c: &Crossing, now: Timestamp) -> String {
     serde_json::to_string(&p).unwrap_or_default()
 }
 
+/// What [`Dispatcher::create`] did with a batch of records.
+pub struct Batch {
+    /// New deliveries, leased to the caller for their first attempt.
+    pub created: Vec<Delivery>,
+    /// The index of the record whose processing failed on our side, and why.
+    pub failed: Option<(usize, StoreError)>,
+}
+
 pub struct Dispatcher<S> {
     store: S,
     sender: Sender,
     threshold: Score,
     schedule: Vec<Duration>,
+    /// Attempts running in the background (long-running processes), at most [`CONCURRENCY`].
+    permits: Arc<Semaphore>,
+    /// Deliveries a background task holds or waits to claim, so the sweep does not queue twice.
+    in_flight: Mutex<HashSet<DeliveryId>>,
 }
 
 impl<S: Store> Dispatcher<S> {
@@ -86,6 +103,8 @@ impl<S: Store> Dispatcher<S> {
             sender,
             threshold: config.webhook_threshold,
             schedule: config.retry_schedule.clone(),
+            permits: Arc::new(Semaphore::new(CONCURRENCY)),
+            in_flight: Mutex::new(HashSet::new()),
         }
     }
 
@@ -93,18 +112,20 @@ impl<S: Store> Dispatcher<S> {
         &self.store
     }
 
-    /// Handles records in order. On a storage failure, returns the index of the record that
-    /// failed: it and everything after it must be delivered again (they are idempotent).
-    pub async fn process(&self, records: &[EventRecord]) -> Result<usize, (usize, StoreError)> {
-        let mut fresh = Vec::new();
-        let mut failure = None;
+    /// The durable step: reads records in order and creates the deliveries of their crossings,
+    /// each leased to the caller, who attempts them (at once, or left to the sweep).
+    pub async fn create(&self, records: &[EventRecord]) -> Batch {
+        let mut batch = Batch {
+            created: Vec::new(),
+            failed: None,
+        };
         for (i, record) in records.iter().enumerate() {
             match crossing(record, self.threshold) {
                 Ok(None) => {}
                 Ok(Some(c)) => match self.create_deliveries(&c).await {
-                    Ok(mut created) => fresh.append(&mut created),
+                    Ok(mut created) => batch.created.append(&mut created),
                     Err(e) => {
-                        failure = Some((i, e));
+                        batch.failed = Some((i, e));
                         break;
                     }
                 },
@@ -114,12 +135,30 @@ impl<S: Store> Dispatcher<S> {
                 }
             }
         }
-        let attempted = fresh.len();
-        // Deliveries created before a failure are attempted now; the rest follow the retry.
-        self.attempt_all(fresh).await;
-        match failure {
+        batch
+    }
+
+    /// Creates the batch's deliveries and gives their first attempts at most `budget`, so that a
+    /// slow receiver holds the stream for no longer than that: attempts still running then are
+    /// abandoned and retried by the sweep when their lease ends (same `webhook-id`). On a storage
+    /// failure, returns the index of the record that failed: it and everything after it must be
+    /// delivered again (they are idempotent).
+    pub async fn process(
+        &self,
+        records: &[EventRecord],
+        budget: Duration,
+    ) -> Result<usize, (usize, StoreError)> {
+        let batch = self.create(records).await;
+        let created = batch.created.len();
+        if tokio::time::timeout(budget, self.attempt_all(batch.created))
+            .await
+            .is_err()
+        {
+            tracing::warn!("first attempts outlived their budget; the sweep will retry them");
+        }
+        match batch.failed {
             Some(f) => Err(f),
-            None => Ok(attempted),
+            None => Ok(created),
         }
     }
 
@@ -151,21 +190,26 @@ impl<S: Store> Dispatcher<S> {
         Ok(created)
     }
 
-    /// Claims due deliveries and attempts them; returns how many were attempted.
+    /// Claims up to [`CONCURRENCY`] due deliveries and attempts them together; returns how many
+    /// it attempted. Claiming no more than run at once keeps every attempt inside its lease.
     pub async fn sweep(&self) -> Result<usize, StoreError> {
         let now = Timestamp::now();
         let mut claimed = Vec::new();
-        for mut d in self.store.due_deliveries(now, SWEEP_BATCH).await? {
-            let seen = d.next_attempt_at;
-            d.next_attempt_at = Some(now.plus(LEASE));
-            // Another sweeper may have claimed it first: then it is theirs.
-            if self.store.update_delivery(&d, seen).await? {
+        for d in self.store.due_deliveries(now, CONCURRENCY).await? {
+            if let Some(d) = self.claim(d, now).await? {
                 claimed.push(d);
             }
         }
         let n = claimed.len();
         self.attempt_all(claimed).await;
         Ok(n)
+    }
+
+    /// Takes the lease of a due delivery; None when another sweeper took it first.
+    async fn claim(&self, mut d: Delivery, now: Timestamp) -> Result<Option<Delivery>, StoreError> {
+        let seen = d.next_attempt_at;
+        d.next_attempt_at = Some(now.plus(LEASE));
+        Ok(self.store.update_delivery(&d, seen).await?.then_some(d))
     }
 
     async fn attempt_all(&self, deliveries: Vec<Delivery>) {
@@ -227,3 +271,58 @@ impl<S: Store> Dispatcher<S> {
 
 /// A dispatcher shared by the tasks of one process.
 pub type SharedDispatcher<S> = Arc<Dispatcher<S>>;
+
+/// Background attempts, for long-running processes (`vigil serve`): the feed and the sweep hand
+/// deliveries over and move on, so no receiver, however slow, holds them up.
+impl<S: Store> Dispatcher<S> {
+    /// Attempts deliveries this process already leased (just created) in the background.
+    pub fn spawn_attempts(self: &Arc<Self>, deliveries: Vec<Delivery>) {
+        for d in deliveries {
+            let me = self.clone();
+            tokio::spawn(async move {
+                let Ok(_permit) = me.permits.clone().acquire_owned().await else {
+                    return;
+                };
+                me.attempt(d).await;
+            });
+        }
+    }
+
+    /// Queues every due delivery for a background attempt; each is claimed only once a permit is
+    /// free, so its lease covers the attempt and not the wait. Returns how many were queued.
+    pub async fn sweep_in_background(self: &Arc<Self>) -> Result<usize, StoreError> {
+        let due = self
+            .store
+            .due_deliveries(Timestamp::now(), SWEEP_BATCH)
+            .await?;
+        let mut queued = 0;
+        for d in due {
+            let fresh = self
+                .in_flight
+                .lock()
+                .map(|mut set| set.insert(d.id.clone()))
+                .unwrap_or(false);
+            if !fresh {
+                continue;
+            }
+            queued += 1;
+            let me = self.clone();
+            tokio::spawn(async move {
+                let id = d.id.clone();
+                if let Ok(_permit) = me.permits.clone().acquire_owned().await {
+                    match me.claim(d, Timestamp::now()).await {
+                        Ok(Some(d)) => me.attempt(d).await,
+                        Ok(None) => {}
+                        Err(e) => {
+                            tracing::error!(error = %e, delivery = %id, "cannot claim delivery")
+                        }
+                    }
+                }
+                if let Ok(mut set) = me.in_flight.lock() {
+                    set.remove(&id);
+                }
+            });
+        }
+        Ok(queued)
+    }
+}

@@ -149,8 +149,11 @@ impl Follower {
             .map_err(|e| backend("GetRecords", e))?;
         let records: Vec<EventRecord> = out.records().iter().map(to_event_record).collect();
         let store = self.dispatcher.store();
-        match self.dispatcher.process(&records).await {
-            Ok(_) => {
+        let batch = self.dispatcher.create(&records).await;
+        // Attempts run in the background: no receiver holds the shard.
+        self.dispatcher.spawn_attempts(batch.created);
+        match batch.failed.map_or(Ok(()), Err) {
+            Ok(()) => {
                 if let Some(seq) = records
                     .last()
                     .and_then(|r| r.change.sequence_number.clone())

@@ -45,6 +45,11 @@ pub const ROUTES: &[(Method, &str, Route)] = &[
         "/projects/{projectId}/webhooks/{webhookId}",
         Route::DeleteWebhook,
     ),
+    (
+        Method::GET,
+        "/projects/{projectId}/webhooks/{webhookId}/deliveries",
+        Route::ListDeliveries,
+    ),
 ];
 
 /// The base path every route sits under.
@@ -133,6 +138,38 @@ mod tests {
                 Resolved::Found(found, _) => assert_eq!(found, *r, "{p}"),
                 other => panic!("{p}: {other:?}"),
             }
+        }
+    }
+
+    #[test]
+    fn every_route_is_in_the_table() {
+        // Adding a variant breaks this match until the list below (and ROUTES) has it too.
+        let all = [
+            Route::ListResults,
+            Route::SessionScore,
+            Route::GetPlan,
+            Route::GetProject,
+            Route::CreateWebhook,
+            Route::ListWebhooks,
+            Route::DeleteWebhook,
+            Route::ListDeliveries,
+        ];
+        for r in all {
+            match r {
+                Route::ListResults
+                | Route::SessionScore
+                | Route::GetPlan
+                | Route::GetProject
+                | Route::CreateWebhook
+                | Route::ListWebhooks
+                | Route::DeleteWebhook
+                | Route::ListDeliveries => {}
+            }
+            assert_eq!(
+                ROUTES.iter().filter(|(_, _, x)| *x == r).count(),
+                1,
+                "{r:?}"
+            );
         }
     }
 
