@@ -6,13 +6,13 @@
 //! answers checked are those of CONTRACT.md sections 1 to 4 and 6: status, the exact JSON body and
 //! the headers that matter.
 
-use std::io::{BufRead, BufReader};
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::mpsc::{self, Receiver};
-use std::sync::{Arc, Mutex};
-use std::thread::{self, JoinHandle};
+use std::process::{Command, Output};
 use std::time::Duration;
+
+use common::serve::Served;
 
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -27,24 +27,14 @@ const BAD_ID: &str = "projectId may only contain letters, digits and _ . : -";
 // ---------------------------------------------------------------------------------------------
 // The server process
 
-/// A running `vigil serve`; killed when dropped.
+/// A running `vigil serve` on its own database; killed when dropped.
 struct Server {
-    child: Child,
+    served: Served,
     /// `http://127.0.0.1:PORT` (paths below include `/v1`).
     origin: String,
     db: PathBuf,
-    stdout: Receiver<String>,
-    stderr: Arc<Mutex<String>>,
-    stderr_reader: Option<JoinHandle<()>>,
     client: reqwest::Client,
     _dir: Option<TempDir>,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 impl Server {
@@ -64,74 +54,20 @@ impl Server {
         if let Some(seed) = seed {
             cmd.arg("--seed").arg(seed);
         }
-        let mut child = cmd
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start vigil serve");
-        let stderr = Arc::new(Mutex::new(String::new()));
-        let (pipe, sink) = (child.stderr.take().unwrap(), stderr.clone());
-        let stderr_reader = thread::spawn(move || {
-            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
-                let mut s = sink.lock().unwrap();
-                s.push_str(&line);
-                s.push('\n');
-            }
-        });
-        let (tx, rx) = mpsc::channel();
-        let pipe = child.stdout.take().unwrap();
-        thread::spawn(move || {
-            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let mut server = Server {
-            child,
-            origin: String::new(),
+        let served = Served::start(cmd);
+        Server {
+            origin: served.origin.clone(),
+            served,
             db: db.to_owned(),
-            stdout: rx,
-            stderr,
-            stderr_reader: Some(stderr_reader),
             client: reqwest::Client::builder().no_proxy().build().unwrap(),
             _dir: None,
-        };
-        let first = match server.stdout.recv_timeout(Duration::from_secs(60)) {
-            Ok(line) => line,
-            Err(e) => server.fail(&format!("no address line on stdout ({e:?})")),
-        };
-        match first
-            .strip_prefix("vigil listening on ")
-            .and_then(|u| u.strip_suffix("/v1"))
-        {
-            Some(origin) if origin.starts_with("http://127.0.0.1:") => {
-                server.origin = origin.to_owned();
-            }
-            _ => server.fail(&format!("unexpected first stdout line {first:?}")),
         }
-        server
-    }
-
-    /// Stops the server and panics with what it wrote on stderr.
-    fn fail(&mut self, why: &str) -> ! {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        if let Some(reader) = self.stderr_reader.take() {
-            let _ = reader.join();
-        }
-        panic!(
-            "vigil serve: {why}; stderr:\n{}",
-            self.stderr.lock().unwrap()
-        );
     }
 
     /// Kills the server and returns every stdout line after the address line.
     fn stop(mut self) -> Vec<String> {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        self.stdout.iter().collect()
+        self.served.kill();
+        self.served.stdout.iter().collect()
     }
 
     /// Runs `vigil --db <this server's db> ARGS` to completion.

@@ -15,15 +15,14 @@
 //! The `dynamodb_*` tests need `VIGIL_TEST_DYNAMODB_ENDPOINT` (`make test`, or
 //! `scripts/with-moto.sh .cache/venv-test cargo test --test webhook_e2e`) and fail without it.
 
+mod common;
 mod receiver;
 
-use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
-use std::thread;
+use std::process::Command;
 use std::time::{Duration, Instant};
+
+use common::serve::Served;
 
 use receiver::{Hit, Receiver, Reply};
 use serde_json::{Value, json};
@@ -162,82 +161,28 @@ const IP: &str = "203.0.113.7";
 
 /// A running `vigil serve`; killed when dropped.
 struct Server {
-    child: Child,
+    served: Served,
     origin: String,
-    stderr: Arc<Mutex<String>>,
     client: reqwest::Client,
 }
 
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 impl Server {
-    fn start(mut cmd: Command) -> Self {
-        let mut child = cmd
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start vigil serve");
-        let stderr = Arc::new(Mutex::new(String::new()));
-        let (pipe, sink) = (child.stderr.take().unwrap(), stderr.clone());
-        thread::spawn(move || {
-            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
-                let mut s = sink.lock().unwrap();
-                s.push_str(&line);
-                s.push('\n');
-            }
-        });
-        let (tx, rx) = mpsc::channel();
-        let pipe = child.stdout.take().unwrap();
-        thread::spawn(move || {
-            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let mut server = Server {
-            child,
-            origin: String::new(),
-            stderr,
+    fn start(cmd: Command) -> Self {
+        let served = Served::start(cmd);
+        Server {
+            origin: served.origin.clone(),
+            served,
             client: reqwest::Client::builder().no_proxy().build().unwrap(),
-        };
-        let first = rx.recv_timeout(Duration::from_secs(60));
-        match first
-            .as_deref()
-            .ok()
-            .and_then(|l| l.strip_prefix("vigil listening on "))
-            .and_then(|u| u.strip_suffix("/v1"))
-        {
-            Some(origin) if origin.starts_with("http://127.0.0.1:") => {
-                server.origin = origin.to_owned()
-            }
-            _ => {
-                let _ = server.child.kill();
-                let _ = server.child.wait();
-                thread::sleep(Duration::from_millis(200));
-                panic!(
-                    "vigil serve: no address line ({first:?}); stderr:\n{}",
-                    server.stderr.lock().unwrap()
-                );
-            }
         }
-        server
     }
 
     /// Kills the process (as a crash or `kill -9` would).
     fn kill(mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.served.kill();
     }
 
     fn logs(&self) -> String {
-        self.stderr.lock().unwrap().clone()
+        self.served.stderr()
     }
 
     /// The delivery log of a webhook of the project.

@@ -2,6 +2,8 @@
 //! and API Gateway proxy requests as the authorizer leaves them.
 #![allow(dead_code)]
 
+pub mod serve;
+
 use std::collections::HashMap;
 
 use lambda_http::request::RequestContext;
