@@ -60,11 +60,7 @@ impl ApiError {
         let body = serde_json::json!({ "message": self.message() }).to_string();
         let mut res = super::json_response(self.status(), body);
         match &self {
-            ApiError::MethodNotAllowed(allow) => {
-                if let Ok(v) = HeaderValue::from_str(allow) {
-                    res.headers_mut().insert(header::ALLOW, v);
-                }
-            }
+            ApiError::MethodNotAllowed(allow) => super::set_header(&mut res, header::ALLOW, allow),
             ApiError::Unavailable => {
                 res.headers_mut()
                     .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));

@@ -3,13 +3,13 @@
 
 use std::str::FromStr;
 
-use http::{HeaderValue, StatusCode, header};
+use http::{StatusCode, header};
 use lambda_http::request::RequestContext;
 use lambda_http::{Body, Request, RequestExt, Response};
 use serde_json::Value;
 
 use super::routes::{BASE, Route};
-use super::{ACCOUNT_CONTEXT_KEY, ApiError, data_response};
+use super::{ACCOUNT_CONTEXT_KEY, ApiError, data_response, set_header};
 use crate::domain::cursor;
 use crate::domain::webhook::{WebhookType, WebhookUrl};
 use crate::domain::{AccountId, CheckResult, IdError, ProjectId, SessionId, WebhookId};
@@ -103,9 +103,7 @@ pub async fn list_results<S: ProjectStore + ResultStore>(
                 let link = format!(
                     "<{BASE}/results/{project}/{session}?cursor={c}{limit_param}>; rel=\"next\""
                 );
-                if let Ok(v) = HeaderValue::from_str(&link) {
-                    res.headers_mut().insert(header::LINK, v);
-                }
+                set_header(&mut res, header::LINK, &link);
             }
             Ok(res)
         }
@@ -212,9 +210,7 @@ pub async fn create_webhook<S: ProjectStore + WebhookStore>(
             let hook = app.create_webhook(&account, &project, kind, url).await?;
             let mut res = data_response(StatusCode::CREATED, &Value::Null);
             let location = format!("{BASE}/projects/{project}/webhooks/{}", hook.id);
-            if let Ok(v) = HeaderValue::from_str(&location) {
-                res.headers_mut().insert(header::LOCATION, v);
-            }
+            set_header(&mut res, header::LOCATION, &location);
             Ok(res)
         }
         .await,

@@ -26,6 +26,14 @@ pub(crate) fn json_response(status: StatusCode, body: String) -> Response<Body> 
     res
 }
 
+/// Sets a header whose value we built from validated parts (ids, cursors, method names), which
+/// are always valid header text; anything else is left out rather than failing the response.
+pub(crate) fn set_header(res: &mut Response<Body>, name: http::HeaderName, value: &str) {
+    if let Ok(v) = HeaderValue::from_str(value) {
+        res.headers_mut().insert(name, v);
+    }
+}
+
 /// `{"data": ...}` with the given status.
 pub fn data_response<T: Serialize>(status: StatusCode, data: &T) -> Response<Body> {
     #[derive(Serialize)]
