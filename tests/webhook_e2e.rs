@@ -545,12 +545,11 @@ async fn sqlite_results_written_while_stopped_are_delivered_at_start() {
 }
 
 /// A 410 answer fails the delivery and disables the webhook: a later crossing sends it nothing.
-#[tokio::test]
-async fn sqlite_gone_disables_the_webhook() {
+async fn gone_disables_the_webhook(kind: Kind) {
     let gone = Receiver::start(Reply::status(410));
     let ok = Receiver::start(Reply::status(204));
     let hooks = [("wh_gone", gone.url("/gone")), ("wh_ok", ok.url("/ok"))];
-    let env = Env::new(Kind::Sqlite, &seed(&hooks), SCHEDULE);
+    let env = Env::new(kind, &seed(&hooks), SCHEDULE);
     let server = env.serve(true);
     env.add_result("sess_1", 0.1, 0.9, &at(0));
     gone.wait_for(1, WAIT, |_| true).await;
@@ -582,17 +581,22 @@ async fn sqlite_gone_disables_the_webhook() {
     assert_eq!(log[0]["lastStatusCode"], 410);
 }
 
-/// A 302 is a failed attempt: the Location is never requested; after the schedule, failed.
 #[tokio::test]
-async fn sqlite_redirect_is_not_followed() {
+async fn sqlite_gone_disables_the_webhook() {
+    gone_disables_the_webhook(Kind::Sqlite).await;
+}
+
+#[tokio::test]
+async fn dynamodb_gone_disables_the_webhook() {
+    gone_disables_the_webhook(Kind::Dynamo).await;
+}
+
+/// A 302 is a failed attempt: the Location is never requested; after the schedule, failed.
+async fn redirect_is_not_followed(kind: Kind) {
     let target = Receiver::start(Reply::status(204));
     let redirector =
         Receiver::start(Reply::status(302).header("location", &target.url("/landing")));
-    let env = Env::new(
-        Kind::Sqlite,
-        &seed(&[("wh_r", redirector.url("/hook"))]),
-        SCHEDULE,
-    );
+    let env = Env::new(kind, &seed(&[("wh_r", redirector.url("/hook"))]), SCHEDULE);
     let server = env.serve(true);
     env.add_result("sess_1", 0.1, 0.9, &at(0));
     redirector.wait_for(1, WAIT, |_| true).await;
@@ -622,17 +626,26 @@ async fn sqlite_redirect_is_not_followed() {
     assert!(target.hits().is_empty(), "the redirect was followed");
 }
 
+#[tokio::test]
+async fn sqlite_redirect_is_not_followed() {
+    redirect_is_not_followed(Kind::Sqlite).await;
+}
+
+#[tokio::test]
+async fn dynamodb_redirect_is_not_followed() {
+    redirect_is_not_followed(Kind::Dynamo).await;
+}
+
 /// A receiver that takes 10 s to answer does not delay the delivery of the same crossing to
 /// another webhook, and the slow answer still counts (it is within the 15 s total timeout).
-#[tokio::test]
-async fn sqlite_slow_receiver_does_not_delay_others() {
+async fn slow_receiver_does_not_delay_others(kind: Kind) {
     let slow = Receiver::start(Reply::status(204).after(Duration::from_secs(10)));
     let fast = Receiver::start(Reply::status(204));
     let hooks = [
         ("wh_slow", slow.url("/slow")),
         ("wh_fast", fast.url("/fast")),
     ];
-    let env = Env::new(Kind::Sqlite, &seed(&hooks), SCHEDULE);
+    let env = Env::new(kind, &seed(&hooks), SCHEDULE);
     let server = env.serve(true);
     let written = env.add_result("sess_1", 0.1, 0.9, &at(0));
     let hit = fast.wait_for(1, WAIT, |_| true).await.remove(0);
@@ -649,6 +662,16 @@ async fn sqlite_slow_receiver_does_not_delay_others() {
         .await;
     assert_eq!(log[0]["attempts"], 1);
     assert_eq!(log[0]["lastStatusCode"], 204);
+}
+
+#[tokio::test]
+async fn sqlite_slow_receiver_does_not_delay_others() {
+    slow_receiver_does_not_delay_others(Kind::Sqlite).await;
+}
+
+#[tokio::test]
+async fn dynamodb_slow_receiver_does_not_delay_others() {
+    slow_receiver_does_not_delay_others(Kind::Dynamo).await;
 }
 
 /// While a slow receiver holds an attempt, a later crossing (another session) still reaches the
