@@ -36,6 +36,9 @@ const SIGNING_KEY: &str = "sk_test_3f9a1c";
 const SCHEDULE: &str = "200ms,200ms,200ms";
 /// How long anything that should happen may take (the machine is shared with parallel tests).
 const WAIT: Duration = Duration::from_secs(30);
+/// How soon a delivery must arrive while another receiver takes 10 s: well under those 10 s,
+/// with room for a loaded 2-core machine running every test at once.
+const PROMPT: Duration = Duration::from_secs(5);
 
 // ---------------------------------------------------------------------------------------------
 // Stores and the `vigil` processes on them
@@ -650,10 +653,7 @@ async fn slow_receiver_does_not_delay_others(kind: Kind) {
     let written = env.add_result("sess_1", 0.1, 0.9, &at(0));
     let hit = fast.wait_for(1, WAIT, |_| true).await.remove(0);
     let took = hit.at - written;
-    assert!(
-        took < Duration::from_secs(2),
-        "fast receiver waited {took:?}"
-    );
+    assert!(took < PROMPT, "fast receiver waited {took:?}");
     slow.wait_for(1, WAIT, |_| true).await;
     let log = server
         .wait_log("wh_slow", |l| {
@@ -698,7 +698,7 @@ async fn slow_receiver_does_not_block_later_crossings(kind: Kind) {
         .remove(0);
     let took = hit.at - written;
     assert!(
-        took < Duration::from_secs(2),
+        took < PROMPT,
         "the second crossing reached the fast receiver after {took:?}"
     );
 }
