@@ -283,6 +283,10 @@ impl<S: Store> Dispatcher<S> {
                 let Ok(_permit) = me.permits.clone().acquire_owned().await else {
                     return;
                 };
+                // A lease that ran out while waiting for a permit belongs to the sweep now.
+                if d.next_attempt_at.is_some_and(|end| Timestamp::now() >= end) {
+                    return;
+                }
                 me.attempt(d).await;
             });
         }
