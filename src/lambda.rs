@@ -1,17 +1,16 @@
 //! The one bootstrap every Lambda function calls: tracing, typed config, the DynamoDB client built
-//! and warmed once per cold start, then the runtime loop.
+//! and warmed once per cold start, then the runtime loop. Route functions, the authorizer, the
+//! fallback, webhook dispatch and the retry sweep each have their entry point here.
 
 use std::future::Future;
+use std::sync::Arc;
 
 use aws_lambda_events::apigw::{
     ApiGatewayCustomAuthorizerRequest, ApiGatewayCustomAuthorizerResponse,
 };
+use aws_lambda_events::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse};
 use lambda_http::{Body, Request, Response, service_fn};
 use lambda_runtime::LambdaEvent;
-
-use std::sync::Arc;
-
-use aws_lambda_events::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse};
 
 use crate::config::Config;
 use crate::dispatch::{Dispatcher, Sender, SystemResolver};
