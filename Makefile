@@ -68,6 +68,10 @@ sam-build: tools ## sam build: the template's functions with cargo-lambda into .
 deploy: tools ## Build and deploy the stack with SAM (asks for stack name, region, ... the first time)
 	$(TOOLS_ENV) sam build --beta-features && $(TOOLS_ENV) sam deploy --guided
 
+bench: ## Benchmarks: vigil serve req/s under wrk, webhook latency and dispatcher throughput
+	benches/serve_rps.sh 10 32
+	cargo bench --bench webhook_latency
+
 fmt: ## Format the code
 	cargo fmt
 
