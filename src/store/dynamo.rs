@@ -202,12 +202,15 @@ impl DynamoStore {
         }
     }
 
+    /// Items of one partition whose sort key starts with `prefix`, in sort key order (`forward`)
+    /// or reversed, at most `limit`, after the key `start` when given.
     async fn query_prefix<T: DeserializeOwned>(
         &self,
         pk: String,
         prefix: String,
         forward: bool,
         limit: Option<usize>,
+        start: Option<Item>,
     ) -> Result<Vec<T>, StoreError> {
         let out = self
             .client
@@ -218,6 +221,7 @@ impl DynamoStore {
             .expression_attribute_values(":prefix", s(prefix))
             .scan_index_forward(forward)
             .set_limit(limit.map(|l| i32::try_from(l).unwrap_or(i32::MAX)))
+            .set_exclusive_start_key(start)
             .send()
             .await
             .map_err(|e| sdk_error("Query", e))?;
@@ -376,32 +380,10 @@ impl ResultStore for DynamoStore {
     ) -> Result<ResultPage, StoreError> {
         let pk = project_pk(project);
         let start = after.map(|at| key(pk.clone(), result_sk(session, at)));
-        // One more than asked tells whether another page exists without a second round trip.
-        let out = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
-            .expression_attribute_values(":pk", s(pk))
-            .expression_attribute_values(":prefix", s(results_prefix(session)))
-            .scan_index_forward(false)
-            .limit(i32::try_from(limit + 1).unwrap_or(i32::MAX))
-            .set_exclusive_start_key(start)
-            .send()
-            .await
-            .map_err(|e| sdk_error("Query", e))?;
-        let mut rows: Vec<ResultItem> = out
-            .items
-            .unwrap_or_default()
-            .into_iter()
-            .map(from_item)
-            .collect::<Result<_, _>>()?;
-        let more = rows.len() > limit;
-        rows.truncate(limit);
-        Ok(ResultPage {
-            results: rows.iter().map(|r| (r.position(), r.result())).collect(),
-            more,
-        })
+        let rows = self
+            .query_prefix(pk, results_prefix(session), false, Some(limit + 1), start)
+            .await?;
+        Ok(ResultPage::from_rows(rows, limit))
     }
 
     async fn session_score(
@@ -515,7 +497,13 @@ impl WebhookStore for DynamoStore {
 
     async fn webhooks(&self, project: &ProjectId) -> Result<Vec<Webhook>, StoreError> {
         let rows: Vec<WebhookItem> = self
-            .query_prefix(project_pk(project), WEBHOOK_PREFIX.to_owned(), true, None)
+            .query_prefix(
+                project_pk(project),
+                WEBHOOK_PREFIX.to_owned(),
+                true,
+                None,
+                None,
+            )
             .await?;
         Ok(sorted_webhooks(rows))
     }
@@ -600,7 +588,13 @@ impl AdminStore for DynamoStore {
 impl DeliveryStore for DynamoStore {
     async fn active_webhooks(&self, project: &ProjectId) -> Result<Vec<Webhook>, StoreError> {
         let rows: Vec<WebhookItem> = self
-            .query_prefix(project_pk(project), WEBHOOK_PREFIX.to_owned(), true, None)
+            .query_prefix(
+                project_pk(project),
+                WEBHOOK_PREFIX.to_owned(),
+                true,
+                None,
+                None,
+            )
             .await?;
         Ok(sorted_webhooks(
             rows.into_iter().filter(|w| !w.disabled).collect(),
@@ -701,6 +695,7 @@ impl DeliveryStore for DynamoStore {
                 deliveries_prefix(webhook),
                 false,
                 Some(limit),
+                None,
             )
             .await?;
         Ok(rows.into_iter().map(|i| i.delivery).collect())

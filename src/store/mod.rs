@@ -37,6 +37,19 @@ pub struct ResultPage {
     pub more: bool,
 }
 
+impl ResultPage {
+    /// A page from up to `limit + 1` rows read newest first: the extra row only says that more
+    /// exist, without a second round trip.
+    pub(crate) fn from_rows(mut rows: Vec<items::ResultItem>, limit: usize) -> Self {
+        let more = rows.len() > limit;
+        rows.truncate(limit);
+        Self {
+            results: rows.iter().map(|r| (r.position(), r.result())).collect(),
+            more,
+        }
+    }
+}
+
 /// The outcome of registering a webhook.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WebhookInsert {

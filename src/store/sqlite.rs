@@ -181,6 +181,19 @@ fn range<T: DeserializeOwned>(
         .collect()
 }
 
+/// Every webhook item of a project's partition.
+fn webhook_items(c: &Connection, pk: &str) -> Result<Vec<WebhookItem>, StoreError> {
+    // At most 10 webhooks exist; the bound only guards against a corrupt partition.
+    range(
+        c,
+        pk,
+        WEBHOOK_PREFIX,
+        &prefix_end(WEBHOOK_PREFIX),
+        false,
+        MAX_WEBHOOKS_PER_PROJECT * 2,
+    )
+}
+
 /// The smallest string greater than every string starting with `prefix` (which ends in `#`).
 fn prefix_end(prefix: &str) -> String {
     let mut s = prefix.trim_end_matches('#').to_owned();
@@ -301,13 +314,8 @@ impl ResultStore for SqliteStore {
             None => prefix_end(&lo),
         };
         self.run(move |c| {
-            let mut rows: Vec<ResultItem> = range(c, &pk, &lo, &hi, true, limit + 1)?;
-            let more = rows.len() > limit;
-            rows.truncate(limit);
-            Ok(ResultPage {
-                results: rows.iter().map(|r| (r.position(), r.result())).collect(),
-                more,
-            })
+            let rows = range(c, &pk, &lo, &hi, true, limit + 1)?;
+            Ok(ResultPage::from_rows(rows, limit))
         })
         .await
     }
@@ -373,18 +381,8 @@ impl WebhookStore for SqliteStore {
 
     async fn webhooks(&self, project: &ProjectId) -> Result<Vec<Webhook>, StoreError> {
         let pk = project_pk(project);
-        self.run(move |c| {
-            let rows: Vec<WebhookItem> = range(
-                c,
-                &pk,
-                WEBHOOK_PREFIX,
-                &prefix_end(WEBHOOK_PREFIX),
-                false,
-                MAX_WEBHOOKS_PER_PROJECT * 2,
-            )?;
-            Ok(sorted_webhooks(rows))
-        })
-        .await
+        self.run(move |c| Ok(sorted_webhooks(webhook_items(c, &pk)?)))
+            .await
     }
 
     async fn delete_webhook(
@@ -461,14 +459,7 @@ impl DeliveryStore for SqliteStore {
     async fn active_webhooks(&self, project: &ProjectId) -> Result<Vec<Webhook>, StoreError> {
         let pk = project_pk(project);
         self.run(move |c| {
-            let rows: Vec<WebhookItem> = range(
-                c,
-                &pk,
-                WEBHOOK_PREFIX,
-                &prefix_end(WEBHOOK_PREFIX),
-                false,
-                MAX_WEBHOOKS_PER_PROJECT * 2,
-            )?;
+            let rows = webhook_items(c, &pk)?;
             Ok(sorted_webhooks(
                 rows.into_iter().filter(|w| !w.disabled).collect(),
             ))
