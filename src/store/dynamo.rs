@@ -232,6 +232,18 @@ impl DynamoStore {
             .collect()
     }
 
+    /// Every webhook item of a project (at most ten: one small Query).
+    async fn webhook_items(&self, project: &ProjectId) -> Result<Vec<WebhookItem>, StoreError> {
+        self.query_prefix(
+            project_pk(project),
+            WEBHOOK_PREFIX.to_owned(),
+            true,
+            None,
+            None,
+        )
+        .await
+    }
+
     async fn put_plain<T: Serialize>(&self, item: &T) -> Result<(), StoreError> {
         self.client
             .put_item()
@@ -496,15 +508,7 @@ impl WebhookStore for DynamoStore {
     }
 
     async fn webhooks(&self, project: &ProjectId) -> Result<Vec<Webhook>, StoreError> {
-        let rows: Vec<WebhookItem> = self
-            .query_prefix(
-                project_pk(project),
-                WEBHOOK_PREFIX.to_owned(),
-                true,
-                None,
-                None,
-            )
-            .await?;
+        let rows = self.webhook_items(project).await?;
         Ok(sorted_webhooks(rows))
     }
 
@@ -587,15 +591,7 @@ impl AdminStore for DynamoStore {
 
 impl DeliveryStore for DynamoStore {
     async fn active_webhooks(&self, project: &ProjectId) -> Result<Vec<Webhook>, StoreError> {
-        let rows: Vec<WebhookItem> = self
-            .query_prefix(
-                project_pk(project),
-                WEBHOOK_PREFIX.to_owned(),
-                true,
-                None,
-                None,
-            )
-            .await?;
+        let rows = self.webhook_items(project).await?;
         Ok(sorted_webhooks(
             rows.into_iter().filter(|w| !w.disabled).collect(),
         ))
