@@ -12,7 +12,7 @@
 //! processed in order. Tests share nothing and run in parallel; child processes die with their
 //! test.
 //!
-//! The `dynamodb_*` tests need `VIGIL_TEST_DYNAMODB_ENDPOINT` (`make test`, or
+//! The `dynamodb::*` tests need `VIGIL_TEST_DYNAMODB_ENDPOINT` (`make test`, or
 //! `scripts/with-moto.sh .cache/venv-test cargo test --test webhook_e2e`) and fail without it.
 
 mod common;
@@ -527,26 +527,6 @@ async fn results_written_while_stopped(kind: Kind) {
 // ---------------------------------------------------------------------------------------------
 // SQLite (the change feed)
 
-#[tokio::test]
-async fn sqlite_one_delivery_per_crossing() {
-    one_delivery_per_crossing(Kind::Sqlite).await;
-}
-
-#[tokio::test]
-async fn sqlite_failing_then_succeeding_retries_the_same_delivery() {
-    failing_then_succeeding(Kind::Sqlite).await;
-}
-
-#[tokio::test]
-async fn sqlite_pending_delivery_survives_a_restart() {
-    pending_delivery_survives_a_restart(Kind::Sqlite).await;
-}
-
-#[tokio::test]
-async fn sqlite_results_written_while_stopped_are_delivered_at_start() {
-    results_written_while_stopped(Kind::Sqlite).await;
-}
-
 /// A 410 answer fails the delivery and disables the webhook: a later crossing sends it nothing.
 async fn gone_disables_the_webhook(kind: Kind) {
     let gone = Receiver::start(Reply::status(410));
@@ -584,16 +564,6 @@ async fn gone_disables_the_webhook(kind: Kind) {
     assert_eq!(log[0]["lastStatusCode"], 410);
 }
 
-#[tokio::test]
-async fn sqlite_gone_disables_the_webhook() {
-    gone_disables_the_webhook(Kind::Sqlite).await;
-}
-
-#[tokio::test]
-async fn dynamodb_gone_disables_the_webhook() {
-    gone_disables_the_webhook(Kind::Dynamo).await;
-}
-
 /// A 302 is a failed attempt: the Location is never requested; after the schedule, failed.
 async fn redirect_is_not_followed(kind: Kind) {
     let target = Receiver::start(Reply::status(204));
@@ -629,16 +599,6 @@ async fn redirect_is_not_followed(kind: Kind) {
     assert!(target.hits().is_empty(), "the redirect was followed");
 }
 
-#[tokio::test]
-async fn sqlite_redirect_is_not_followed() {
-    redirect_is_not_followed(Kind::Sqlite).await;
-}
-
-#[tokio::test]
-async fn dynamodb_redirect_is_not_followed() {
-    redirect_is_not_followed(Kind::Dynamo).await;
-}
-
 /// A receiver that takes 10 s to answer does not delay the delivery of the same crossing to
 /// another webhook, and the slow answer still counts (it is within the 15 s total timeout).
 async fn slow_receiver_does_not_delay_others(kind: Kind) {
@@ -662,16 +622,6 @@ async fn slow_receiver_does_not_delay_others(kind: Kind) {
         .await;
     assert_eq!(log[0]["attempts"], 1);
     assert_eq!(log[0]["lastStatusCode"], 204);
-}
-
-#[tokio::test]
-async fn sqlite_slow_receiver_does_not_delay_others() {
-    slow_receiver_does_not_delay_others(Kind::Sqlite).await;
-}
-
-#[tokio::test]
-async fn dynamodb_slow_receiver_does_not_delay_others() {
-    slow_receiver_does_not_delay_others(Kind::Dynamo).await;
 }
 
 /// While a slow receiver holds an attempt, a later crossing (another session) still reaches the
@@ -703,35 +653,39 @@ async fn slow_receiver_does_not_block_later_crossings(kind: Kind) {
     );
 }
 
-#[tokio::test]
-async fn sqlite_slow_receiver_does_not_block_later_crossings() {
-    slow_receiver_does_not_block_later_crossings(Kind::Sqlite).await;
-}
-
 // ---------------------------------------------------------------------------------------------
-// DynamoDB (the table's stream), on the emulator
+// The scenarios, on each store
 
-#[tokio::test]
-async fn dynamodb_one_delivery_per_crossing() {
-    one_delivery_per_crossing(Kind::Dynamo).await;
+/// Every scenario on both stores: `sqlite::NAME` over the SQLite change feed, `dynamodb::NAME`
+/// over the table's stream in the emulator.
+macro_rules! on_both_stores {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    super::$name(super::Kind::Sqlite).await;
+                }
+            )*
+        }
+        mod dynamodb {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    super::$name(super::Kind::Dynamo).await;
+                }
+            )*
+        }
+    };
 }
 
-#[tokio::test]
-async fn dynamodb_failing_then_succeeding_retries_the_same_delivery() {
-    failing_then_succeeding(Kind::Dynamo).await;
-}
-
-#[tokio::test]
-async fn dynamodb_pending_delivery_survives_a_restart() {
-    pending_delivery_survives_a_restart(Kind::Dynamo).await;
-}
-
-#[tokio::test]
-async fn dynamodb_results_written_while_stopped_are_delivered_at_start() {
-    results_written_while_stopped(Kind::Dynamo).await;
-}
-
-#[tokio::test]
-async fn dynamodb_slow_receiver_does_not_block_later_crossings() {
-    slow_receiver_does_not_block_later_crossings(Kind::Dynamo).await;
-}
+on_both_stores!(
+    one_delivery_per_crossing,
+    failing_then_succeeding,
+    pending_delivery_survives_a_restart,
+    results_written_while_stopped,
+    gone_disables_the_webhook,
+    redirect_is_not_followed,
+    slow_receiver_does_not_delay_others,
+    slow_receiver_does_not_block_later_crossings,
+);
