@@ -2,7 +2,6 @@
 //! and warmed once per cold start, then the runtime loop. Route functions, the authorizer, the
 //! fallback, webhook dispatch and the retry sweep each have their entry point here.
 
-use std::future::Future;
 use std::sync::Arc;
 
 use aws_lambda_events::apigw::{
@@ -16,7 +15,7 @@ use crate::config::Config;
 use crate::dispatch::{Dispatcher, Sender, SystemResolver};
 use crate::domain::UrlPolicy;
 use crate::http::auth;
-use crate::http::{ApiError, Resolved, Router};
+use crate::http::{ApiError, Endpoint, Resolved, Router, answer};
 use crate::service::{ServiceError, Vigil};
 use crate::store::{DynamoStore, Store};
 
@@ -117,16 +116,12 @@ pub async fn run_sweep() -> Result<(), Error> {
     .await
 }
 
-/// Runs one HTTP route handler as a Lambda function behind API Gateway.
-pub async fn run_http<F, Fut>(handler: F) -> Result<(), Error>
-where
-    F: Fn(&'static App, Request) -> Fut + Copy + Send + 'static,
-    Fut: Future<Output = Response<Body>> + Send,
-{
+/// Runs one endpoint as a Lambda function behind API Gateway, through the shared pipeline.
+pub async fn run_http<E: Endpoint<DynamoStore>>() -> Result<(), Error> {
     init_tracing();
     let app = app().await?;
     lambda_http::run(service_fn(move |req: Request| async move {
-        Ok::<_, std::convert::Infallible>(handler(app, req).await)
+        Ok::<_, std::convert::Infallible>(answer::<E, _>(app, req).await)
     }))
     .await
 }

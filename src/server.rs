@@ -21,7 +21,6 @@ use tokio::net::TcpListener;
 use tracing::Instrument;
 
 use crate::domain::token::time_ordered_token;
-use crate::http::handlers::dispatch;
 use crate::http::{ACCOUNT_CONTEXT_KEY, ApiError, Resolved, Router, auth};
 use crate::service::Vigil;
 use crate::store::Store;
@@ -159,5 +158,5 @@ async fn answer<S: Store>(
         )
         .with_query_string_parameters(query)
         .with_request_context(RequestContext::ApiGatewayV1(ctx));
-    dispatch(app, route, lambda_req).await
+    crate::http::pipeline::route(app, route, lambda_req).await
 }

@@ -14,7 +14,7 @@ use aws_smithy_runtime_api::box_error::BoxError;
 use http::StatusCode;
 use lambda_http::Body;
 use vigil::domain::UrlPolicy;
-use vigil::http::handlers;
+use vigil::http::{answer, handlers};
 use vigil::service::Vigil;
 use vigil::store::DynamoStore;
 
@@ -110,7 +110,7 @@ async fn round_trips_per_request() {
         &["GetItem"],
     );
 
-    let s = handlers::list_results(&app, req(&rs, Body::Empty))
+    let s = answer::<handlers::ListResults, _>(&app, req(&rs, Body::Empty))
         .await
         .status();
     check(
@@ -119,11 +119,11 @@ async fn round_trips_per_request() {
         StatusCode::OK,
         &["GetItem", "Query"],
     );
-    let s = handlers::list_results(&app, req(&rs, Body::Empty))
+    let s = answer::<handlers::ListResults, _>(&app, req(&rs, Body::Empty))
         .await
         .status();
     check("GET results (warm)", s, StatusCode::OK, &["Query"]);
-    let s = handlers::session_score(&app, req(&rs, Body::Empty))
+    let s = answer::<handlers::SessionScore, _>(&app, req(&rs, Body::Empty))
         .await
         .status();
     check(
@@ -132,20 +132,20 @@ async fn round_trips_per_request() {
         StatusCode::OK,
         &["GetItem"],
     );
-    let s = handlers::get_plan(&app, req(&[], Body::Empty))
+    let s = answer::<handlers::GetPlan, _>(&app, req(&[], Body::Empty))
         .await
         .status();
     check("GET plan", s, StatusCode::OK, &["GetItem"]);
-    let s = handlers::get_project(&app, req(&p, Body::Empty))
+    let s = answer::<handlers::GetProject, _>(&app, req(&p, Body::Empty))
         .await
         .status();
     check("GET project", s, StatusCode::OK, &["GetItem"]);
-    let s = handlers::list_webhooks(&app, req(&p, Body::Empty))
+    let s = answer::<handlers::ListWebhooks, _>(&app, req(&p, Body::Empty))
         .await
         .status();
     check("GET webhooks (warm)", s, StatusCode::OK, &["Query"]);
     let body = Body::Text(r#"{"type":"proxy_vpn_detect","url":"https://hooks.example/a"}"#.into());
-    let created = handlers::create_webhook(&app, req(&p, body)).await;
+    let created = answer::<handlers::CreateWebhook, _>(&app, req(&p, body)).await;
     check(
         "POST webhooks (warm)",
         created.status(),
@@ -160,7 +160,7 @@ async fn round_trips_per_request() {
         .unwrap()
         .to_owned();
     let dp = [("projectId", "prj_1"), ("webhookId", id.as_str())];
-    let s = handlers::delete_webhook(&app, req(&dp, Body::Empty))
+    let s = answer::<handlers::DeleteWebhook, _>(&app, req(&dp, Body::Empty))
         .await
         .status();
     check(
@@ -173,7 +173,7 @@ async fn round_trips_per_request() {
     // A cold instance answering /general first: ownership + summary.
     let log2 = CallLog::default();
     let cold = app_on_same_data(&log2, &app).await;
-    let s = handlers::session_score(&cold, req(&rs, Body::Empty))
+    let s = answer::<handlers::SessionScore, _>(&cold, req(&rs, Body::Empty))
         .await
         .status();
     let calls = log2.take();

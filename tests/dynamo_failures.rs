@@ -6,7 +6,7 @@ mod common;
 use http::StatusCode;
 use lambda_http::{Body, Request, Response};
 use vigil::domain::UrlPolicy;
-use vigil::http::handlers;
+use vigil::http::{answer, handlers};
 use vigil::service::Vigil;
 use vigil::store::DynamoStore;
 
@@ -35,11 +35,11 @@ async fn a_missing_table_is_a_bare_500_on_every_read_route() {
         UrlPolicy::default(),
     );
     let rs = [("projectId", "prj_1"), ("sessionId", "sess_1")];
-    assert_internal_error(handlers::get_plan(&app, request(&[])).await);
-    assert_internal_error(handlers::get_project(&app, request(&rs[..1])).await);
-    assert_internal_error(handlers::list_results(&app, request(&rs)).await);
-    assert_internal_error(handlers::session_score(&app, request(&rs)).await);
-    assert_internal_error(handlers::list_webhooks(&app, request(&rs[..1])).await);
+    assert_internal_error(answer::<handlers::GetPlan, _>(&app, request(&[])).await);
+    assert_internal_error(answer::<handlers::GetProject, _>(&app, request(&rs[..1])).await);
+    assert_internal_error(answer::<handlers::ListResults, _>(&app, request(&rs)).await);
+    assert_internal_error(answer::<handlers::SessionScore, _>(&app, request(&rs)).await);
+    assert_internal_error(answer::<handlers::ListWebhooks, _>(&app, request(&rs[..1])).await);
 }
 
 #[tokio::test]
@@ -53,5 +53,5 @@ async fn an_unreachable_endpoint_is_a_bare_500() {
         store(&format!("http://127.0.0.1:{port}"), "vigil").await,
         UrlPolicy::default(),
     );
-    assert_internal_error(handlers::get_plan(&app, request(&[])).await);
+    assert_internal_error(answer::<handlers::GetPlan, _>(&app, request(&[])).await);
 }

@@ -8,13 +8,13 @@
 //!
 //! | event file                     | function (src/bin)   | code under test                          |
 //! |--------------------------------|----------------------|------------------------------------------|
-//! | list-results*.json             | list-results         | `handlers::list_results`                 |
-//! | session-score.json             | session-score        | `handlers::session_score`                |
-//! | get-plan.json                  | get-plan             | `handlers::get_plan`                     |
-//! | get-project.json               | get-project          | `handlers::get_project`                  |
-//! | create-webhook*.json           | create-webhook       | `handlers::create_webhook`               |
-//! | list-webhooks.json             | list-webhooks        | `handlers::list_webhooks`                |
-//! | delete-webhook.json            | delete-webhook       | `handlers::delete_webhook`               |
+//! | list-results*.json             | list-results         | `handlers::ListResults`                 |
+//! | session-score.json             | session-score        | `handlers::SessionScore`                |
+//! | get-plan.json                  | get-plan             | `handlers::GetPlan`                     |
+//! | get-project.json               | get-project          | `handlers::GetProject`                  |
+//! | create-webhook*.json           | create-webhook       | `handlers::CreateWebhook`               |
+//! | list-webhooks.json             | list-webhooks        | `handlers::ListWebhooks`                |
+//! | delete-webhook.json            | delete-webhook       | `handlers::DeleteWebhook`               |
 //! | fallback*.json                 | fallback             | `lambda::fallback`                       |
 //! | authorizer*.json               | authorizer           | `lambda::authorizer`                     |
 //! | seed.json                      | (data, not an event) | `seed::load`, before every test          |
@@ -35,7 +35,7 @@ use lambda_http::{Body, Request, RequestExt, Response};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 use vigil::domain::{Timestamp, UrlPolicy, WebhookId};
-use vigil::http::handlers;
+use vigil::http::{self as http_api, handlers};
 use vigil::seed::{self, SeedReport};
 use vigil::service::Vigil;
 use vigil::store::SqliteStore;
@@ -181,7 +181,7 @@ fn message(text: &str) -> Value {
 }
 
 async fn list_webhooks(app: &Vigil<SqliteStore>) -> Answer {
-    answer(handlers::list_webhooks(app, request("list-webhooks.json")).await)
+    answer(http_api::answer::<handlers::ListWebhooks, _>(app, request("list-webhooks.json")).await)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -301,7 +301,9 @@ fn every_event_file_is_known_and_parses_like_lambda_http() {
 #[tokio::test]
 async fn list_results_returns_the_seeded_result() {
     let f = fixture().await;
-    let a = answer(handlers::list_results(&f.app, request("list-results.json")).await);
+    let a = answer(
+        http_api::answer::<handlers::ListResults, _>(&f.app, request("list-results.json")).await,
+    );
     assert_eq!(a.status, StatusCode::OK);
     assert_eq!(a.body, json!({ "data": [sess_1_result()] }));
     assert_eq!(a.header(header::LINK), None, "one page only");
@@ -313,7 +315,8 @@ async fn list_results_of_a_session_without_results_is_data_null() {
     let mut event = event_json("list-results.json");
     event["pathParameters"]["sessionId"] = json!("sess_unknown");
     event["path"] = json!("/results/prj_1/sess_unknown");
-    let a = answer(handlers::list_results(&f.app, request_from(&event)).await);
+    let a =
+        answer(http_api::answer::<handlers::ListResults, _>(&f.app, request_from(&event)).await);
     assert_eq!(a.status, StatusCode::OK);
     assert_eq!(a.body, json!({ "data": null }));
 }
@@ -342,7 +345,9 @@ async fn list_results_pages_with_link_and_cursor() {
     let mut event = event_json("list-results-paged.json");
     assert_eq!(event["queryStringParameters"], json!({ "limit": "1" }));
     for (i, expected) in expected_pages.iter().enumerate() {
-        let a = answer(handlers::list_results(&f.app, request_from(&event)).await);
+        let a = answer(
+            http_api::answer::<handlers::ListResults, _>(&f.app, request_from(&event)).await,
+        );
         assert_eq!(a.status, StatusCode::OK, "page {i}");
         assert_eq!(a.body, json!({ "data": [expected] }), "page {i}");
         let link = a.header(header::LINK);
@@ -371,14 +376,21 @@ async fn list_results_pages_with_link_and_cursor() {
 #[tokio::test]
 async fn list_results_refuses_a_bad_limit_and_a_bad_cursor() {
     let f = fixture().await;
-    let a = answer(handlers::list_results(&f.app, request("list-results-bad-limit.json")).await);
+    let a = answer(
+        http_api::answer::<handlers::ListResults, _>(
+            &f.app,
+            request("list-results-bad-limit.json"),
+        )
+        .await,
+    );
     assert_eq!(a.status, StatusCode::BAD_REQUEST);
     assert_eq!(a.body, message("limit must be an integer from 1 to 100"));
 
     let mut event = event_json("list-results.json");
     event["queryStringParameters"] = json!({ "cursor": "not-a-cursor" });
     event["multiValueQueryStringParameters"] = json!({ "cursor": ["not-a-cursor"] });
-    let a = answer(handlers::list_results(&f.app, request_from(&event)).await);
+    let a =
+        answer(http_api::answer::<handlers::ListResults, _>(&f.app, request_from(&event)).await);
     assert_eq!(a.status, StatusCode::BAD_REQUEST);
     assert_eq!(a.body, message("cursor is not valid for this session"));
 }
@@ -386,8 +398,13 @@ async fn list_results_refuses_a_bad_limit_and_a_bad_cursor() {
 #[tokio::test]
 async fn list_results_without_authorizer_context_is_401() {
     let f = fixture().await;
-    let a =
-        answer(handlers::list_results(&f.app, request("list-results-no-auth-context.json")).await);
+    let a = answer(
+        http_api::answer::<handlers::ListResults, _>(
+            &f.app,
+            request("list-results-no-auth-context.json"),
+        )
+        .await,
+    );
     assert_eq!(a.status, StatusCode::UNAUTHORIZED);
     assert_eq!(a.body, message("Unauthorized"));
 }
@@ -398,7 +415,8 @@ async fn list_results_of_another_accounts_project_is_404() {
     let mut event = event_json("list-results.json");
     event["requestContext"]["authorizer"]["principalId"] = json!("acc_2");
     event["requestContext"]["authorizer"]["accountId"] = json!("acc_2");
-    let a = answer(handlers::list_results(&f.app, request_from(&event)).await);
+    let a =
+        answer(http_api::answer::<handlers::ListResults, _>(&f.app, request_from(&event)).await);
     assert_eq!(a.status, StatusCode::NOT_FOUND);
     assert_eq!(a.body, message("Project not found"));
 }
@@ -409,7 +427,9 @@ async fn list_results_of_another_accounts_project_is_404() {
 #[tokio::test]
 async fn session_score_is_the_maximum_of_the_session() {
     let f = fixture().await;
-    let a = answer(handlers::session_score(&f.app, request("session-score.json")).await);
+    let a = answer(
+        http_api::answer::<handlers::SessionScore, _>(&f.app, request("session-score.json")).await,
+    );
     assert_eq!(a.status, StatusCode::OK);
     assert_eq!(
         a.body,
@@ -424,7 +444,9 @@ async fn session_score_is_the_maximum_of_the_session() {
     seed::load(&f.app, &more.to_string())
         .await
         .expect("result loads");
-    let a = answer(handlers::session_score(&f.app, request("session-score.json")).await);
+    let a = answer(
+        http_api::answer::<handlers::SessionScore, _>(&f.app, request("session-score.json")).await,
+    );
     assert_eq!(
         a.body,
         json!({ "data": { "scoreBot": 0.6, "scoreProxyVpn": 0.91 } })
@@ -437,7 +459,8 @@ async fn session_score_of_a_session_without_results_is_404() {
     let mut event = event_json("session-score.json");
     event["pathParameters"]["sessionId"] = json!("sess_unknown");
     event["path"] = json!("/results/prj_1/sess_unknown/general");
-    let a = answer(handlers::session_score(&f.app, request_from(&event)).await);
+    let a =
+        answer(http_api::answer::<handlers::SessionScore, _>(&f.app, request_from(&event)).await);
     assert_eq!(a.status, StatusCode::NOT_FOUND);
     assert_eq!(a.body, message("Session not found"));
 }
@@ -448,7 +471,8 @@ async fn session_score_of_a_session_without_results_is_404() {
 #[tokio::test]
 async fn get_plan_returns_all_ten_fields() {
     let f = fixture().await;
-    let a = answer(handlers::get_plan(&f.app, request("get-plan.json")).await);
+    let a =
+        answer(http_api::answer::<handlers::GetPlan, _>(&f.app, request("get-plan.json")).await);
     assert_eq!(a.status, StatusCode::OK);
     assert_eq!(
         a.body,
@@ -470,7 +494,9 @@ async fn get_plan_returns_all_ten_fields() {
 #[tokio::test]
 async fn get_project_returns_exactly_seven_fields() {
     let f = fixture().await;
-    let a = answer(handlers::get_project(&f.app, request("get-project.json")).await);
+    let a = answer(
+        http_api::answer::<handlers::GetProject, _>(&f.app, request("get-project.json")).await,
+    );
     assert_eq!(a.status, StatusCode::OK);
     assert_eq!(
         a.body,
@@ -492,14 +518,14 @@ async fn get_project_unknown_is_404_and_bad_id_is_400() {
     let mut event = event_json("get-project.json");
     event["pathParameters"]["projectId"] = json!("prj_unknown");
     event["path"] = json!("/projects/prj_unknown");
-    let a = answer(handlers::get_project(&f.app, request_from(&event)).await);
+    let a = answer(http_api::answer::<handlers::GetProject, _>(&f.app, request_from(&event)).await);
     assert_eq!(a.status, StatusCode::NOT_FOUND);
     assert_eq!(a.body, message("Project not found"));
 
     // API Gateway hands over path parameters URL-decoded.
     event["pathParameters"]["projectId"] = json!("prj 1");
     event["path"] = json!("/projects/prj%201");
-    let a = answer(handlers::get_project(&f.app, request_from(&event)).await);
+    let a = answer(http_api::answer::<handlers::GetProject, _>(&f.app, request_from(&event)).await);
     assert_eq!(a.status, StatusCode::BAD_REQUEST);
     let text = a.body["message"].as_str().expect("message");
     assert!(text.starts_with("projectId "), "{text}");
@@ -521,7 +547,10 @@ async fn list_webhooks_returns_the_seeded_webhook() {
 async fn create_webhook_answers_201_with_location_and_is_listed() {
     let f = fixture().await;
     let before = Timestamp::now();
-    let a = answer(handlers::create_webhook(&f.app, request("create-webhook.json")).await);
+    let a = answer(
+        http_api::answer::<handlers::CreateWebhook, _>(&f.app, request("create-webhook.json"))
+            .await,
+    );
     assert_eq!(a.status, StatusCode::CREATED, "{}", a.body);
     assert_eq!(a.body, json!({ "data": null }));
     let location = a.header(header::LOCATION).expect("Location header");
@@ -555,7 +584,10 @@ async fn create_webhook_answers_201_with_location_and_is_listed() {
     );
 
     // The same event again: same type and url on the project.
-    let again = answer(handlers::create_webhook(&f.app, request("create-webhook.json")).await);
+    let again = answer(
+        http_api::answer::<handlers::CreateWebhook, _>(&f.app, request("create-webhook.json"))
+            .await,
+    );
     assert_eq!(again.status, StatusCode::CONFLICT);
     assert_eq!(
         again.body,
@@ -567,8 +599,13 @@ async fn create_webhook_answers_201_with_location_and_is_listed() {
 #[tokio::test]
 async fn create_webhook_refuses_a_private_url() {
     let f = fixture().await;
-    let a =
-        answer(handlers::create_webhook(&f.app, request("create-webhook-private-url.json")).await);
+    let a = answer(
+        http_api::answer::<handlers::CreateWebhook, _>(
+            &f.app,
+            request("create-webhook-private-url.json"),
+        )
+        .await,
+    );
     assert_eq!(a.status, StatusCode::BAD_REQUEST);
     assert_eq!(a.body, message("url must point to a public host"));
     assert_eq!(a.header(header::LOCATION), None);
@@ -584,7 +621,8 @@ async fn create_webhook_needs_a_json_content_type() {
     let mut event = event_json("create-webhook.json");
     event["headers"]["Content-Type"] = json!("text/plain");
     event["multiValueHeaders"]["Content-Type"] = json!(["text/plain"]);
-    let a = answer(handlers::create_webhook(&f.app, request_from(&event)).await);
+    let a =
+        answer(http_api::answer::<handlers::CreateWebhook, _>(&f.app, request_from(&event)).await);
     assert_eq!(a.status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
     assert_eq!(a.body, message("Content-Type must be application/json"));
 }
@@ -592,12 +630,18 @@ async fn create_webhook_needs_a_json_content_type() {
 #[tokio::test]
 async fn delete_webhook_removes_it_once() {
     let f = fixture().await;
-    let a = answer(handlers::delete_webhook(&f.app, request("delete-webhook.json")).await);
+    let a = answer(
+        http_api::answer::<handlers::DeleteWebhook, _>(&f.app, request("delete-webhook.json"))
+            .await,
+    );
     assert_eq!(a.status, StatusCode::OK);
     assert_eq!(a.body, json!({ "data": null }));
     assert_eq!(list_webhooks(&f.app).await.body, json!({ "data": [] }));
 
-    let again = answer(handlers::delete_webhook(&f.app, request("delete-webhook.json")).await);
+    let again = answer(
+        http_api::answer::<handlers::DeleteWebhook, _>(&f.app, request("delete-webhook.json"))
+            .await,
+    );
     assert_eq!(again.status, StatusCode::NOT_FOUND);
     assert_eq!(again.body, message("Webhook not found"));
 }

@@ -1,16 +1,18 @@
-//! HTTP: request parsing, the handlers (one per route, shared by the Lambda functions and the local
-//! server) and response building.
+//! HTTP: the route table, the one request pipeline (authentication, extractors, the handler, the
+//! answer), and one endpoint per route, shared by the Lambda functions and the local server.
 
 use http::{HeaderValue, StatusCode, header};
 use lambda_http::{Body, Response};
-use serde::Serialize;
 
 pub mod auth;
 pub mod error;
+pub mod extract;
 pub mod handlers;
+pub mod pipeline;
 pub mod routes;
 
 pub use error::ApiError;
+pub use pipeline::{Endpoint, answer};
 pub use routes::{Resolved, Route, Router};
 
 /// The authorizer context key that carries the authenticated account.
@@ -31,20 +33,5 @@ pub(crate) fn json_response(status: StatusCode, body: String) -> Response<Body> 
 pub(crate) fn set_header(res: &mut Response<Body>, name: http::HeaderName, value: &str) {
     if let Ok(v) = HeaderValue::from_str(value) {
         res.headers_mut().insert(name, v);
-    }
-}
-
-/// `{"data": ...}` with the given status.
-pub fn data_response<T: Serialize>(status: StatusCode, data: &T) -> Response<Body> {
-    #[derive(Serialize)]
-    struct Envelope<'a, T> {
-        data: &'a T,
-    }
-    match serde_json::to_string(&Envelope { data }) {
-        Ok(body) => json_response(status, body),
-        Err(e) => {
-            tracing::error!(error = %e, "serialising a response failed");
-            ApiError::Internal.into_response()
-        }
     }
 }

@@ -1,7 +1,11 @@
 //! The route table: one list that the local server, the Lambda fallback (404/405) and the SAM
 //! template's paths all agree with.
 
+use const_format::concatcp;
 use http::Method;
+
+use super::extract::PathParam;
+use crate::domain::{ProjectId, SessionId, WebhookId};
 
 /// Every route of the interface (and its extensions).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -16,40 +20,22 @@ pub enum Route {
     ListDeliveries,
 }
 
+// Path placeholders, named once by the extractors that read them.
+const PROJECT: &str = concatcp!("{", ProjectId::NAME, "}");
+const SESSION: &str = concatcp!("{", SessionId::NAME, "}");
+const WEBHOOK: &str = concatcp!("{", WebhookId::NAME, "}");
+
 /// Paths are relative to the `/v1` base, with `{name}` parameters.
+#[rustfmt::skip]
 pub const ROUTES: &[(Method, &str, Route)] = &[
-    (
-        Method::GET,
-        "/results/{projectId}/{sessionId}",
-        Route::ListResults,
-    ),
-    (
-        Method::GET,
-        "/results/{projectId}/{sessionId}/general",
-        Route::SessionScore,
-    ),
-    (Method::GET, "/plan", Route::GetPlan),
-    (Method::GET, "/projects/{projectId}", Route::GetProject),
-    (
-        Method::POST,
-        "/projects/{projectId}/webhooks",
-        Route::CreateWebhook,
-    ),
-    (
-        Method::GET,
-        "/projects/{projectId}/webhooks",
-        Route::ListWebhooks,
-    ),
-    (
-        Method::DELETE,
-        "/projects/{projectId}/webhooks/{webhookId}",
-        Route::DeleteWebhook,
-    ),
-    (
-        Method::GET,
-        "/projects/{projectId}/webhooks/{webhookId}/deliveries",
-        Route::ListDeliveries,
-    ),
+    (Method::GET,    concatcp!("/results/", PROJECT, "/", SESSION),                      Route::ListResults),
+    (Method::GET,    concatcp!("/results/", PROJECT, "/", SESSION, "/general"),          Route::SessionScore),
+    (Method::GET,    "/plan",                                                             Route::GetPlan),
+    (Method::GET,    concatcp!("/projects/", PROJECT),                                    Route::GetProject),
+    (Method::POST,   concatcp!("/projects/", PROJECT, "/webhooks"),                       Route::CreateWebhook),
+    (Method::GET,    concatcp!("/projects/", PROJECT, "/webhooks"),                       Route::ListWebhooks),
+    (Method::DELETE, concatcp!("/projects/", PROJECT, "/webhooks/", WEBHOOK),             Route::DeleteWebhook),
+    (Method::GET,    concatcp!("/projects/", PROJECT, "/webhooks/", WEBHOOK, "/deliveries"), Route::ListDeliveries),
 ];
 
 /// The base path every route sits under.
@@ -125,6 +111,24 @@ impl Router {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_table_reads_as_the_interface_names_it() {
+        let paths: Vec<&str> = ROUTES.iter().map(|(_, p, _)| *p).collect();
+        assert_eq!(
+            paths,
+            [
+                "/results/{projectId}/{sessionId}",
+                "/results/{projectId}/{sessionId}/general",
+                "/plan",
+                "/projects/{projectId}",
+                "/projects/{projectId}/webhooks",
+                "/projects/{projectId}/webhooks",
+                "/projects/{projectId}/webhooks/{webhookId}",
+                "/projects/{projectId}/webhooks/{webhookId}/deliveries",
+            ]
+        );
+    }
 
     #[test]
     fn every_route_resolves_to_itself() {

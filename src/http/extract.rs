@@ -1,0 +1,240 @@
+//! Extractors: the typed inputs a handler declares (path ids, a bounded JSON body), each turning a
+//! bad request into its one `{"message"}` error before the handler runs.
+
+use http::header;
+use lambda_http::{Request, RequestExt};
+use serde_json::{Map, Value};
+
+use super::ApiError;
+use super::routes::BASE;
+use crate::domain::{IdError, ProjectId, ResultPosition, SessionId, WebhookId, cursor};
+
+/// An id that a route carries in its path, under one name shared by the route table
+/// ([`super::routes`]) and API Gateway's path parameters.
+pub trait PathParam: Sized {
+    const NAME: &'static str;
+    fn parse(raw: &str) -> Result<Self, IdError>;
+}
+
+macro_rules! path_param {
+    ($($ty:ty => $name:literal),* $(,)?) => {$(
+        impl PathParam for $ty {
+            const NAME: &'static str = $name;
+            fn parse(raw: &str) -> Result<Self, IdError> {
+                <$ty>::parse(raw)
+            }
+        }
+        impl FromPath for $ty {
+            fn from_path(req: &Request) -> Result<Self, ApiError> {
+                param(req)
+            }
+        }
+    )*};
+}
+
+/// The validated path ids of a route: one id, a tuple of them, or `()`.
+pub trait FromPath: Sized {
+    fn from_path(req: &Request) -> Result<Self, ApiError>;
+}
+
+path_param! {
+    ProjectId => "projectId",
+    SessionId => "sessionId",
+    WebhookId => "webhookId",
+}
+
+fn param<T: PathParam>(req: &Request) -> Result<T, ApiError> {
+    let name = T::NAME;
+    let raw = req
+        .path_parameters_ref()
+        .and_then(|p| p.first(name))
+        .ok_or_else(|| ApiError::bad_request(format!("{name} is required")))?;
+    T::parse(raw).map_err(|e| ApiError::bad_request(format!("{name} {e}")))
+}
+
+impl FromPath for () {
+    fn from_path(_: &Request) -> Result<Self, ApiError> {
+        Ok(())
+    }
+}
+
+impl<A: PathParam, B: PathParam> FromPath for (A, B) {
+    fn from_path(req: &Request) -> Result<Self, ApiError> {
+        Ok((param(req)?, param(req)?))
+    }
+}
+
+/// The body of a route: `()` ignores it, [`Json`] requires a bounded JSON document.
+pub trait FromBody: Sized {
+    fn from_body(req: &Request) -> Result<Self, ApiError>;
+}
+
+impl FromBody for () {
+    fn from_body(_: &Request) -> Result<Self, ApiError> {
+        Ok(())
+    }
+}
+
+/// A request document: its size bound and how it is read from parsed JSON.
+pub trait JsonBody: Sized {
+    /// Largest body accepted, in bytes.
+    const MAX_BYTES: usize;
+    fn from_json(value: Value) -> Result<Self, ApiError>;
+}
+
+/// A JSON body: 415 without `Content-Type: application/json`, 413 over `T::MAX_BYTES`, 400 when it
+/// is not valid JSON or not a valid `T`.
+pub struct Json<T>(pub T);
+
+impl<T: JsonBody> FromBody for Json<T> {
+    fn from_body(req: &Request) -> Result<Self, ApiError> {
+        if !is_json(req) {
+            return Err(ApiError::UnsupportedMediaType);
+        }
+        let body = req.body().as_ref();
+        if body.len() > T::MAX_BYTES {
+            return Err(ApiError::PayloadTooLarge);
+        }
+        let value: Value = serde_json::from_slice(body)
+            .map_err(|_| ApiError::bad_request("Request body must be valid JSON"))?;
+        T::from_json(value).map(Json)
+    }
+}
+
+fn is_json(req: &Request) -> bool {
+    req.headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json"))
+}
+
+/// The members of a JSON object body, read with messages that name the member.
+pub struct Members(Map<String, Value>);
+
+impl Members {
+    /// The object's members, refusing any member not in `allowed`.
+    pub fn only(value: Value, allowed: &[&str]) -> Result<Self, ApiError> {
+        let Value::Object(fields) = value else {
+            return Err(ApiError::bad_request("Request body must be a JSON object"));
+        };
+        if let Some(extra) = fields.keys().find(|k| !allowed.contains(&k.as_str())) {
+            return Err(ApiError::bad_request(format!(
+                "Unknown field `{}`: only {} are allowed",
+                extra.chars().take(64).collect::<String>(),
+                list(allowed)
+            )));
+        }
+        Ok(Self(fields))
+    }
+
+    /// A required string member.
+    pub fn string(&self, name: &str) -> Result<&str, ApiError> {
+        match self.0.get(name) {
+            None | Some(Value::Null) => Err(ApiError::bad_request(format!("`{name}` is required"))),
+            Some(Value::String(s)) => Ok(s),
+            Some(_) => Err(ApiError::bad_request(format!("`{name}` must be a string"))),
+        }
+    }
+}
+
+/// "`a`", "`a` and `b`", "`a`, `b` and `c`".
+fn list(names: &[&str]) -> String {
+    let quoted: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+    match quoted.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+        _ => quoted.concat(),
+    }
+}
+
+/// Most items per page, and the default page size.
+pub const MAX_PAGE: usize = 100;
+
+/// `limit` and `cursor` of a paged list, the cursor bound to the project and session it was
+/// issued for.
+pub struct Paging {
+    pub limit: usize,
+    pub after: Option<ResultPosition>,
+    /// Whether the client chose the limit, so that the next page's link keeps it.
+    explicit_limit: bool,
+}
+
+impl Paging {
+    pub fn read(req: &Request, project: &ProjectId, session: &SessionId) -> Result<Self, ApiError> {
+        let explicit = query(req, "limit");
+        let limit = match explicit {
+            None => MAX_PAGE,
+            Some(s) => s
+                .parse::<usize>()
+                .ok()
+                .filter(|n| (1..=MAX_PAGE).contains(n))
+                .ok_or_else(|| ApiError::bad_request("limit must be an integer from 1 to 100"))?,
+        };
+        let after = query(req, "cursor")
+            .map(|c| cursor::decode(c, project, session))
+            .transpose()
+            .map_err(|e| ApiError::bad_request(e.to_string()))?;
+        Ok(Self {
+            limit,
+            after,
+            explicit_limit: explicit.is_some(),
+        })
+    }
+
+    /// The `Link` header value of the page after `last`, for the list at `path` (under the base).
+    pub fn next_link(
+        &self,
+        path: &str,
+        project: &ProjectId,
+        session: &SessionId,
+        last: ResultPosition,
+    ) -> String {
+        let c = cursor::encode(project, session, last);
+        let limit = if self.explicit_limit {
+            format!("&limit={}", self.limit)
+        } else {
+            String::new()
+        };
+        format!("<{BASE}{path}?cursor={c}{limit}>; rel=\"next\"")
+    }
+}
+
+/// A query parameter's first value.
+pub fn query<'a>(req: &'a Request, name: &str) -> Option<&'a str> {
+    req.query_string_parameters_ref()
+        .and_then(|q| q.first(name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn allowed_members_are_listed_in_prose() {
+        assert_eq!(list(&["type"]), "`type`");
+        assert_eq!(list(&["type", "url"]), "`type` and `url`");
+        assert_eq!(list(&["a", "b", "c"]), "`a`, `b` and `c`");
+    }
+
+    #[test]
+    fn path_params_are_validated_by_name() {
+        use std::collections::HashMap;
+        let req = |p: &[(&str, &str)]| {
+            Request::default().with_path_parameters(
+                p.iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect::<HashMap<_, _>>(),
+            )
+        };
+        let ok = req(&[("projectId", "prj_1"), ("sessionId", "s")]);
+        let (p, s) = <(ProjectId, SessionId)>::from_path(&ok).unwrap();
+        assert_eq!((p.as_str(), s.as_str()), ("prj_1", "s"));
+        let missing = ProjectId::from_path(&req(&[])).unwrap_err();
+        assert_eq!(missing.message(), "projectId is required");
+        let bad = WebhookId::from_path(&req(&[("webhookId", "a b")])).unwrap_err();
+        assert_eq!(
+            bad.message(),
+            "webhookId may only contain letters, digits and _ . : -"
+        );
+    }
+}
