@@ -10,6 +10,7 @@ pub mod dispatch;
 pub mod domain;
 pub mod http;
 pub mod lambda;
+pub mod report;
 pub mod seed;
 pub mod server;
 pub mod service;

@@ -9,12 +9,11 @@ use std::time::{Duration, Instant};
 
 use aws_lambda_events::dynamodb::EventRecord;
 use aws_sdk_dynamodbstreams::Client as StreamsClient;
-use aws_sdk_dynamodbstreams::error::DisplayErrorContext;
 use aws_sdk_dynamodbstreams::types::{Record, Shard, ShardIteratorType};
 
 use super::SharedDispatcher;
 use super::feed::{ChangeFeed, POLL};
-use crate::store::{DeliveryStore, DynamoStore, StoreError};
+use crate::store::{DeliveryStore, DynamoStore, OpFailed, StoreError};
 
 const DONE: &str = "CLOSED";
 const REDISCOVER: Duration = Duration::from_secs(5);
@@ -24,8 +23,8 @@ fn checkpoint_name(shard: &str) -> String {
     format!("stream-shard:{shard}")
 }
 
-fn backend(op: &str, e: impl std::error::Error) -> StoreError {
-    StoreError::Backend(format!("{op}: {}", DisplayErrorContext(e)))
+fn backend(op: &'static str, e: impl std::error::Error + Send + Sync + 'static) -> StoreError {
+    StoreError::Backend(OpFailed::cause(op, e))
 }
 
 /// A DynamoDB Streams record in the shape Lambda delivers it.
@@ -215,7 +214,7 @@ async fn stream_arn(store: &DynamoStore) -> Result<String, StoreError> {
         .map_err(|e| backend("DescribeTable", e))?;
     out.table
         .and_then(|t| t.latest_stream_arn)
-        .ok_or_else(|| StoreError::Backend(format!("table {} has no stream", store.table())))
+        .ok_or_else(|| StoreError::Backend(format!("table {} has no stream", store.table()).into()))
 }
 
 impl ChangeFeed for DynamoStore {

@@ -6,6 +6,7 @@ use std::borrow::Cow;
 use http::{HeaderValue, StatusCode, header};
 use lambda_http::{Body, Response};
 
+use crate::report::Chain;
 use crate::service::ServiceError;
 use crate::store::StoreError;
 
@@ -74,12 +75,12 @@ impl ApiError {
 impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {
         match e {
-            StoreError::Throttled(detail) => {
-                tracing::warn!(error = %detail, "storage throttled");
+            e @ StoreError::Throttled(_) => {
+                tracing::warn!(error = %Chain(&e), "answering 503");
                 ApiError::Unavailable
             }
-            other => {
-                tracing::error!(error = %other, "storage failure");
+            e => {
+                tracing::error!(error = %Chain(&e), "answering 500");
                 ApiError::Internal
             }
         }

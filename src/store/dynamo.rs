@@ -7,7 +7,7 @@ use std::fmt::Debug;
 use std::time::Duration;
 
 use aws_sdk_dynamodb::Client;
-use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodb::error::{BuildError, ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, AttributeValue, BillingMode, Delete, GlobalSecondaryIndex,
@@ -20,8 +20,8 @@ use serde::de::DeserializeOwned;
 
 use super::items::*;
 use super::{
-    AccountStore, AdminStore, DeliveryStore, KeyStore, ProjectStore, ResultPage, ResultStore,
-    StoreError, WebhookInsert, WebhookStore,
+    AccountStore, AdminStore, DeliveryStore, KeyStore, OpFailed, ProjectStore, ResultPage,
+    ResultStore, StoreError, WebhookInsert, WebhookStore,
 };
 use crate::domain::webhook::MAX_WEBHOOKS_PER_PROJECT;
 use crate::domain::{
@@ -76,8 +76,8 @@ fn key(pk: impl Into<String>, sk: impl Into<String>) -> Item {
     HashMap::from([(PK.to_owned(), s(pk)), (SK.to_owned(), s(sk))])
 }
 
-fn corrupt(e: impl std::fmt::Display) -> StoreError {
-    StoreError::Corrupt(e.to_string())
+fn corrupt(e: serde_dynamo::Error) -> StoreError {
+    StoreError::Corrupt(Box::new(e))
 }
 
 fn to_item<T: Serialize>(v: &T) -> Result<Item, StoreError> {
@@ -94,16 +94,18 @@ const THROTTLE_CODES: &[&str] = &[
     "RequestLimitExceeded",
 ];
 
-/// Classifies an SDK error; the full context goes into the (logged) message only.
-fn sdk_error<E, R>(op: &str, e: SdkError<E, R>) -> StoreError
+/// Classifies an SDK error, keeping it whole as the cause (for the logs).
+fn sdk_error<E, R>(op: &'static str, e: SdkError<E, R>) -> StoreError
 where
-    E: ProvideErrorMetadata + std::error::Error + 'static,
-    R: Debug,
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+    R: Debug + Send + Sync + 'static,
 {
-    let msg = format!("{op}: {}", DisplayErrorContext(&e));
-    match e.code() {
-        Some(c) if THROTTLE_CODES.contains(&c) => StoreError::Throttled(msg),
-        _ => StoreError::Backend(msg),
+    let throttled = e.code().is_some_and(|c| THROTTLE_CODES.contains(&c));
+    let cause = OpFailed::cause(op, e);
+    if throttled {
+        StoreError::Throttled(cause)
+    } else {
+        StoreError::Backend(cause)
     }
 }
 
@@ -116,8 +118,8 @@ enum TxOutcome {
     Conflict,
 }
 
-fn build<T, E: std::fmt::Display>(r: Result<T, E>) -> Result<T, StoreError> {
-    r.map_err(|e| StoreError::Backend(format!("building request: {e}")))
+fn build<T>(r: Result<T, BuildError>) -> Result<T, StoreError> {
+    r.map_err(|e| StoreError::Backend(OpFailed::cause("building a request", e)))
 }
 
 /// "Full jitter" backoff: a random delay up to an exponentially growing, capped ceiling, so
@@ -155,7 +157,7 @@ impl DynamoStore {
             .get::<serde_json::Value>("WARMUP", "WARMUP", false)
             .await
         {
-            tracing::warn!(error = %e, "warming the DynamoDB connection failed");
+            tracing::warn!(error = %crate::report::Chain(&e), "warming the DynamoDB connection failed");
         }
     }
 
@@ -295,8 +297,10 @@ impl DynamoStore {
                                 THROTTLE_CODES.contains(&c) || c == "ThrottlingError"
                             })
                         }) {
-                            Err(sdk_error("TransactWriteItems", e))
-                                .map_err(|e| StoreError::Throttled(e.to_string()))
+                            Err(StoreError::Throttled(OpFailed::cause(
+                                "TransactWriteItems",
+                                e,
+                            )))
                         } else {
                             Ok(TxOutcome::Conflict)
                         }
@@ -451,10 +455,13 @@ impl ResultStore for DynamoStore {
                 TxOutcome::Conflict => tokio::time::sleep(backoff(attempt)).await,
             }
         }
-        Err(StoreError::Throttled(format!(
-            "session {} too contended after {MAX_WRITE_ATTEMPTS} attempts",
-            r.session_id
-        )))
+        Err(StoreError::Throttled(
+            format!(
+                "session {} too contended after {MAX_WRITE_ATTEMPTS} attempts",
+                r.session_id
+            )
+            .into(),
+        ))
     }
 }
 
@@ -491,10 +498,9 @@ impl WebhookStore for DynamoStore {
                 TxOutcome::ConditionFailed(reasons) => {
                     let failed: Vec<bool> = reasons.iter().map(|(f, _)| *f).collect();
                     return match failed.as_slice() {
-                        [true, ..] => Err(StoreError::Backend(format!(
-                            "webhook id {} already exists",
-                            item.id
-                        ))),
+                        [true, ..] => Err(StoreError::Backend(
+                            format!("webhook id {} already exists", item.id).into(),
+                        )),
                         [_, true, ..] => Ok(WebhookInsert::Duplicate),
                         _ => Ok(WebhookInsert::LimitReached),
                     };

@@ -17,8 +17,8 @@ use serde::de::DeserializeOwned;
 
 use super::items::*;
 use super::{
-    AccountStore, AdminStore, DeliveryStore, KeyStore, ProjectStore, ResultPage, ResultStore,
-    StoreError, WebhookInsert, WebhookStore,
+    AccountStore, AdminStore, Cause, DeliveryStore, KeyStore, OpFailed, ProjectStore, ResultPage,
+    ResultStore, StoreError, WebhookInsert, WebhookStore,
 };
 use crate::domain::webhook::MAX_WEBHOOKS_PER_PROJECT;
 use crate::domain::{
@@ -62,18 +62,18 @@ pub struct SqliteStore {
 
 impl From<rusqlite::Error> for StoreError {
     fn from(e: rusqlite::Error) -> Self {
-        StoreError::Backend(format!("sqlite: {e}"))
+        StoreError::Backend(Box::new(e))
     }
 }
 
 impl From<r2d2::Error> for StoreError {
     fn from(e: r2d2::Error) -> Self {
-        StoreError::Backend(format!("sqlite pool: {e}"))
+        StoreError::Backend(OpFailed::cause("sqlite pool", e))
     }
 }
 
-fn corrupt(e: impl std::fmt::Display) -> StoreError {
-    StoreError::Corrupt(e.to_string())
+fn corrupt(e: impl Into<Cause>) -> StoreError {
+    StoreError::Corrupt(e.into())
 }
 
 impl SqliteStore {
@@ -108,7 +108,7 @@ impl SqliteStore {
             f(&mut conn)
         })
         .await
-        .map_err(|e| StoreError::Backend(format!("sqlite task: {e}")))?
+        .map_err(|e| StoreError::Backend(OpFailed::cause("sqlite task", e)))?
     }
 
     /// Runs `f` in an immediate (write-locking) transaction and commits it.
@@ -365,10 +365,9 @@ impl WebhookStore for SqliteStore {
                 return Ok(WebhookInsert::LimitReached);
             }
             if get::<WebhookItem>(tx, &item.pk, &item.sk)?.is_some() {
-                return Err(StoreError::Backend(format!(
-                    "webhook id {} already exists",
-                    item.id
-                )));
+                return Err(StoreError::Backend(
+                    format!("webhook id {} already exists", item.id).into(),
+                ));
             }
             put(tx, &item.pk, &item.sk, None, &item)?;
             put(tx, &guard.pk, &guard.sk, None, &guard)?;
