@@ -2,18 +2,62 @@
 //! store.
 
 use std::net::{IpAddr, SocketAddr};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::config::Config;
+use crate::config::{Config, ConfigError};
 use crate::dispatch::feed::{ChangeFeed, SWEEP_EVERY, sweep_forever};
 use crate::dispatch::{Dispatcher, Sender, SystemResolver};
+use crate::domain::token::ApiKey;
 use crate::domain::{CheckResult, NewResult, ProjectId, Score, SessionId, Timestamp, UrlPolicy};
-use crate::seed;
-use crate::service::Vigil;
-use crate::store::{DynamoStore, SqliteStore, Store};
+use crate::seed::{self, SeedError};
+use crate::service::{ServiceError, Vigil};
+use crate::store::{DynamoStore, SqliteStore, Store, StoreError};
+
+/// Why a command failed: printed as one line with its causes ([`crate::report::Chain`]).
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("cannot open {}", path.display())]
+    OpenDatabase {
+        path: PathBuf,
+        #[source]
+        source: StoreError,
+    },
+    #[error("cannot create the table")]
+    CreateTable(#[source] StoreError),
+    #[error("table create needs --dynamodb")]
+    TableNeedsDynamo,
+    #[error("cannot read {}", path.display())]
+    ReadFile {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{}", path.display())]
+    Seed {
+        path: PathBuf,
+        #[source]
+        source: SeedError,
+    },
+    #[error("cannot create the demo data")]
+    Demo(#[source] SeedError),
+    #[error("cannot build the webhook client")]
+    WebhookClient(#[source] reqwest::Error),
+    #[error("cannot listen on {addr}")]
+    Listen {
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the server stopped")]
+    Serve(#[source] std::io::Error),
+    #[error(transparent)]
+    Service(#[from] ServiceError),
+}
 
 #[derive(Debug, Parser)]
 #[command(
@@ -109,22 +153,24 @@ fn parse_score(s: &str) -> Result<Score, String> {
 }
 
 /// Runs the command; the error is the one line printed before exiting non-zero.
-pub async fn run(cli: Cli) -> Result<(), String> {
-    let config = Config::from_env().map_err(|e| e.to_string())?;
+pub async fn run(cli: Cli) -> Result<(), CliError> {
+    let config = Config::from_env()?;
     if cli.store.dynamodb {
         let store = DynamoStore::from_env(config.table.clone()).await;
         if let Command::Table {
             action: TableAction::Create,
         } = cli.command
         {
-            store.create_table().await.map_err(|e| e.to_string())?;
+            store.create_table().await.map_err(CliError::CreateTable)?;
             println!("created table {}", store.table());
             return Ok(());
         }
         run_on(store, cli.command, &config).await
     } else {
-        let store = SqliteStore::open(&cli.store.db)
-            .map_err(|e| format!("cannot open {}: {e}", cli.store.db.display()))?;
+        let store = SqliteStore::open(&cli.store.db).map_err(|source| CliError::OpenDatabase {
+            path: cli.store.db.clone(),
+            source,
+        })?;
         run_on(store, cli.command, &config).await
     }
 }
@@ -133,7 +179,7 @@ async fn run_on<S: ChangeFeed + Clone>(
     store: S,
     command: Command,
     config: &Config,
-) -> Result<(), String> {
+) -> Result<(), CliError> {
     match command {
         Command::Serve {
             addr,
@@ -144,8 +190,8 @@ async fn run_on<S: ChangeFeed + Clone>(
                 allow_loopback: allow_loopback_webhooks,
             };
             // Dispatch runs beside the API: the change feed (or the table's stream) and the sweep.
-            let sender = Sender::new(policy, Arc::new(SystemResolver))
-                .map_err(|e| format!("cannot build the webhook client: {e}"))?;
+            let sender =
+                Sender::new(policy, Arc::new(SystemResolver)).map_err(CliError::WebhookClient)?;
             let dispatcher = Arc::new(Dispatcher::new(store.clone(), sender, config));
             let app = Arc::new(Vigil::new(store, policy));
             serve(app, addr, seed, dispatcher).await
@@ -165,7 +211,7 @@ async fn run_on<S: ChangeFeed + Clone>(
             );
             Ok(())
         }
-        Command::Table { .. } => Err("table create needs --dynamodb".to_owned()),
+        Command::Table { .. } => Err(CliError::TableNeedsDynamo),
         Command::Results {
             action:
                 ResultsAction::Add {
@@ -188,7 +234,7 @@ async fn run_on<S: ChangeFeed + Clone>(
                     created_at: created_at.unwrap_or_else(Timestamp::now),
                 },
             };
-            let at = app.add_result(&result).await.map_err(|e| e.to_string())?;
+            let at = app.add_result(&result).await?;
             println!(
                 "added result {} to {}/{}",
                 at.seq, result.project_id, result.session_id
@@ -198,13 +244,19 @@ async fn run_on<S: ChangeFeed + Clone>(
     }
 }
 
-async fn load_seed<S: Store>(app: &Vigil<S>, file: &PathBuf) -> Result<seed::SeedReport, String> {
+async fn load_seed<S: Store>(app: &Vigil<S>, file: &Path) -> Result<seed::SeedReport, CliError> {
     let text = tokio::fs::read_to_string(file)
         .await
-        .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+        .map_err(|source| CliError::ReadFile {
+            path: file.to_owned(),
+            source,
+        })?;
     seed::load(app, &text)
         .await
-        .map_err(|e| format!("{}: {e}", file.display()))
+        .map_err(|source| CliError::Seed {
+            path: file.to_owned(),
+            source,
+        })
 }
 
 async fn serve<S: ChangeFeed>(
@@ -212,7 +264,7 @@ async fn serve<S: ChangeFeed>(
     addr: SocketAddr,
     seed_file: Option<PathBuf>,
     dispatcher: Arc<Dispatcher<S>>,
-) -> Result<(), String> {
+) -> Result<(), CliError> {
     if let Some(file) = &seed_file {
         let r = load_seed(&app, file).await?;
         eprintln!(
@@ -220,16 +272,14 @@ async fn serve<S: ChangeFeed>(
             r.accounts, r.projects, r.webhooks, r.results
         );
     }
-    let demo_key =
-        if seed_file.is_none() && app.store().is_empty().await.map_err(|e| e.to_string())? {
-            Some(seed::demo(&app).await.map_err(|e| e.to_string())?)
-        } else {
-            None
-        };
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
-    let local = listener.local_addr().map_err(|e| e.to_string())?;
+    let demo_key = if seed_file.is_none() && app.is_empty().await? {
+        Some(seed::demo(&app).await.map_err(CliError::Demo)?)
+    } else {
+        None
+    };
+    let listen = |source| CliError::Listen { addr, source };
+    let listener = tokio::net::TcpListener::bind(addr).await.map_err(listen)?;
+    let local = listener.local_addr().map_err(listen)?;
     println!("vigil listening on http://{local}/v1");
     if let Some(key) = demo_key {
         print_demo(&local, &key);
@@ -241,10 +291,11 @@ async fn serve<S: ChangeFeed>(
     };
     crate::server::serve(app, listener, shutdown)
         .await
-        .map_err(|e| e.to_string())
+        .map_err(CliError::Serve)
 }
 
-fn print_demo(addr: &SocketAddr, key: &str) {
+fn print_demo(addr: &SocketAddr, key: &ApiKey) {
+    let key = key.as_str();
     let base = format!("http://{addr}/v1");
     println!(
         "\nCreated a demo account. Its developer key (shown only now):\n\n  {key}\n\nTry:\n\

@@ -16,6 +16,7 @@ use crate::dispatch::{Dispatcher, Sender, SystemResolver};
 use crate::domain::UrlPolicy;
 use crate::http::auth;
 use crate::http::{ApiError, Endpoint, Resolved, Router, answer};
+use crate::report::Chain;
 use crate::service::{ServiceError, Vigil};
 use crate::store::{DynamoStore, Store};
 
@@ -151,7 +152,7 @@ pub async fn authorizer<S: crate::store::KeyStore>(
         )),
         Err(ServiceError::Unauthorized) => Err("Unauthorized".into()),
         Err(e) => {
-            tracing::error!(error = %e, "authorizer failed");
+            tracing::error!(error = %Chain(&e), "authorizer failed");
             Err("Authorizer failure".into())
         }
     }

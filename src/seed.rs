@@ -7,23 +7,23 @@ use std::net::IpAddr;
 
 use serde::Deserialize;
 
-use crate::domain::token::hash_api_key;
+use crate::domain::token::ApiKey;
 use crate::domain::webhook::{MAX_WEBHOOKS_PER_PROJECT, UrlPolicy, WebhookType, WebhookUrl};
 use crate::domain::{
     Account, AccountId, CheckResult, NewResult, Plan, PlanId, PlanStatus, Project, ProjectId,
     Score, SessionId, Timestamp, Webhook, WebhookId,
 };
-use crate::http::auth::bearer_key;
 use crate::service::{ServiceError, Vigil};
-use crate::store::{Store, StoreError};
+use crate::store::Store;
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SeedFile {
     #[serde(default)]
     pub accounts: Vec<SeedAccount>,
+    /// Projects are the domain's own type: the seed's shape is the API's, plus `accountId`.
     #[serde(default)]
-    pub projects: Vec<SeedProject>,
+    pub projects: Vec<Project>,
     #[serde(default)]
     pub webhooks: Vec<SeedWebhook>,
     #[serde(default)]
@@ -34,23 +34,12 @@ pub struct SeedFile {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SeedAccount {
     pub id: AccountId,
-    pub api_keys: Vec<String>,
+    pub api_keys: Vec<ApiKey>,
     pub plan: Plan,
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct SeedProject {
-    pub id: ProjectId,
-    pub account_id: AccountId,
-    pub name: String,
-    pub domain: String,
-    pub api_key_public: String,
-    pub api_key_private: String,
-    pub disabled: bool,
-    pub created_at: Timestamp,
-}
-
+/// A webhook with its project. The URL stays text until validation, which applies the command's
+/// URL policy (loopback receivers are allowed only when asked for).
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SeedWebhook {
@@ -62,6 +51,8 @@ pub struct SeedWebhook {
     pub created_at: Timestamp,
 }
 
+/// A result with its project and session, flat as the API shows results. (Flattening a
+/// [`CheckResult`] into it would lose the field's path in errors: `results[1].scoreBot`.)
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SeedResult {
@@ -73,13 +64,28 @@ pub struct SeedResult {
     pub created_at: Timestamp,
 }
 
+impl From<SeedResult> for NewResult {
+    fn from(r: SeedResult) -> Self {
+        NewResult {
+            project_id: r.project_id,
+            session_id: r.session_id,
+            result: CheckResult {
+                score_bot: r.score_bot,
+                score_proxy_vpn: r.score_proxy_vpn,
+                ip_address: r.ip_address,
+                created_at: r.created_at,
+            },
+        }
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum SeedError {
     /// The file is not a valid seed; names the entry and field.
     #[error("{0}")]
     Invalid(String),
-    #[error("writing the seed failed: {0}")]
-    Store(#[from] StoreError),
+    #[error("writing the seed failed")]
+    Write(#[from] ServiceError),
 }
 
 /// What was loaded, for the command's one-line report.
@@ -93,7 +99,7 @@ pub struct SeedReport {
 
 /// A seed checked against itself and the store, ready to write.
 pub struct ValidSeed {
-    accounts: Vec<(Account, Vec<String>)>,
+    accounts: Vec<(Account, Vec<ApiKey>)>,
     projects: Vec<Project>,
     webhooks: Vec<(ProjectId, Webhook)>,
     results: Vec<NewResult>,
@@ -123,178 +129,190 @@ pub async fn validate<S: Store>(
     seed: SeedFile,
     policy: UrlPolicy,
 ) -> Result<ValidSeed, SeedError> {
-    let store = app.store();
-    let mut account_ids = HashSet::new();
-    let mut keys = HashSet::new();
-    let mut accounts = Vec::new();
-    for (i, a) in seed.accounts.into_iter().enumerate() {
-        if !account_ids.insert(a.id.clone()) {
-            return Err(invalid(format!(
-                "accounts[{i}].id: duplicate account {}",
-                a.id
-            )));
-        }
-        for (k, key) in a.api_keys.iter().enumerate() {
-            if bearer_key(Some(&format!("Bearer {key}"))) != Some(key.as_str()) {
+    let mut v = Validator {
+        app,
+        policy,
+        accounts: HashSet::new(),
+        projects: HashSet::new(),
+    };
+    Ok(ValidSeed {
+        accounts: v.accounts(seed.accounts)?,
+        projects: v.projects(seed.projects).await?,
+        webhooks: v.webhooks(seed.webhooks).await?,
+        results: v.results(seed.results).await?,
+    })
+}
+
+/// One validator per section of the file; each section may refer to what earlier ones declared.
+struct Validator<'a, S> {
+    app: &'a Vigil<S>,
+    policy: UrlPolicy,
+    /// Accounts declared in the file.
+    accounts: HashSet<AccountId>,
+    /// Projects declared in the file or found in the store.
+    projects: HashSet<ProjectId>,
+}
+
+impl<S: Store> Validator<'_, S> {
+    fn accounts(
+        &mut self,
+        entries: Vec<SeedAccount>,
+    ) -> Result<Vec<(Account, Vec<ApiKey>)>, SeedError> {
+        let mut keys = HashSet::new();
+        let mut accounts = Vec::with_capacity(entries.len());
+        for (i, a) in entries.into_iter().enumerate() {
+            if !self.accounts.insert(a.id.clone()) {
                 return Err(invalid(format!(
-                    "accounts[{i}].apiKeys[{k}]: must be 1 to 256 printable characters without spaces"
+                    "accounts[{i}].id: duplicate account {}",
+                    a.id
                 )));
             }
-            if !keys.insert(key.clone()) {
-                return Err(invalid(format!(
-                    "accounts[{i}].apiKeys[{k}]: duplicate key"
-                )));
+            for (k, key) in a.api_keys.iter().enumerate() {
+                if !keys.insert(key.as_str().to_owned()) {
+                    return Err(invalid(format!(
+                        "accounts[{i}].apiKeys[{k}]: duplicate key"
+                    )));
+                }
             }
-        }
-        accounts.push((
-            Account {
+            let account = Account {
                 id: a.id,
                 plan: a.plan,
-            },
-            a.api_keys,
-        ));
+            };
+            accounts.push((account, a.api_keys));
+        }
+        Ok(accounts)
     }
-    let mut project_ids = HashSet::new();
-    let mut projects = Vec::new();
-    for (i, p) in seed.projects.into_iter().enumerate() {
-        if !project_ids.insert(p.id.clone()) {
-            return Err(invalid(format!(
-                "projects[{i}].id: duplicate project {}",
-                p.id
-            )));
-        }
-        if !account_ids.contains(&p.account_id) && store.account(&p.account_id).await?.is_none() {
-            return Err(invalid(format!(
-                "projects[{i}].accountId: unknown account {}",
-                p.account_id
-            )));
-        }
-        projects.push(Project {
-            id: p.id,
-            account_id: p.account_id,
-            name: p.name,
-            api_key_public: p.api_key_public,
-            api_key_private: p.api_key_private,
-            domain: p.domain,
-            disabled: p.disabled,
-            created_at: p.created_at,
-        });
-    }
-    let mut known_project =
-        async |i: usize, section: &str, id: &ProjectId| -> Result<(), SeedError> {
-            if project_ids.contains(id) || store.project(id).await?.is_some() {
-                project_ids.insert(id.clone());
-                Ok(())
-            } else {
-                Err(invalid(format!(
-                    "{section}[{i}].projectId: unknown project {id}"
-                )))
-            }
-        };
-    let mut webhooks = Vec::new();
-    let mut hook_ids = HashSet::new();
-    let mut hook_pairs = HashSet::new();
-    // Per project: the webhooks it already stores, and how many it will have after this file.
-    let mut stored: HashMap<ProjectId, (Vec<Webhook>, usize)> = HashMap::new();
-    for (i, w) in seed.webhooks.into_iter().enumerate() {
-        known_project(i, "webhooks", &w.project_id).await?;
-        let url = WebhookUrl::parse(&w.url, policy)
-            .map_err(|e| invalid(format!("webhooks[{i}].url: {e}")))?;
-        if !hook_ids.insert(w.id.clone()) {
-            return Err(invalid(format!(
-                "webhooks[{i}].id: duplicate webhook {}",
-                w.id
-            )));
-        }
-        if !hook_pairs.insert((w.project_id.clone(), w.kind, url.clone())) {
-            return Err(invalid(format!(
-                "webhooks[{i}].url: duplicate type and url on the project"
-            )));
-        }
-        if !stored.contains_key(&w.project_id) {
-            let existing = store.webhooks(&w.project_id).await?;
-            let n = existing.len();
-            stored.insert(w.project_id.clone(), (existing, n));
-        }
-        let Some((existing, count)) = stored.get_mut(&w.project_id) else {
-            continue;
-        };
-        match existing.iter().find(|e| e.id == w.id) {
-            // Loaded before (the same file again): kept as it is.
-            Some(same) if same.kind == w.kind && same.url == url => continue,
-            Some(_) => {
+
+    async fn projects(&mut self, entries: Vec<Project>) -> Result<Vec<Project>, SeedError> {
+        for (i, p) in entries.iter().enumerate() {
+            if !self.projects.insert(p.id.clone()) {
                 return Err(invalid(format!(
-                    "webhooks[{i}].id: webhook {} already exists with another type or url",
+                    "projects[{i}].id: duplicate project {}",
+                    p.id
+                )));
+            }
+            if !self.accounts.contains(&p.account_id)
+                && !self.app.account_exists(&p.account_id).await?
+            {
+                return Err(invalid(format!(
+                    "projects[{i}].accountId: unknown account {}",
+                    p.account_id
+                )));
+            }
+        }
+        Ok(entries)
+    }
+
+    /// Succeeds when the project is declared in the file or exists in the store.
+    async fn known_project(
+        &mut self,
+        section: &str,
+        i: usize,
+        id: &ProjectId,
+    ) -> Result<(), SeedError> {
+        if self.projects.contains(id) || self.app.project_exists(id).await? {
+            self.projects.insert(id.clone());
+            Ok(())
+        } else {
+            Err(invalid(format!(
+                "{section}[{i}].projectId: unknown project {id}"
+            )))
+        }
+    }
+
+    async fn webhooks(
+        &mut self,
+        entries: Vec<SeedWebhook>,
+    ) -> Result<Vec<(ProjectId, Webhook)>, SeedError> {
+        let mut webhooks = Vec::new();
+        let mut ids = HashSet::new();
+        let mut pairs = HashSet::new();
+        // Per project: the webhooks it already stores, and how many it will have after this file.
+        let mut stored: HashMap<ProjectId, (Vec<Webhook>, usize)> = HashMap::new();
+        for (i, w) in entries.into_iter().enumerate() {
+            self.known_project("webhooks", i, &w.project_id).await?;
+            let url = WebhookUrl::parse(&w.url, self.policy)
+                .map_err(|e| invalid(format!("webhooks[{i}].url: {e}")))?;
+            if !ids.insert(w.id.clone()) {
+                return Err(invalid(format!(
+                    "webhooks[{i}].id: duplicate webhook {}",
                     w.id
                 )));
             }
-            None => {}
-        }
-        if existing.iter().any(|e| e.kind == w.kind && e.url == url) {
-            return Err(invalid(format!(
-                "webhooks[{i}].url: the project already has a webhook with this type and url"
-            )));
-        }
-        *count += 1;
-        if *count > MAX_WEBHOOKS_PER_PROJECT {
-            return Err(invalid(format!(
-                "webhooks[{i}]: project {} would have more than {MAX_WEBHOOKS_PER_PROJECT} webhooks",
-                w.project_id
-            )));
-        }
-        webhooks.push((
-            w.project_id,
-            Webhook {
+            if !pairs.insert((w.project_id.clone(), w.kind, url.clone())) {
+                return Err(invalid(format!(
+                    "webhooks[{i}].url: duplicate type and url on the project"
+                )));
+            }
+            if !stored.contains_key(&w.project_id) {
+                let existing = self.app.project_webhooks(&w.project_id).await?;
+                let n = existing.len();
+                stored.insert(w.project_id.clone(), (existing, n));
+            }
+            let Some((existing, count)) = stored.get_mut(&w.project_id) else {
+                continue;
+            };
+            match existing.iter().find(|e| e.id == w.id) {
+                // Loaded before (the same file again): kept as it is.
+                Some(same) if same.kind == w.kind && same.url == url => continue,
+                Some(_) => {
+                    return Err(invalid(format!(
+                        "webhooks[{i}].id: webhook {} already exists with another type or url",
+                        w.id
+                    )));
+                }
+                None => {}
+            }
+            if existing.iter().any(|e| e.kind == w.kind && e.url == url) {
+                return Err(invalid(format!(
+                    "webhooks[{i}].url: the project already has a webhook with this type and url"
+                )));
+            }
+            *count += 1;
+            if *count > MAX_WEBHOOKS_PER_PROJECT {
+                return Err(invalid(format!(
+                    "webhooks[{i}]: project {} would have more than {MAX_WEBHOOKS_PER_PROJECT} webhooks",
+                    w.project_id
+                )));
+            }
+            let hook = Webhook {
                 id: w.id,
                 kind: w.kind,
                 url,
                 created_at: w.created_at,
-            },
-        ));
+            };
+            webhooks.push((w.project_id, hook));
+        }
+        Ok(webhooks)
     }
-    let mut results = Vec::new();
-    for (i, r) in seed.results.into_iter().enumerate() {
-        known_project(i, "results", &r.project_id).await?;
-        results.push(NewResult {
-            project_id: r.project_id,
-            session_id: r.session_id,
-            result: CheckResult {
-                score_bot: r.score_bot,
-                score_proxy_vpn: r.score_proxy_vpn,
-                ip_address: r.ip_address,
-                created_at: r.created_at,
-            },
-        });
+
+    async fn results(&mut self, entries: Vec<SeedResult>) -> Result<Vec<NewResult>, SeedError> {
+        let mut results = Vec::with_capacity(entries.len());
+        for (i, r) in entries.into_iter().enumerate() {
+            self.known_project("results", i, &r.project_id).await?;
+            results.push(r.into());
+        }
+        Ok(results)
     }
-    Ok(ValidSeed {
-        accounts,
-        projects,
-        webhooks,
-        results,
-    })
 }
 
 /// Writes a validated seed. Accounts, keys and projects are upserts and webhooks already present
 /// (same id, type and url) are kept, so loading the same file twice only adds its results again.
 /// Validation has checked everything the store could refuse; only a storage failure can stop the
-/// writes part-way.
+/// writes part-way. Results take the one write path of every result.
 pub async fn write<S: Store>(app: &Vigil<S>, seed: ValidSeed) -> Result<SeedReport, SeedError> {
-    let store = app.store();
     let mut report = SeedReport::default();
     for (account, keys) in &seed.accounts {
-        store.put_account(account).await?;
-        for key in keys {
-            store.put_key(&hash_api_key(key), &account.id).await?;
-        }
+        app.put_account(account, keys).await?;
         report.accounts += 1;
     }
     for project in &seed.projects {
-        store.put_project(project).await?;
+        app.put_project(project).await?;
         report.projects += 1;
     }
     for (project, hook) in seed.webhooks {
-        if store
-            .webhooks(&project)
+        if app
+            .project_webhooks(&project)
             .await?
             .iter()
             .any(|w| w.id == hook.id)
@@ -303,12 +321,12 @@ pub async fn write<S: Store>(app: &Vigil<S>, seed: ValidSeed) -> Result<SeedRepo
         }
         match app.insert_webhook(&project, hook).await {
             Ok(_) => report.webhooks += 1,
-            Err(ServiceError::Store(e)) => return Err(e.into()),
+            Err(e @ ServiceError::Store(_)) => return Err(e.into()),
             Err(e) => return Err(invalid(format!("webhook on project {project}: {e}"))),
         }
     }
     for result in &seed.results {
-        store.add_result(result).await?;
+        app.add_result(result).await?;
         report.results += 1;
     }
     Ok(report)
@@ -326,8 +344,8 @@ fn demo_id<T: std::str::FromStr<Err = crate::domain::IdError>>(s: &str) -> Resul
 
 /// The demo data `vigil serve` creates on an empty store: one account with a fresh key, one project
 /// and a few sessions. Returns the key, which is shown once and never stored.
-pub async fn demo<S: Store>(app: &Vigil<S>) -> Result<String, SeedError> {
-    let key = crate::domain::token::new_api_key();
+pub async fn demo<S: Store>(app: &Vigil<S>) -> Result<ApiKey, SeedError> {
+    let key = ApiKey::generate();
     let now = Timestamp::now();
     let account = Account {
         id: demo_id("acc_demo")?,
@@ -354,10 +372,9 @@ pub async fn demo<S: Store>(app: &Vigil<S>) -> Result<String, SeedError> {
         disabled: false,
         created_at: now,
     };
-    let store = app.store();
-    store.put_account(&account).await?;
-    store.put_key(&hash_api_key(&key), &account.id).await?;
-    store.put_project(&project).await?;
+    app.put_account(&account, std::slice::from_ref(&key))
+        .await?;
+    app.put_project(&project).await?;
     let score = |v: f64| Score::new(v).map_err(|e| invalid(e.to_string()));
     // (session, bot, proxy/vpn, ip) per result; sess_long shows paging.
     let mut rows: Vec<(&str, f64, f64, &str)> = vec![
@@ -374,18 +391,17 @@ pub async fn demo<S: Store>(app: &Vigil<S>) -> Result<String, SeedError> {
     for (i, (session, bot, pv, ip)) in rows.into_iter().enumerate() {
         let created_at = Timestamp::from_unix_millis(now.unix_millis() - 600_000 + i as i64 * 1000)
             .map_err(|e| invalid(e.to_string()))?;
-        store
-            .add_result(&NewResult {
-                project_id: project.id.clone(),
-                session_id: demo_id(session)?,
-                result: CheckResult {
-                    score_bot: score(bot)?,
-                    score_proxy_vpn: score(pv)?,
-                    ip_address: ip.parse().map_err(|_| invalid(format!("demo ip {ip}")))?,
-                    created_at,
-                },
-            })
-            .await?;
+        app.add_result(&NewResult {
+            project_id: project.id.clone(),
+            session_id: demo_id(session)?,
+            result: CheckResult {
+                score_bot: score(bot)?,
+                score_proxy_vpn: score(pv)?,
+                ip_address: ip.parse().map_err(|_| invalid(format!("demo ip {ip}")))?,
+                created_at,
+            },
+        })
+        .await?;
     }
     Ok(key)
 }

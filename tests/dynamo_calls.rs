@@ -65,15 +65,18 @@ const SEED: &str = r#"{
                "ipAddress": "203.0.113.7", "createdAt": "2026-11-21T10:00:00.000Z"}]
 }"#;
 
-async fn app(log: &CallLog) -> Vigil<DynamoStore> {
+/// The service on a fresh seeded table, and the table's name.
+async fn app(log: &CallLog) -> (Vigil<DynamoStore>, String) {
     let l = log.clone();
     let client = common::dynamo_client(&common::emulator(), move |b| b.interceptor(l)).await;
-    let store = DynamoStore::new(client, common::unique_table("calls"));
+    let table = common::unique_table("calls");
+    let store = DynamoStore::new(client, table.clone());
     store.create_table().await.unwrap();
-    let app = Vigil::new(store, UrlPolicy::default());
-    vigil::seed::load(&app, SEED).await.unwrap();
+    // Seeded by another instance, so the one measured starts cold.
+    let seeder = Vigil::new(store.clone(), UrlPolicy::default());
+    vigil::seed::load(&seeder, SEED).await.unwrap();
     log.take();
-    app
+    (Vigil::new(store, UrlPolicy::default()), table)
 }
 
 fn req(params: &[(&str, &str)], body: Body) -> lambda_http::Request {
@@ -83,7 +86,7 @@ fn req(params: &[(&str, &str)], body: Body) -> lambda_http::Request {
 #[tokio::test]
 async fn round_trips_per_request() {
     let log = CallLog::default();
-    let app = app(&log).await;
+    let (app, table_name) = app(&log).await;
     let rs = [("projectId", "prj_1"), ("sessionId", "sess_1")];
     let p = [("projectId", "prj_1")];
     let mut table = Vec::new();
@@ -172,7 +175,7 @@ async fn round_trips_per_request() {
 
     // A cold instance answering /general first: ownership + summary.
     let log2 = CallLog::default();
-    let cold = app_on_same_data(&log2, &app).await;
+    let cold = app_on_same_data(&log2, &table_name).await;
     let s = answer::<handlers::SessionScore, _>(&cold, req(&rs, Body::Empty))
         .await
         .status();
@@ -189,11 +192,8 @@ async fn round_trips_per_request() {
 }
 
 /// A second service instance (a new cold start) on the same table.
-async fn app_on_same_data(log: &CallLog, warm: &Vigil<DynamoStore>) -> Vigil<DynamoStore> {
+async fn app_on_same_data(log: &CallLog, table: &str) -> Vigil<DynamoStore> {
     let l = log.clone();
     let client = common::dynamo_client(&common::emulator(), move |b| b.interceptor(l)).await;
-    Vigil::new(
-        DynamoStore::new(client, warm.store().table()),
-        UrlPolicy::default(),
-    )
+    Vigil::new(DynamoStore::new(client, table), UrlPolicy::default())
 }

@@ -22,7 +22,7 @@ async fn main() -> ExitCode {
     match vigil::cli::run(cli).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", vigil::report::Chain(&e));
             ExitCode::FAILURE
         }
     }

@@ -94,12 +94,13 @@ pub struct Account {
     pub plan: Plan,
 }
 
-/// A project (interface 2.4). `account_id` is internal and never shown.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
+/// A project (interface 2.4). `account_id` is internal and never shown; it is read where projects
+/// are loaded whole (seed files).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Project {
     pub id: ProjectId,
-    #[serde(skip)]
+    #[serde(skip_serializing)]
     pub account_id: AccountId,
     pub name: String,
     pub api_key_public: String,

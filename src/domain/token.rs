@@ -1,4 +1,4 @@
-//! Random tokens: webhook ids and developer API keys.
+//! Random tokens and developer API keys: their format, generation and stored hash.
 
 use rand::RngCore;
 use sha2::{Digest, Sha256};
@@ -30,13 +30,60 @@ pub fn time_ordered_token() -> String {
 /// Prefix every developer key carries, so leaked keys are recognisable by secret scanners.
 pub const API_KEY_PREFIX: &str = "vgl_";
 
-/// A new developer key: prefix plus 32 base62 characters (about 190 bits).
-pub fn new_api_key() -> String {
-    format!("{API_KEY_PREFIX}live_{}", random_base62(32))
+/// A developer key as presented by a client or a seed file: 1 to 256 printable ASCII characters
+/// without spaces. Anything else cannot be a key, and is refused without a lookup.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ApiKey(String);
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("must be 1 to {} printable characters without spaces", ApiKey::MAX_LEN)]
+pub struct ApiKeyError;
+
+impl ApiKey {
+    pub const MAX_LEN: usize = 256;
+
+    /// Checks the key format without allocating.
+    pub fn validate(s: &str) -> Result<(), ApiKeyError> {
+        let ok =
+            !s.is_empty() && s.len() <= Self::MAX_LEN && s.bytes().all(|b| b.is_ascii_graphic());
+        if ok { Ok(()) } else { Err(ApiKeyError) }
+    }
+
+    pub fn parse(s: &str) -> Result<Self, ApiKeyError> {
+        Self::validate(s)?;
+        Ok(Self(s.to_owned()))
+    }
+
+    /// A new developer key: prefix plus 32 base62 characters (about 190 bits).
+    pub fn generate() -> Self {
+        Self(format!("{API_KEY_PREFIX}live_{}", random_base62(32)))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// What is stored for a key: its SHA-256 in lowercase hex. The key itself is never stored.
+    pub fn hash(&self) -> String {
+        hash_api_key(&self.0)
+    }
 }
 
-/// What is stored for a key: its SHA-256 in lowercase hex. The key itself is never stored.
-pub fn hash_api_key(key: &str) -> String {
+impl<'de> serde::Deserialize<'de> for ApiKey {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = <String as serde::Deserialize>::deserialize(d)?;
+        Self::parse(&s).map_err(serde::de::Error::custom)
+    }
+}
+
+// Keys are secrets: never in logs or panics.
+impl std::fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ApiKey(..)")
+    }
+}
+
+fn hash_api_key(key: &str) -> String {
     hex::encode(Sha256::digest(key.as_bytes()))
 }
 
@@ -46,10 +93,24 @@ mod tests {
 
     #[test]
     fn api_keys_are_prefixed_and_random() {
-        let a = new_api_key();
-        assert!(a.starts_with("vgl_live_"));
-        assert_eq!(a.len(), "vgl_live_".len() + 32);
-        assert_ne!(a, new_api_key());
+        let a = ApiKey::generate();
+        assert!(a.as_str().starts_with("vgl_live_"));
+        assert_eq!(a.as_str().len(), "vgl_live_".len() + 32);
+        assert_ne!(a, ApiKey::generate());
+        assert!(ApiKey::parse(a.as_str()).is_ok());
+    }
+
+    #[test]
+    fn key_format() {
+        for bad in ["", "a b", "é", "a\tb"] {
+            assert_eq!(ApiKey::parse(bad), Err(ApiKeyError), "{bad:?}");
+        }
+        assert!(ApiKey::parse(&"a".repeat(256)).is_ok());
+        assert!(ApiKey::parse(&"a".repeat(257)).is_err());
+        assert_eq!(
+            format!("{:?}", ApiKey::parse("secret").unwrap()),
+            "ApiKey(..)"
+        );
     }
 
     #[test]

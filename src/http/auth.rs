@@ -6,21 +6,16 @@ use aws_lambda_events::apigw::{
 use aws_lambda_events::iam::{IamPolicyEffect, IamPolicyStatement};
 
 use crate::domain::AccountId;
+use crate::domain::token::ApiKey;
 use crate::service::{ServiceError, ServiceResult, Vigil};
 use crate::store::KeyStore;
 
-/// Longest key considered; anything longer cannot be ours and is refused without a lookup.
-const MAX_KEY_LEN: usize = 256;
-
-/// The key of an `Authorization: Bearer <key>` header. The scheme word is case-insensitive.
+/// The key of an `Authorization: Bearer <key>` header, if it has the key format. The scheme word is
+/// case-insensitive.
 pub fn bearer_key(header: Option<&str>) -> Option<&str> {
     let (scheme, key) = header?.trim().split_once(' ')?;
     let key = key.trim();
-    let ok = scheme.eq_ignore_ascii_case("bearer")
-        && !key.is_empty()
-        && key.len() <= MAX_KEY_LEN
-        && key.bytes().all(|b| b.is_ascii_graphic());
-    ok.then_some(key)
+    (scheme.eq_ignore_ascii_case("bearer") && ApiKey::validate(key).is_ok()).then_some(key)
 }
 
 /// The account behind an `Authorization` header value.
@@ -28,8 +23,10 @@ pub async fn authorize<S: KeyStore>(
     app: &Vigil<S>,
     header: Option<&str>,
 ) -> ServiceResult<AccountId> {
-    let key = bearer_key(header).ok_or(ServiceError::Unauthorized)?;
-    app.authenticate(key).await
+    let key = bearer_key(header)
+        .and_then(|k| ApiKey::parse(k).ok())
+        .ok_or(ServiceError::Unauthorized)?;
+    app.authenticate(&key).await
 }
 
 /// The policy returned to API Gateway. It allows every method and path of the stage, because
@@ -81,7 +78,7 @@ mod tests {
             assert_eq!(bearer_key(Some(h)), None, "{h:?}");
         }
         assert_eq!(bearer_key(None), None);
-        let long = format!("Bearer {}", "a".repeat(MAX_KEY_LEN + 1));
+        let long = format!("Bearer {}", "a".repeat(ApiKey::MAX_LEN + 1));
         assert_eq!(bearer_key(Some(&long)), None);
     }
 

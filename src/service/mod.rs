@@ -4,16 +4,18 @@
 use quick_cache::sync::Cache;
 
 use crate::domain::DeliveryView;
-use crate::domain::token::hash_api_key;
+use crate::domain::token::ApiKey;
 use crate::domain::webhook::{UrlPolicy, WebhookType, WebhookUrl};
 use crate::domain::{
-    AccountId, NewResult, Plan, Project, ProjectId, ResultPosition, SessionId, SessionScore,
-    Timestamp, Webhook, WebhookId,
+    AccountId, Plan, Project, ProjectId, ResultPosition, SessionId, SessionScore, Timestamp,
+    Webhook, WebhookId,
 };
 use crate::store::{
     AccountStore, DeliveryStore, KeyStore, ProjectStore, ResultPage, ResultStore, StoreError,
-    WebhookInsert, WebhookStore,
+    WebhookStore,
 };
+
+pub mod admin;
 
 /// How many project owners a warm instance remembers. Ownership never changes, so entries never go
 /// stale; the bound only caps memory.
@@ -55,10 +57,6 @@ impl<S> Vigil<S> {
         }
     }
 
-    pub fn store(&self) -> &S {
-        &self.store
-    }
-
     pub fn url_policy(&self) -> UrlPolicy {
         self.url_policy
     }
@@ -66,9 +64,9 @@ impl<S> Vigil<S> {
 
 impl<S: KeyStore> Vigil<S> {
     /// The account that owns a developer key. Only the key's hash is looked up.
-    pub async fn authenticate(&self, key: &str) -> ServiceResult<AccountId> {
+    pub async fn authenticate(&self, key: &ApiKey) -> ServiceResult<AccountId> {
         self.store
-            .key_account(&hash_api_key(key))
+            .key_account(&key.hash())
             .await?
             .ok_or(ServiceError::Unauthorized)
     }
@@ -139,14 +137,6 @@ impl<S: ProjectStore + ResultStore> Vigil<S> {
             .await?
             .ok_or(ServiceError::SessionNotFound)
     }
-
-    /// Records a result of an existing project (the command line and seeding use this).
-    pub async fn add_result(&self, result: &NewResult) -> ServiceResult<ResultPosition> {
-        if self.store.project(&result.project_id).await?.is_none() {
-            return Err(ServiceError::ProjectNotFound);
-        }
-        Ok(self.store.add_result(result).await?)
-    }
 }
 
 impl<S: ProjectStore + WebhookStore> Vigil<S> {
@@ -165,19 +155,6 @@ impl<S: ProjectStore + WebhookStore> Vigil<S> {
             created_at: Timestamp::now(),
         };
         self.insert_webhook(project, webhook).await
-    }
-
-    /// Stores a fully formed webhook (seeding keeps the ids of its file).
-    pub async fn insert_webhook(
-        &self,
-        project: &ProjectId,
-        webhook: Webhook,
-    ) -> ServiceResult<Webhook> {
-        match self.store.insert_webhook(project, &webhook).await? {
-            WebhookInsert::Created => Ok(webhook),
-            WebhookInsert::Duplicate => Err(ServiceError::WebhookDuplicate),
-            WebhookInsert::LimitReached => Err(ServiceError::WebhookLimit),
-        }
     }
 
     pub async fn webhooks(
