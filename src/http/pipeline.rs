@@ -19,11 +19,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::extract::{FromBody, FromPath};
-use super::handlers::{
-    CreateWebhook, DeleteWebhook, GetPlan, GetProject, ListDeliveries, ListResults, ListWebhooks,
-    SessionScore,
-};
-use super::routes::Route;
+use super::routes::{Route, with_routes};
 use super::{ACCOUNT_CONTEXT_KEY, ApiError, json_response, set_header};
 use crate::domain::AccountId;
 use crate::service::Vigil;
@@ -137,18 +133,9 @@ pub async fn route<S: Store>(app: &Vigil<S>, route: Route, req: Request) -> Resp
     macro_rules! endpoints {
         ($($name:ident),* $(,)?) => {
             match route {
-                $(Route::$name => answer::<$name, S>(app, req).await,)*
+                $(Route::$name => answer::<super::handlers::$name, S>(app, req).await,)*
             }
         };
     }
-    endpoints!(
-        ListResults,
-        SessionScore,
-        GetPlan,
-        GetProject,
-        CreateWebhook,
-        ListWebhooks,
-        DeleteWebhook,
-        ListDeliveries,
-    )
+    with_routes!(endpoints)
 }

@@ -199,20 +199,18 @@ impl SessionItem {
     }
 }
 
+/// A project as stored: the domain value and its keys. [`Project`] hides its owner when shown, so
+/// the item writes `accountId` itself; on reading, the attribute goes to the project.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ProjectItem {
     pub pk: String,
     pub sk: String,
     pub entity: Entity,
-    pub id: ProjectId,
-    pub account_id: AccountId,
-    pub name: String,
-    pub api_key_public: String,
-    pub api_key_private: String,
-    pub domain: String,
-    pub disabled: bool,
-    pub created_at: Timestamp,
+    #[serde(rename = "accountId", skip_deserializing)]
+    owner: Option<AccountId>,
+    #[serde(flatten)]
+    pub project: Project,
 }
 
 impl From<&Project> for ProjectItem {
@@ -221,30 +219,15 @@ impl From<&Project> for ProjectItem {
             pk: project_pk(&p.id),
             sk: PROJECT_SK.to_owned(),
             entity: Entity::Project,
-            id: p.id.clone(),
-            account_id: p.account_id.clone(),
-            name: p.name.clone(),
-            api_key_public: p.api_key_public.clone(),
-            api_key_private: p.api_key_private.clone(),
-            domain: p.domain.clone(),
-            disabled: p.disabled,
-            created_at: p.created_at,
+            owner: Some(p.account_id.clone()),
+            project: p.clone(),
         }
     }
 }
 
 impl From<ProjectItem> for Project {
     fn from(i: ProjectItem) -> Self {
-        Self {
-            id: i.id,
-            account_id: i.account_id,
-            name: i.name,
-            api_key_public: i.api_key_public,
-            api_key_private: i.api_key_private,
-            domain: i.domain,
-            disabled: i.disabled,
-            created_at: i.created_at,
-        }
+        i.project
     }
 }
 
@@ -450,6 +433,29 @@ pub fn sorted_webhooks(rows: Vec<WebhookItem>) -> Vec<Webhook> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn project_items_keep_the_owner_in_both_encodings() {
+        let project = Project {
+            id: ProjectId::parse("prj_1").unwrap(),
+            account_id: AccountId::parse("acc_1").unwrap(),
+            name: "Shop".into(),
+            api_key_public: "pk".into(),
+            api_key_private: "sk".into(),
+            domain: "shop.example".into(),
+            disabled: false,
+            created_at: "2026-11-21T00:00:00Z".parse().unwrap(),
+        };
+        let item = ProjectItem::from(&project);
+        let dynamo: serde_dynamo::Item = serde_dynamo::to_item(&item).unwrap();
+        assert!(dynamo.contains_key("accountId"), "{dynamo:?}");
+        let back: ProjectItem = serde_dynamo::from_item(dynamo).unwrap();
+        assert_eq!(Project::from(back), project);
+        let json = serde_json::to_value(&item).unwrap();
+        assert_eq!(json["accountId"], "acc_1");
+        let back: ProjectItem = serde_json::from_value(json).unwrap();
+        assert_eq!(Project::from(back), project);
+    }
 
     #[test]
     fn result_sort_keys_order_like_positions() {
