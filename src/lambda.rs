@@ -141,14 +141,14 @@ pub async fn run_authorizer() -> Result<(), Error> {
 }
 
 /// The authorizer's decision for one event.
-pub async fn authorizer<S: crate::store::KeyStore>(
+pub async fn authorizer<S: crate::store::KeyStore + crate::store::AccountStore>(
     app: &Vigil<S>,
     event: ApiGatewayCustomAuthorizerRequest,
 ) -> Result<ApiGatewayCustomAuthorizerResponse, Error> {
     match auth::authorize(app, event.authorization_token.as_deref()).await {
-        Ok(account) => Ok(auth::allow_policy(
+        Ok(principal) => Ok(auth::allow_policy(
             event.method_arn.as_deref().unwrap_or("*"),
-            &account,
+            &principal,
         )),
         Err(ServiceError::Unauthorized) => Err("Unauthorized".into()),
         Err(e) => {

@@ -21,7 +21,7 @@ use tokio::net::TcpListener;
 use tracing::Instrument;
 
 use crate::domain::token::time_ordered_token;
-use crate::http::{ACCOUNT_CONTEXT_KEY, ApiError, Resolved, Router, auth};
+use crate::http::{ApiError, Resolved, Router, auth};
 use crate::service::Vigil;
 use crate::store::Store;
 
@@ -120,7 +120,7 @@ async fn answer<S: Store>(
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok());
-    let account = match auth::authorize(app, auth_header).await {
+    let principal = match auth::authorize(app, auth_header).await {
         Ok(a) => a,
         Err(e) => return ApiError::from(e).into_response(),
     };
@@ -140,10 +140,10 @@ async fn answer<S: Store>(
     ctx.request_id = Some(request_id.to_owned());
     ctx.stage = Some("v1".to_owned());
     ctx.http_method = parts.method.clone();
-    ctx.authorizer.fields.insert(
-        ACCOUNT_CONTEXT_KEY.to_owned(),
-        Value::String(account.to_string()),
-    );
+    // The same context the authorizer function returns to API Gateway.
+    if let Value::Object(fields) = auth::context(&principal) {
+        ctx.authorizer.fields.extend(fields);
+    }
     let body = if bytes.is_empty() {
         Body::Empty
     } else {

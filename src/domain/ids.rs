@@ -116,6 +116,13 @@ impl DeliveryId {
     }
 }
 
+impl ProjectId {
+    /// A fresh, unique, opaque project id, time-ordered like webhook ids.
+    pub fn generate() -> Self {
+        Self(format!("prj_{}", super::token::time_ordered_token()))
+    }
+}
+
 impl WebhookId {
     /// A fresh, unique, opaque webhook id: time-ordered so that ids sort by creation.
     pub fn generate() -> Self {

@@ -5,6 +5,8 @@ pub mod delivery;
 pub mod ids;
 pub mod model;
 pub mod net;
+pub mod plan;
+pub mod project;
 pub mod score;
 pub mod time;
 pub mod token;
@@ -16,5 +18,5 @@ pub use model::{
     Account, CheckResult, NewResult, Plan, PlanStatus, Project, ResultPosition, SessionScore,
 };
 pub use score::Score;
-pub use time::Timestamp;
+pub use time::{Clock, ManualClock, SystemClock, Timestamp};
 pub use webhook::{UrlPolicy, Webhook, WebhookType, WebhookUrl};

@@ -56,6 +56,48 @@ impl Timestamp {
     pub fn datetime(self) -> DateTime<Utc> {
         self.0
     }
+
+    /// The last representable moment.
+    pub fn max() -> Self {
+        Self(DateTime::<Utc>::MAX_UTC.trunc_subsecs(3))
+    }
+}
+
+/// Where the service reads the time: the system clock, or one a test sets, so that window and
+/// period boundaries can be tested exactly.
+pub trait Clock: Send + Sync + 'static {
+    fn now(&self) -> Timestamp;
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> Timestamp {
+        Timestamp::now()
+    }
+}
+
+/// A clock that stands still until set.
+#[derive(Debug, Clone)]
+pub struct ManualClock(std::sync::Arc<std::sync::atomic::AtomicI64>);
+
+impl ManualClock {
+    pub fn at(t: Timestamp) -> Self {
+        Self(std::sync::Arc::new(t.unix_millis().into()))
+    }
+
+    pub fn set(&self, t: Timestamp) {
+        self.0
+            .store(t.unix_millis(), std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+impl Clock for ManualClock {
+    fn now(&self) -> Timestamp {
+        let ms = self.0.load(std::sync::atomic::Ordering::SeqCst);
+        Timestamp::from_unix_millis(ms).unwrap_or_else(|_| Timestamp::max())
+    }
 }
 
 impl FromStr for Timestamp {

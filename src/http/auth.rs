@@ -5,10 +5,16 @@ use aws_lambda_events::apigw::{
 };
 use aws_lambda_events::iam::{IamPolicyEffect, IamPolicyStatement};
 
+use std::collections::HashMap;
+
+use serde_json::{Value, json};
+
+use super::ACCOUNT_CONTEXT_KEY;
 use crate::domain::AccountId;
+use crate::domain::plan::{Principal, Terms};
 use crate::domain::token::ApiKey;
 use crate::service::{ServiceError, ServiceResult, Vigil};
-use crate::store::KeyStore;
+use crate::store::{AccountStore, KeyStore};
 
 /// The key of an `Authorization: Bearer <key>` header, if it has the key format. The scheme word is
 /// case-insensitive.
@@ -18,11 +24,11 @@ pub fn bearer_key(header: Option<&str>) -> Option<&str> {
     (scheme.eq_ignore_ascii_case("bearer") && ApiKey::validate(key).is_ok()).then_some(key)
 }
 
-/// The account behind an `Authorization` header value.
-pub async fn authorize<S: KeyStore>(
+/// The account behind an `Authorization` header value, with its plan's terms.
+pub async fn authorize<S: KeyStore + AccountStore>(
     app: &Vigil<S>,
     header: Option<&str>,
-) -> ServiceResult<AccountId> {
+) -> ServiceResult<Principal> {
     let key = bearer_key(header)
         .and_then(|k| ApiKey::parse(k).ok())
         .ok_or(ServiceError::Unauthorized)?;
@@ -31,7 +37,8 @@ pub async fn authorize<S: KeyStore>(
 
 /// The policy returned to API Gateway. It allows every method and path of the stage, because
 /// API Gateway caches the answer per token: a policy for only the first route would deny the next.
-pub fn allow_policy(method_arn: &str, account: &AccountId) -> ApiGatewayCustomAuthorizerResponse {
+pub fn allow_policy(method_arn: &str, principal: &Principal) -> ApiGatewayCustomAuthorizerResponse {
+    let account = &principal.account;
     // arn:aws:execute-api:{region}:{account}:{apiId}/{stage}/{method}/{path...}
     let mut parts = method_arn.splitn(3, '/');
     let resource = match (parts.next(), parts.next()) {
@@ -48,8 +55,61 @@ pub fn allow_policy(method_arn: &str, account: &AccountId) -> ApiGatewayCustomAu
     let mut res = ApiGatewayCustomAuthorizerResponse::default();
     res.principal_id = Some(account.to_string());
     res.policy_document = policy;
-    res.context = serde_json::json!({ super::ACCOUNT_CONTEXT_KEY: account.as_str() });
+    res.context = context(principal);
     res
+}
+
+// The authorizer context: the account and its plan's terms, as the strings API Gateway passes on
+// to the functions (cached with the policy; a plan change applies within the cache's 300 s).
+const PLAN_STATUS: &str = "planStatus";
+const PLAN_EXPIRES_AT: &str = "planExpiresAt";
+const PLAN_SUBSCRIBED_AT: &str = "planSubscribedAt";
+const MAX_RPS: &str = "maxRps";
+const MAX_REQUESTS: &str = "maxRequests";
+const MAX_PROJECTS: &str = "maxProjects";
+
+/// The context the authorizer returns (and `vigil serve` builds) for `principal`.
+pub fn context(principal: &Principal) -> Value {
+    let t = &principal.terms;
+    let status = serde_json::to_value(t.status).unwrap_or(Value::Null);
+    json!({
+        ACCOUNT_CONTEXT_KEY: principal.account.as_str(),
+        PLAN_STATUS: status,
+        PLAN_EXPIRES_AT: t.expires_at.map_or(String::new(), |e| e.to_string()),
+        PLAN_SUBSCRIBED_AT: t.subscribed_at.to_string(),
+        MAX_RPS: t.max_rps.to_string(),
+        MAX_REQUESTS: t.max_requests.to_string(),
+        MAX_PROJECTS: t.max_projects.to_string(),
+    })
+}
+
+/// The account of a request context, and its plan's terms when the context carries them (a
+/// policy cached before they were added does not: the caller reads them instead).
+pub fn from_context(fields: &HashMap<String, Value>) -> Option<(AccountId, Option<Terms>)> {
+    let account = AccountId::parse(fields.get(ACCOUNT_CONTEXT_KEY)?.as_str()?).ok()?;
+    Some((account, terms_from_context(fields)))
+}
+
+fn terms_from_context(fields: &HashMap<String, Value>) -> Option<Terms> {
+    // API Gateway passes context values as strings; a number is accepted too.
+    let text = |name: &str| match fields.get(name)? {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    };
+    let number = |name: &str| text(name)?.parse::<u64>().ok();
+    let expires_at = match text(PLAN_EXPIRES_AT)?.as_str() {
+        "" => None,
+        s => Some(s.parse().ok()?),
+    };
+    Some(Terms {
+        status: serde_json::from_value(Value::String(text(PLAN_STATUS)?)).ok()?,
+        expires_at,
+        subscribed_at: text(PLAN_SUBSCRIBED_AT)?.parse().ok()?,
+        max_rps: u32::try_from(number(MAX_RPS)?).ok()?,
+        max_requests: number(MAX_REQUESTS)?,
+        max_projects: u32::try_from(number(MAX_PROJECTS)?).ok()?,
+    })
 }
 
 #[cfg(test)]
@@ -82,12 +142,54 @@ mod tests {
         assert_eq!(bearer_key(Some(&long)), None);
     }
 
+    fn principal() -> Principal {
+        Principal {
+            account: AccountId::parse("acc_1").unwrap(),
+            terms: Terms {
+                status: crate::domain::PlanStatus::PastDue,
+                expires_at: Some("2027-01-01T00:00:00Z".parse().unwrap()),
+                subscribed_at: "2026-01-31T00:00:00Z".parse().unwrap(),
+                max_rps: 7,
+                max_requests: 5_000_000_000,
+                max_projects: 3,
+            },
+        }
+    }
+
+    #[test]
+    fn the_context_carries_the_terms_as_strings() {
+        let p = principal();
+        let Value::Object(map) = context(&p) else {
+            panic!("not an object")
+        };
+        assert!(map.values().all(Value::is_string), "{map:?}");
+        let fields: HashMap<String, Value> = map.into_iter().collect();
+        assert_eq!(
+            from_context(&fields),
+            Some((p.account.clone(), Some(p.terms)))
+        );
+        let mut no_expiry = p.clone();
+        no_expiry.terms.expires_at = None;
+        let Value::Object(map) = context(&no_expiry) else {
+            panic!("not an object")
+        };
+        let fields: HashMap<String, Value> = map.into_iter().collect();
+        assert_eq!(
+            from_context(&fields).and_then(|(_, t)| t),
+            Some(no_expiry.terms)
+        );
+        // An older policy with the account only.
+        let old = HashMap::from([("accountId".to_owned(), json!("acc_1"))]);
+        assert_eq!(from_context(&old), Some((p.account, None)));
+        let bad = HashMap::from([("accountId".to_owned(), json!("a/b"))]);
+        assert_eq!(from_context(&bad), None);
+    }
+
     #[test]
     fn policy_covers_the_whole_stage() {
-        let acc = AccountId::parse("acc_1").unwrap();
         let p = allow_policy(
             "arn:aws:execute-api:eu-west-1:123456789012:abcdef123/v1/GET/results/p/s",
-            &acc,
+            &principal(),
         );
         let v = serde_json::to_value(&p).unwrap();
         assert_eq!(

@@ -6,6 +6,7 @@ use std::borrow::Cow;
 use http::{HeaderValue, StatusCode, header};
 use lambda_http::{Body, Response};
 
+use crate::domain::plan::Refusal;
 use crate::report::Chain;
 use crate::service::ServiceError;
 use crate::store::StoreError;
@@ -18,6 +19,9 @@ pub enum ApiError {
     /// Carries the `Allow` header value.
     MethodNotAllowed(String),
     Conflict(&'static str),
+    Forbidden(&'static str),
+    /// Over a plan limit: the message and the `Retry-After` seconds.
+    TooManyRequests(&'static str, u64),
     PayloadTooLarge,
     UnsupportedMediaType,
     /// Storage throttled after retries: the client should retry later.
@@ -37,6 +41,8 @@ impl ApiError {
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::Conflict(_) => StatusCode::CONFLICT,
+            ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
+            ApiError::TooManyRequests(..) => StatusCode::TOO_MANY_REQUESTS,
             ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
@@ -48,7 +54,8 @@ impl ApiError {
         match self {
             ApiError::BadRequest(m) => m,
             ApiError::Unauthorized => "Unauthorized",
-            ApiError::NotFound(m) | ApiError::Conflict(m) => m,
+            ApiError::NotFound(m) | ApiError::Conflict(m) | ApiError::Forbidden(m) => m,
+            ApiError::TooManyRequests(m, _) => m,
             ApiError::MethodNotAllowed(_) => "Method not allowed",
             ApiError::PayloadTooLarge => "Request body is too large",
             ApiError::UnsupportedMediaType => "Content-Type must be application/json",
@@ -65,6 +72,10 @@ impl ApiError {
             ApiError::Unavailable => {
                 res.headers_mut()
                     .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            }
+            ApiError::TooManyRequests(_, seconds) => {
+                res.headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from(*seconds));
             }
             _ => {}
         }
@@ -99,6 +110,16 @@ impl From<ServiceError> for ApiError {
             }
             ServiceError::WebhookLimit => {
                 ApiError::Conflict("The project already has the maximum of 10 webhooks")
+            }
+            ServiceError::ProjectLimit => ApiError::Forbidden("Project limit reached"),
+            ServiceError::Refused(Refusal::PlanInactive) => {
+                ApiError::Forbidden("Plan is not active")
+            }
+            ServiceError::Refused(Refusal::RateLimited(s)) => {
+                ApiError::TooManyRequests("Rate limit exceeded", s)
+            }
+            ServiceError::Refused(Refusal::QuotaExceeded(s)) => {
+                ApiError::TooManyRequests("Monthly request quota exceeded", s)
             }
             ServiceError::Store(e) => e.into(),
         }

@@ -128,13 +128,30 @@ impl Members {
         Ok(Self(fields))
     }
 
-    /// A required string member.
-    pub fn string(&self, name: &str) -> Result<&str, ApiError> {
+    /// An optional string member (absent or null: None).
+    pub fn optional_string(&self, name: &str) -> Result<Option<&str>, ApiError> {
         match self.0.get(name) {
-            None | Some(Value::Null) => Err(ApiError::bad_request(format!("`{name}` is required"))),
-            Some(Value::String(s)) => Ok(s),
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s)),
             Some(_) => Err(ApiError::bad_request(format!("`{name}` must be a string"))),
         }
+    }
+
+    /// An optional boolean member (absent or null: None).
+    pub fn optional_bool(&self, name: &str) -> Result<Option<bool>, ApiError> {
+        match self.0.get(name) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Bool(b)) => Ok(Some(*b)),
+            Some(_) => Err(ApiError::bad_request(format!(
+                "`{name}` must be true or false"
+            ))),
+        }
+    }
+
+    /// A required string member.
+    pub fn string(&self, name: &str) -> Result<&str, ApiError> {
+        self.optional_string(name)?
+            .ok_or_else(|| ApiError::bad_request(format!("`{name}` is required")))
     }
 }
 

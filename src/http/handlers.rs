@@ -9,13 +9,18 @@ use super::ApiError;
 use super::extract::{Json, JsonBody, Members, Paging};
 use super::pipeline::{Call, Endpoint, Reply};
 use super::routes::BASE;
+use crate::domain::project::{Domain, ProjectName};
 use crate::domain::webhook::{WebhookType, WebhookUrl};
 use crate::domain::{
     CheckResult, DeliveryView, Plan, Project, ProjectId, SessionId, SessionScore as Score, Webhook,
     WebhookId,
 };
 use crate::service::Vigil;
-use crate::store::{AccountStore, DeliveryStore, ProjectStore, ResultStore, WebhookStore};
+use crate::service::plans::Usage;
+use crate::service::projects::ProjectChanges;
+use crate::store::{
+    AccountStore, DeliveryStore, ProjectStore, ResultStore, UsageStore, WebhookStore,
+};
 
 pub use super::extract::MAX_PAGE;
 /// Largest webhook creation body accepted.
@@ -78,6 +83,8 @@ impl<S: ProjectStore + ResultStore> Endpoint<S> for SessionScore {
 pub struct GetPlan;
 
 impl<S: AccountStore> Endpoint<S> for GetPlan {
+    // Readable while the plan is not in force, so a client can learn why it is refused.
+    const WITHOUT_PLAN_IN_FORCE: bool = true;
     type Path = ();
     type Body = ();
     type Data = Plan;
@@ -191,6 +198,130 @@ impl<S: ProjectStore + WebhookStore + DeliveryStore> Endpoint<S> for ListDeliver
         Ok(Reply::ok(
             app.deliveries(&call.account, project, webhook).await?,
         ))
+    }
+}
+
+/// The project creation body: exactly `name` and `domain`.
+pub struct NewProject {
+    pub name: ProjectName,
+    pub domain: Domain,
+}
+
+/// Largest project body accepted.
+pub const MAX_PROJECT_BODY: usize = 8 * 1024;
+
+impl JsonBody for NewProject {
+    const MAX_BYTES: usize = MAX_PROJECT_BODY;
+
+    fn from_json(value: Value) -> Result<Self, ApiError> {
+        let members = Members::only(value, &["name", "domain"])?;
+        Ok(Self {
+            name: project_name(members.string("name")?)?,
+            domain: project_domain(members.string("domain")?)?,
+        })
+    }
+}
+
+fn project_name(s: &str) -> Result<ProjectName, ApiError> {
+    ProjectName::parse(s).map_err(|e| ApiError::bad_request(format!("`name` {e}")))
+}
+
+fn project_domain(s: &str) -> Result<Domain, ApiError> {
+    Domain::parse(s).map_err(|e| ApiError::bad_request(format!("`domain` {e}")))
+}
+
+/// POST /projects: 201 with the new project (its keys included) and its `Location`.
+pub struct CreateProject;
+
+impl<S: ProjectStore> Endpoint<S> for CreateProject {
+    type Path = ();
+    type Body = Json<NewProject>;
+    type Data = Project;
+
+    async fn handle(
+        app: &Vigil<S>,
+        call: Call<'_, (), Self::Body>,
+    ) -> Result<Reply<Project>, ApiError> {
+        let Json(NewProject { name, domain }) = call.body;
+        let project = app
+            .create_project(&call.account, &call.terms, name, domain)
+            .await?;
+        let location = format!("{BASE}/projects/{}", project.id);
+        Ok(Reply::created(project, location))
+    }
+}
+
+/// GET /projects: the account's projects, oldest first.
+pub struct ListProjects;
+
+impl<S: ProjectStore> Endpoint<S> for ListProjects {
+    type Path = ();
+    type Body = ();
+    type Data = Vec<Project>;
+
+    async fn handle(
+        app: &Vigil<S>,
+        call: Call<'_, (), ()>,
+    ) -> Result<Reply<Vec<Project>>, ApiError> {
+        Ok(Reply::ok(app.projects(&call.account).await?))
+    }
+}
+
+impl JsonBody for ProjectChanges {
+    const MAX_BYTES: usize = MAX_PROJECT_BODY;
+
+    fn from_json(value: Value) -> Result<Self, ApiError> {
+        let members = Members::only(value, &["name", "domain", "disabled"])?;
+        let changes = ProjectChanges {
+            name: members
+                .optional_string("name")?
+                .map(project_name)
+                .transpose()?,
+            domain: members
+                .optional_string("domain")?
+                .map(project_domain)
+                .transpose()?,
+            disabled: members.optional_bool("disabled")?,
+        };
+        if changes == ProjectChanges::default() {
+            return Err(ApiError::bad_request(
+                "Request body must set at least one of `name`, `domain` and `disabled`",
+            ));
+        }
+        Ok(changes)
+    }
+}
+
+/// PATCH /projects/{projectId}: changes `name`, `domain` or `disabled`; the project as it now is.
+pub struct UpdateProject;
+
+impl<S: ProjectStore> Endpoint<S> for UpdateProject {
+    type Path = ProjectId;
+    type Body = Json<ProjectChanges>;
+    type Data = Project;
+
+    async fn handle(
+        app: &Vigil<S>,
+        call: Call<'_, ProjectId, Self::Body>,
+    ) -> Result<Reply<Project>, ApiError> {
+        let Json(changes) = call.body;
+        Ok(Reply::ok(
+            app.update_project(&call.account, &call.path, changes)
+                .await?,
+        ))
+    }
+}
+
+/// GET /usage: the current billing period's requests against `maxRequests`.
+pub struct GetUsage;
+
+impl<S: UsageStore> Endpoint<S> for GetUsage {
+    type Path = ();
+    type Body = ();
+    type Data = Usage;
+
+    async fn handle(app: &Vigil<S>, call: Call<'_, (), ()>) -> Result<Reply<Usage>, ApiError> {
+        Ok(Reply::ok(app.usage(&call.account, &call.terms).await?))
     }
 }
 

@@ -4,9 +4,12 @@
 //! 1. route: API Gateway (or the local router) picked the endpoint; unknown paths are 404 and known
 //!    paths with another method 405, before anything here runs;
 //! 2. authentication: the account the authorizer put in the request context, else 401;
-//! 3. path ids: the endpoint's [`FromPath`] type, else 400;
-//! 4. body: the endpoint's [`FromBody`] type, else 415, 413 or 400;
-//! 5. the endpoint's handler, whose [`Reply`] or [`ApiError`] is turned into a response here.
+//! 3. the plan: 403 when it is not in force (but for reading the plan), 429 over `maxRps` or
+//!    `maxRequests`; otherwise the request is counted. Every answer from here on carries the
+//!    `RateLimit-Policy` and `RateLimit` headers;
+//! 4. path ids: the endpoint's [`FromPath`] type, else 400;
+//! 5. body: the endpoint's [`FromBody`] type, else 415, 413 or 400;
+//! 6. the endpoint's handler, whose [`Reply`] or [`ApiError`] is turned into a response here.
 //!
 //! A step that must run for every authenticated request belongs in [`answer`], once.
 
@@ -16,17 +19,20 @@ use http::{HeaderName, StatusCode, header};
 use lambda_http::request::RequestContext;
 use lambda_http::{Body, Request, RequestExt, Response};
 use serde::Serialize;
-use serde_json::Value;
 
 use super::extract::{FromBody, FromPath};
 use super::routes::{Route, with_routes};
-use super::{ACCOUNT_CONTEXT_KEY, ApiError, json_response, set_header};
-use crate::domain::AccountId;
-use crate::service::Vigil;
-use crate::store::Store;
+use super::{ApiError, auth, json_response, set_header};
+use crate::domain::plan::{Refusal, Standing, Terms, seconds_until};
+use crate::domain::{AccountId, Timestamp};
+use crate::service::{ServiceError, Vigil};
+use crate::store::{AccountStore, Store, UsageStore};
 
 /// One route: what it extracts from the request, and its handler.
 pub trait Endpoint<S>: 'static {
+    /// Whether the endpoint answers while the plan is not in force (reading the plan itself, so
+    /// a client can learn why it is refused).
+    const WITHOUT_PLAN_IN_FORCE: bool = false;
     type Path: FromPath + Send + Sync;
     type Body: FromBody + Send + Sync;
     type Data: Serialize;
@@ -40,6 +46,7 @@ pub trait Endpoint<S>: 'static {
 /// A request that passed every step before the handler.
 pub struct Call<'a, P, B> {
     pub account: AccountId,
+    pub terms: Terms,
     pub path: P,
     pub body: B,
     pub req: &'a Request,
@@ -93,39 +100,117 @@ impl<T: Serialize> Reply<T> {
     }
 }
 
-/// The account the authorizer put into the request context; 401 without it.
-fn authenticated(req: &Request) -> Result<AccountId, ApiError> {
+/// The account the authorizer put into the request context (401 without it), and its plan's
+/// terms, read from the store when the context predates them.
+async fn authenticated<S: AccountStore>(
+    app: &Vigil<S>,
+    req: &Request,
+) -> Result<(AccountId, Terms), ApiError> {
     let Some(RequestContext::ApiGatewayV1(ctx)) = req.request_context_ref() else {
         return Err(ApiError::Unauthorized);
     };
-    ctx.authorizer
-        .fields
-        .get(ACCOUNT_CONTEXT_KEY)
-        .and_then(Value::as_str)
-        .and_then(|s| AccountId::parse(s).ok())
-        .ok_or(ApiError::Unauthorized)
+    match auth::from_context(&ctx.authorizer.fields) {
+        Some((account, Some(terms))) => Ok((account, terms)),
+        Some((account, None)) => {
+            let terms = app.terms(&account).await?;
+            Ok((account, terms))
+        }
+        None => Err(ApiError::Unauthorized),
+    }
 }
 
-/// Answers one request of endpoint `E` (steps 2 to 5 above).
+/// Answers one request of endpoint `E` (steps 2 to 6 above).
 pub async fn answer<E, S>(app: &Vigil<S>, req: Request) -> Response<Body>
 where
     E: Endpoint<S>,
-    S: Sync,
+    S: AccountStore + UsageStore + Sync,
 {
+    let (account, terms) = match authenticated(app, &req).await {
+        Ok(principal) => principal,
+        Err(e) => return e.into_response(),
+    };
+    let now = app.now();
+    let standing = match app.admit(&account, &terms, E::WITHOUT_PLAN_IN_FORCE).await {
+        Ok(standing) => standing,
+        Err(e) => {
+            let refused = refused_standing(&e, &terms, now);
+            let mut res = ApiError::from(e).into_response();
+            rate_limit_headers(&mut res, &terms, now, refused);
+            return res;
+        }
+    };
     let reply = async {
-        let account = authenticated(&req)?;
         let path = E::Path::from_path(&req)?;
         let body = E::Body::from_body(&req)?;
         let call = Call {
             account,
+            terms,
             path,
             body,
             req: &req,
         };
         E::handle(app, call).await?.into_response()
     };
-    reply.await.unwrap_or_else(ApiError::into_response)
+    let mut res = reply.await.unwrap_or_else(ApiError::into_response);
+    rate_limit_headers(&mut res, &terms, now, Some(standing));
+    res
 }
+
+/// What the headers of a refusal can say: nothing remains of the limit that refused it.
+fn refused_standing(e: &ServiceError, terms: &Terms, now: Timestamp) -> Option<Standing> {
+    let ServiceError::Refused(refusal) = e else {
+        return None;
+    };
+    let reset = seconds_until(now, terms.period(now).end);
+    match refusal {
+        Refusal::PlanInactive => None,
+        Refusal::RateLimited(_) => Some(Standing {
+            rps_remaining: 0,
+            period_remaining: u64::MAX,
+            period_reset: reset,
+        }),
+        Refusal::QuotaExceeded(_) => Some(Standing {
+            rps_remaining: u32::MAX,
+            period_remaining: 0,
+            period_reset: reset,
+        }),
+    }
+}
+
+/// `RateLimit-Policy` and `RateLimit` (IETF httpapi rate-limit header fields): a "burst" policy of
+/// `maxRps` per second and a "monthly" one of `maxRequests` per billing period. A remaining count
+/// that is unknown (`MAX`: the other limit refused first) is left out.
+fn rate_limit_headers(
+    res: &mut Response<Body>,
+    terms: &Terms,
+    now: Timestamp,
+    standing: Option<Standing>,
+) {
+    let period = terms.period(now);
+    let window = (period.end.unix_seconds() - period.start.unix_seconds()).max(1);
+    let policy = format!(
+        "\"burst\";q={};w=1, \"monthly\";q={};w={window}",
+        terms.max_rps, terms.max_requests
+    );
+    set_header(res, RATELIMIT_POLICY.clone(), &policy);
+    let Some(s) = standing else {
+        return;
+    };
+    let mut items = Vec::with_capacity(2);
+    if s.rps_remaining != u32::MAX {
+        items.push(format!("\"burst\";r={};t=1", s.rps_remaining));
+    }
+    if s.period_remaining != u64::MAX {
+        items.push(format!(
+            "\"monthly\";r={};t={}",
+            s.period_remaining, s.period_reset
+        ));
+    }
+    set_header(res, RATELIMIT.clone(), &items.join(", "));
+}
+
+static RATELIMIT_POLICY: HeaderName = HeaderName::from_static("ratelimit-policy");
+static RATELIMIT: HeaderName = HeaderName::from_static("ratelimit");
 
 /// Answers a request the local router resolved to `route`. Each endpoint is named after its route,
 /// so the match cannot pair a route with another route's handler.

@@ -20,6 +20,10 @@ macro_rules! with_routes {
             ListWebhooks,
             DeleteWebhook,
             ListDeliveries,
+            CreateProject,
+            ListProjects,
+            UpdateProject,
+            GetUsage,
         }
     };
 }
@@ -56,6 +60,10 @@ pub const ROUTES: &[(Method, &str, Route)] = &[
     (Method::GET,    concatcp!("/projects/", PROJECT, "/webhooks"),                       Route::ListWebhooks),
     (Method::DELETE, concatcp!("/projects/", PROJECT, "/webhooks/", WEBHOOK),             Route::DeleteWebhook),
     (Method::GET,    concatcp!("/projects/", PROJECT, "/webhooks/", WEBHOOK, "/deliveries"), Route::ListDeliveries),
+    (Method::POST,   "/projects",                                                         Route::CreateProject),
+    (Method::GET,    "/projects",                                                         Route::ListProjects),
+    (Method::PATCH,  concatcp!("/projects/", PROJECT),                                    Route::UpdateProject),
+    (Method::GET,    "/usage",                                                            Route::GetUsage),
 ];
 
 /// The base path every route sits under.
@@ -146,6 +154,10 @@ mod tests {
                 "/projects/{projectId}/webhooks",
                 "/projects/{projectId}/webhooks/{webhookId}",
                 "/projects/{projectId}/webhooks/{webhookId}/deliveries",
+                "/projects",
+                "/projects",
+                "/projects/{projectId}",
+                "/usage",
             ]
         );
     }

@@ -1,21 +1,26 @@
 //! The service's decisions: who may see what, and what each operation means. Handlers parse and
 //! answer; this layer decides; stores persist.
 
+use std::sync::Arc;
+
 use quick_cache::sync::Cache;
 
-use crate::domain::DeliveryView;
+use crate::domain::plan::{Principal, Refusal, Terms};
 use crate::domain::token::ApiKey;
 use crate::domain::webhook::{UrlPolicy, WebhookType, WebhookUrl};
 use crate::domain::{
     AccountId, Plan, Project, ProjectId, ResultPosition, SessionId, SessionScore, Timestamp,
     Webhook, WebhookId,
 };
+use crate::domain::{Clock, DeliveryView, SystemClock};
 use crate::store::{
     AccountStore, DeliveryStore, KeyStore, ProjectStore, ResultPage, ResultStore, StoreError,
     WebhookStore,
 };
 
 pub mod admin;
+pub mod plans;
+pub mod projects;
 
 /// How many project owners a warm instance remembers. Ownership never changes, so entries never go
 /// stale; the bound only caps memory.
@@ -35,6 +40,10 @@ pub enum ServiceError {
     WebhookDuplicate,
     #[error("the project has the most webhooks allowed")]
     WebhookLimit,
+    #[error("refused by the plan: {0:?}")]
+    Refused(Refusal),
+    #[error("the account has the most projects its plan allows")]
+    ProjectLimit,
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -46,6 +55,7 @@ pub struct Vigil<S> {
     store: S,
     owners: Cache<ProjectId, AccountId>,
     url_policy: UrlPolicy,
+    clock: Arc<dyn Clock>,
 }
 
 impl<S> Vigil<S> {
@@ -54,21 +64,36 @@ impl<S> Vigil<S> {
             store,
             owners: Cache::new(OWNER_CACHE_SIZE),
             url_policy,
+            clock: Arc::new(SystemClock),
         }
+    }
+
+    /// The same service reading the time from `clock` (tests set it to reach exact boundaries).
+    pub fn with_clock(mut self, clock: impl Clock) -> Self {
+        self.clock = Arc::new(clock);
+        self
     }
 
     pub fn url_policy(&self) -> UrlPolicy {
         self.url_policy
     }
+
+    pub fn now(&self) -> Timestamp {
+        self.clock.now()
+    }
 }
 
-impl<S: KeyStore> Vigil<S> {
-    /// The account that owns a developer key. Only the key's hash is looked up.
-    pub async fn authenticate(&self, key: &ApiKey) -> ServiceResult<AccountId> {
-        self.store
+impl<S: KeyStore + AccountStore> Vigil<S> {
+    /// The account that owns a developer key, with its plan's terms. Only the key's hash is
+    /// looked up; a key whose account is gone authenticates nothing.
+    pub async fn authenticate(&self, key: &ApiKey) -> ServiceResult<Principal> {
+        let account = self
+            .store
             .key_account(&key.hash())
             .await?
-            .ok_or(ServiceError::Unauthorized)
+            .ok_or(ServiceError::Unauthorized)?;
+        let terms = self.terms(&account).await?;
+        Ok(Principal { account, terms })
     }
 }
 
@@ -101,6 +126,11 @@ impl<S: ProjectStore> Vigil<S> {
 }
 
 impl<S: AccountStore> Vigil<S> {
+    /// The terms of the account's plan, for a caller whose credentials did not carry them.
+    pub async fn terms(&self, account: &AccountId) -> ServiceResult<Terms> {
+        Ok(self.plan(account).await?.terms())
+    }
+
     pub async fn plan(&self, account: &AccountId) -> ServiceResult<Plan> {
         // A key whose account is gone authenticates nothing.
         let account = self

@@ -11,18 +11,20 @@ use aws_sdk_dynamodb::error::{BuildError, ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, AttributeValue, BillingMode, Delete, GlobalSecondaryIndex,
-    KeySchemaElement, KeyType, Projection, ProjectionType, Put,
+    KeySchemaElement, KeyType, Projection, ProjectionType, Put, ReturnValue,
     ReturnValuesOnConditionCheckFailure, ScalarAttributeType, StreamSpecification, StreamViewType,
-    TransactWriteItem, Update,
+    TimeToLiveSpecification, TransactWriteItem, Update,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::items::*;
 use super::{
-    AccountStore, AdminStore, DeliveryStore, KeyStore, OpFailed, ProjectStore, ResultPage,
-    ResultStore, StoreError, WebhookInsert, WebhookStore,
+    AccountStore, AdminStore, COUNTER_GRACE_SECONDS, DeliveryStore, KeyStore, OpFailed,
+    ProjectInsert, ProjectStore, RATE_WINDOW_TTL, ResultPage, ResultStore, StoreError, UsageStore,
+    WebhookInsert, WebhookStore,
 };
+use crate::domain::plan::{Counted, Period};
 use crate::domain::webhook::MAX_WEBHOOKS_PER_PROJECT;
 use crate::domain::{
     Account, AccountId, Delivery, NewResult, Project, ProjectId, ResultPosition, SessionId,
@@ -257,6 +259,71 @@ impl DynamoStore {
         Ok(())
     }
 
+    /// Adds one request to a counter unless it already holds `max`: the new count, or None when
+    /// refused.
+    async fn bump(
+        &self,
+        pk: &str,
+        sk: String,
+        max: u64,
+        ttl: i64,
+    ) -> Result<Option<u64>, StoreError> {
+        let out = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(key(pk, sk)))
+            .update_expression("ADD #c :one SET #t = :ttl, #e = :entity")
+            .condition_expression("attribute_not_exists(#c) OR #c < :max")
+            .expression_attribute_names("#c", "count")
+            .expression_attribute_names("#t", TTL)
+            .expression_attribute_names("#e", "entity")
+            .expression_attribute_values(":one", n(1))
+            .expression_attribute_values(":max", n(max))
+            .expression_attribute_values(":ttl", n(ttl))
+            .expression_attribute_values(":entity", s("counter"))
+            .return_values(ReturnValue::UpdatedNew)
+            .send()
+            .await;
+        match out {
+            Ok(o) => {
+                let count = o
+                    .attributes
+                    .as_ref()
+                    .and_then(|a| a.get("count"))
+                    .and_then(|v| v.as_n().ok())
+                    .and_then(|v| v.parse::<u64>().ok())
+                    .ok_or_else(|| StoreError::Corrupt("counter without a count".into()))?;
+                Ok(Some(count))
+            }
+            Err(SdkError::ServiceError(e)) if e.err().is_conditional_check_failed_exception() => {
+                Ok(None)
+            }
+            Err(e) => Err(sdk_error("UpdateItem", e)),
+        }
+    }
+
+    /// Moves an account's project counter by `delta` (seeding; creation checks the limit itself).
+    fn add_to_project_count(
+        &self,
+        account: &AccountId,
+        delta: i64,
+    ) -> Result<TransactWriteItem, StoreError> {
+        let update = build(
+            Update::builder()
+                .table_name(&self.table)
+                .set_key(Some(key(account_pk(account), PROJECT_COUNT_SK)))
+                .update_expression("SET #c = if_not_exists(#c, :zero) + :d, #e = :entity")
+                .expression_attribute_names("#c", "count")
+                .expression_attribute_names("#e", "entity")
+                .expression_attribute_values(":zero", n(0))
+                .expression_attribute_values(":d", n(delta))
+                .expression_attribute_values(":entity", s("project_count"))
+                .build(),
+        )?;
+        Ok(TransactWriteItem::builder().update(update).build())
+    }
+
     fn put(&self, item: Item, condition: &str) -> Result<TransactWriteItem, StoreError> {
         let put = build(
             Put::builder()
@@ -361,6 +428,19 @@ impl DynamoStore {
             .send()
             .await
             .map_err(|e| sdk_error("CreateTable", e))?;
+        // Counters of past windows and periods expire by TTL (the template sets the same).
+        self.client
+            .update_time_to_live()
+            .table_name(&self.table)
+            .time_to_live_specification(build(
+                TimeToLiveSpecification::builder()
+                    .attribute_name(TTL)
+                    .enabled(true)
+                    .build(),
+            )?)
+            .send()
+            .await
+            .map_err(|e| sdk_error("UpdateTimeToLive", e))?;
         Ok(())
     }
 }
@@ -383,6 +463,143 @@ impl ProjectStore for DynamoStore {
     async fn project(&self, id: &ProjectId) -> Result<Option<Project>, StoreError> {
         let item: Option<ProjectItem> = self.get(&project_pk(id), PROJECT_SK, false).await?;
         Ok(item.map(Project::from))
+    }
+
+    async fn create_project(
+        &self,
+        project: &Project,
+        max_projects: u32,
+    ) -> Result<ProjectInsert, StoreError> {
+        let item = ProjectItem::from(project);
+        let listed = ProjectItem::listed(project);
+        for attempt in 0..MAX_WRITE_ATTEMPTS {
+            let count = build(
+                Update::builder()
+                    .table_name(&self.table)
+                    .set_key(Some(key(listed.pk.clone(), PROJECT_COUNT_SK)))
+                    .update_expression("SET #c = if_not_exists(#c, :zero) + :one, #e = :entity")
+                    .condition_expression("attribute_not_exists(#c) OR #c < :max")
+                    .expression_attribute_names("#c", "count")
+                    .expression_attribute_names("#e", "entity")
+                    .expression_attribute_values(":zero", n(0))
+                    .expression_attribute_values(":one", n(1))
+                    .expression_attribute_values(":max", n(max_projects))
+                    .expression_attribute_values(":entity", s("project_count"))
+                    .build(),
+            )?;
+            let tx = vec![
+                self.put(to_item(&item)?, "attribute_not_exists(pk)")?,
+                self.put(to_item(&listed)?, "attribute_not_exists(pk)")?,
+                TransactWriteItem::builder().update(count).build(),
+            ];
+            match self.transact(tx).await? {
+                TxOutcome::Done => return Ok(ProjectInsert::Created),
+                TxOutcome::ConditionFailed(reasons) => {
+                    let failed: Vec<bool> = reasons.iter().map(|(f, _)| *f).collect();
+                    return match failed.as_slice() {
+                        [false, false, true] => Ok(ProjectInsert::LimitReached),
+                        _ => Err(StoreError::Backend(
+                            format!("project id {} already exists", project.id).into(),
+                        )),
+                    };
+                }
+                TxOutcome::Conflict => tokio::time::sleep(backoff(attempt)).await,
+            }
+        }
+        Err(StoreError::Throttled(
+            "project creation too contended".into(),
+        ))
+    }
+
+    async fn account_projects(&self, account: &AccountId) -> Result<Vec<Project>, StoreError> {
+        let items: Vec<ProjectItem> = self
+            .query_prefix(
+                account_pk(account),
+                ACCOUNT_PROJECT_PREFIX.to_owned(),
+                true,
+                None,
+                None,
+            )
+            .await?;
+        Ok(items.into_iter().map(Project::from).collect())
+    }
+
+    async fn update_project(&self, project: &Project) -> Result<bool, StoreError> {
+        let item = ProjectItem::from(project);
+        let listed = ProjectItem::listed(project);
+        let mut owned = self.put(to_item(&item)?, "attribute_exists(pk) AND accountId = :acc")?;
+        if let Some(put) = owned.put.as_mut() {
+            put.expression_attribute_values = Some(HashMap::from([(
+                ":acc".to_owned(),
+                s(project.account_id.as_str()),
+            )]));
+        }
+        let tx = vec![owned, self.put(to_item(&listed)?, "attribute_exists(pk)")?];
+        for attempt in 0..MAX_WRITE_ATTEMPTS {
+            match self.transact(tx.clone()).await? {
+                TxOutcome::Done => return Ok(true),
+                TxOutcome::ConditionFailed(_) => return Ok(false),
+                TxOutcome::Conflict => tokio::time::sleep(backoff(attempt)).await,
+            }
+        }
+        Err(StoreError::Throttled("project update too contended".into()))
+    }
+}
+
+impl UsageStore for DynamoStore {
+    async fn count_request(
+        &self,
+        account: &AccountId,
+        second: i64,
+        max_rps: u32,
+        period: &Period,
+        max_requests: u64,
+    ) -> Result<Counted, StoreError> {
+        let pk = account_pk(account);
+        // Both counters at once: one round trip. A request the rate refuses is taken back out of
+        // the period's count, which only refused requests pay for.
+        let (rate, usage) = tokio::join!(
+            self.bump(
+                &pk,
+                rate_sk(second),
+                u64::from(max_rps),
+                second + RATE_WINDOW_TTL
+            ),
+            self.bump(
+                &pk,
+                usage_sk(period.start),
+                max_requests,
+                period.end.unix_seconds() + COUNTER_GRACE_SECONDS,
+            ),
+        );
+        match (rate?, usage?) {
+            (Some(in_second), Some(in_period)) => Ok(Counted::Allowed {
+                in_second: u32::try_from(in_second).unwrap_or(u32::MAX),
+                in_period,
+            }),
+            (None, Some(_)) => {
+                self.client
+                    .update_item()
+                    .table_name(&self.table)
+                    .set_key(Some(key(pk, usage_sk(period.start))))
+                    .update_expression("ADD #c :minus")
+                    .expression_attribute_names("#c", "count")
+                    .expression_attribute_values(":minus", n(-1))
+                    .send()
+                    .await
+                    .map_err(|e| sdk_error("UpdateItem", e))?;
+                Ok(Counted::RateLimited)
+            }
+            (None, None) => Ok(Counted::RateLimited),
+            (Some(_), None) => Ok(Counted::QuotaExceeded),
+        }
+    }
+
+    async fn period_usage(&self, account: &AccountId, period: &Period) -> Result<u64, StoreError> {
+        let item: Option<CounterItem> = self
+            .get(&account_pk(account), &usage_sk(period.start), false)
+            .await?;
+        Ok(item.map_or(0, |c| c.count))
     }
 }
 
@@ -579,7 +796,42 @@ impl AdminStore for DynamoStore {
     }
 
     async fn put_project(&self, project: &Project) -> Result<(), StoreError> {
-        self.put_plain(&ProjectItem::from(project)).await
+        let item = ProjectItem::from(project);
+        let old: Option<ProjectItem> = self.get(&item.pk, &item.sk, true).await?;
+        let mut tx = vec![
+            self.put(
+                to_item(&item)?,
+                "attribute_exists(pk) OR attribute_not_exists(pk)",
+            )?,
+            self.put(
+                to_item(&ProjectItem::listed(project))?,
+                "attribute_exists(pk) OR attribute_not_exists(pk)",
+            )?,
+        ];
+        let moved_from = old.map(|o| o.project.account_id);
+        if moved_from.as_ref() != Some(&project.account_id) {
+            tx.push(self.add_to_project_count(&project.account_id, 1)?);
+            if let Some(from) = moved_from {
+                // The seed gave the project another account: it leaves the old one's list.
+                let delete = build(
+                    Delete::builder()
+                        .table_name(&self.table)
+                        .set_key(Some(key(
+                            account_pk(&from),
+                            account_project_sk(&project.id),
+                        )))
+                        .build(),
+                )?;
+                tx.push(TransactWriteItem::builder().delete(delete).build());
+                tx.push(self.add_to_project_count(&from, -1)?);
+            }
+        }
+        match self.transact(tx).await? {
+            TxOutcome::Done => Ok(()),
+            _ => Err(StoreError::Throttled(
+                format!("seeding project {} collided with another write", project.id).into(),
+            )),
+        }
     }
 
     async fn is_empty(&self) -> Result<bool, StoreError> {

@@ -11,6 +11,10 @@
 //! | webhook counter | `PROJECT#{project}` | `WEBHOOKCOUNT`                            |
 //! | delivery        | `PROJECT#{project}` | `DELIVERY#{webhook}#{crossedAt}#{delivery}` |
 //! | account         | `ACCOUNT#{account}` | `ACCOUNT`                                 |
+//! | account project | `ACCOUNT#{account}` | `PROJECT#{project}` (a copy, for listing) |
+//! | project counter | `ACCOUNT#{account}` | `PROJECTCOUNT`                            |
+//! | rate window     | `ACCOUNT#{account}` | `RATE#{unix second}` (expires by `ttl`)   |
+//! | period usage    | `ACCOUNT#{account}` | `USAGE#{period start}` (expires by `ttl`) |
 //! | API key         | `APIKEY#{sha256}`   | `APIKEY`                                  |
 //! | checkpoint      | `CHECKPOINT#{name}` | `CHECKPOINT`                              |
 //!
@@ -37,6 +41,10 @@ pub const ACCOUNT_SK: &str = "ACCOUNT";
 pub const KEY_SK: &str = "APIKEY";
 pub const WEBHOOK_PREFIX: &str = "WEBHOOK#";
 pub const WEBHOOK_COUNT_SK: &str = "WEBHOOKCOUNT";
+pub const PROJECT_COUNT_SK: &str = "PROJECTCOUNT";
+pub const ACCOUNT_PROJECT_PREFIX: &str = "PROJECT#";
+/// The table's TTL attribute (epoch seconds): counters of past windows and periods expire by it.
+pub const TTL: &str = "ttl";
 pub const CHECKPOINT_SK: &str = "CHECKPOINT";
 /// The sparse index of pending deliveries, by due time.
 pub const DUE_INDEX: &str = "due";
@@ -65,6 +73,15 @@ pub fn results_prefix(s: &SessionId) -> String {
 /// to that order.
 pub fn result_sk(s: &SessionId, at: ResultPosition) -> String {
     format!("SESSION#{s}#RESULT#{}#{:020}", at.created_at, at.seq)
+}
+pub fn account_project_sk(p: &ProjectId) -> String {
+    format!("{ACCOUNT_PROJECT_PREFIX}{p}")
+}
+pub fn rate_sk(second: i64) -> String {
+    format!("RATE#{second}")
+}
+pub fn usage_sk(period_start: Timestamp) -> String {
+    format!("USAGE#{period_start}")
 }
 pub fn webhook_sk(w: &WebhookId) -> String {
     format!("{WEBHOOK_PREFIX}{w}")
@@ -100,6 +117,9 @@ pub enum Entity {
     ApiKey,
     Delivery,
     Checkpoint,
+    AccountProject,
+    ProjectCount,
+    Counter,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -223,6 +243,51 @@ impl From<&Project> for ProjectItem {
             project: p.clone(),
         }
     }
+}
+
+impl ProjectItem {
+    /// The copy under the account's partition, which lists its projects in one query.
+    pub fn listed(p: &Project) -> Self {
+        Self {
+            pk: account_pk(&p.account_id),
+            sk: account_project_sk(&p.id),
+            entity: Entity::AccountProject,
+            ..Self::from(p)
+        }
+    }
+}
+
+/// How many projects an account has; `maxProjects` is a condition on this counter.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProjectCountItem {
+    pub pk: String,
+    pub sk: String,
+    pub entity: Entity,
+    pub count: u32,
+}
+
+impl ProjectCountItem {
+    pub fn new(account: &AccountId, count: u32) -> Self {
+        Self {
+            pk: account_pk(account),
+            sk: PROJECT_COUNT_SK.to_owned(),
+            entity: Entity::ProjectCount,
+            count,
+        }
+    }
+}
+
+/// A request counter: one second's requests (`RATE#`) or one billing period's (`USAGE#`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CounterItem {
+    pub pk: String,
+    pub sk: String,
+    pub entity: Entity,
+    pub count: u64,
+    /// Epoch seconds after which the table may delete it.
+    pub ttl: i64,
 }
 
 impl From<ProjectItem> for Project {

@@ -3,6 +3,7 @@
 
 use std::future::Future;
 
+use crate::domain::plan::{Counted, Period};
 use crate::domain::{
     Account, AccountId, CheckResult, Delivery, NewResult, Project, ProjectId, ResultPosition,
     SessionId, SessionScore, Timestamp, Webhook, WebhookId,
@@ -95,6 +96,59 @@ pub trait AccountStore: Send + Sync {
 
 pub trait ProjectStore: Send + Sync {
     fn project(&self, id: &ProjectId) -> impl Future<Output = Res<Option<Project>>> + Send;
+
+    /// Creates a project unless its account already has `max_projects`, exactly under
+    /// concurrent creations.
+    fn create_project(
+        &self,
+        project: &Project,
+        max_projects: u32,
+    ) -> impl Future<Output = Res<ProjectInsert>> + Send;
+
+    /// The account's projects, in no particular order.
+    fn account_projects(
+        &self,
+        account: &AccountId,
+    ) -> impl Future<Output = Res<Vec<Project>>> + Send;
+
+    /// Replaces an existing project (same id and account); false when it does not exist.
+    fn update_project(&self, project: &Project) -> impl Future<Output = Res<bool>> + Send;
+}
+
+/// The outcome of creating a project.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProjectInsert {
+    Created,
+    LimitReached,
+}
+
+/// Seconds a per-second window is kept after it starts (expired by the table's TTL).
+pub const RATE_WINDOW_TTL: i64 = 120;
+/// Days a period's counter is kept after the period ends, so a late reader still finds it.
+pub const COUNTER_GRACE_SECONDS: i64 = 40 * 86_400;
+
+/// Request counters of accounts: one per second (`maxRps`) and one per billing period
+/// (`maxRequests`). Past windows expire by the table's TTL.
+pub trait UsageStore: Send + Sync {
+    /// Counts one request of `account` in the second `second` (epoch seconds) unless it already
+    /// has `max_rps`, and then in `period` unless that already has `max_requests`. A request
+    /// refused by the rate is not counted in the period. Exact under concurrent requests and
+    /// processes.
+    fn count_request(
+        &self,
+        account: &AccountId,
+        second: i64,
+        max_rps: u32,
+        period: &Period,
+        max_requests: u64,
+    ) -> impl Future<Output = Res<Counted>> + Send;
+
+    /// The requests counted in `period` so far.
+    fn period_usage(
+        &self,
+        account: &AccountId,
+        period: &Period,
+    ) -> impl Future<Output = Res<u64>> + Send;
 }
 
 pub trait ResultStore: Send + Sync {
@@ -203,6 +257,7 @@ pub trait Store:
     + WebhookStore
     + AdminStore
     + DeliveryStore
+    + UsageStore
     + 'static
 {
 }
@@ -215,6 +270,7 @@ impl<T> Store for T where
         + WebhookStore
         + AdminStore
         + DeliveryStore
+        + UsageStore
         + 'static
 {
 }

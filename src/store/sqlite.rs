@@ -17,9 +17,11 @@ use serde::de::DeserializeOwned;
 
 use super::items::*;
 use super::{
-    AccountStore, AdminStore, Cause, DeliveryStore, KeyStore, OpFailed, ProjectStore, ResultPage,
-    ResultStore, StoreError, WebhookInsert, WebhookStore,
+    AccountStore, AdminStore, COUNTER_GRACE_SECONDS, Cause, DeliveryStore, KeyStore, OpFailed,
+    ProjectInsert, ProjectStore, RATE_WINDOW_TTL, ResultPage, ResultStore, StoreError, UsageStore,
+    WebhookInsert, WebhookStore,
 };
+use crate::domain::plan::{Counted, Period};
 use crate::domain::webhook::MAX_WEBHOOKS_PER_PROJECT;
 use crate::domain::{
     Account, AccountId, Delivery, NewResult, Project, ProjectId, ResultPosition, SessionId,
@@ -45,6 +47,14 @@ CREATE TABLE IF NOT EXISTS due (
     PRIMARY KEY (pk, sk)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS due_by_time ON due (due_at);
+-- Request counters, per second and per billing period (the table's RATE# and USAGE# items). Not
+-- items: one is written per request, and they feed nothing.
+CREATE TABLE IF NOT EXISTS counters (
+    key     TEXT PRIMARY KEY,
+    count   INTEGER NOT NULL,
+    expires INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS counters_by_expiry ON counters (expires);
 -- Where each change-feed consumer has got to. Not items: writing them feeds nothing.
 CREATE TABLE IF NOT EXISTS checkpoints (
     name  TEXT PRIMARY KEY,
@@ -297,6 +307,123 @@ impl ProjectStore for SqliteStore {
         self.run(move |c| Ok(get::<ProjectItem>(c, &pk, PROJECT_SK)?.map(Project::from)))
             .await
     }
+
+    async fn create_project(
+        &self,
+        project: &Project,
+        max_projects: u32,
+    ) -> Result<ProjectInsert, StoreError> {
+        let project = project.clone();
+        self.write(move |tx| {
+            let count_pk = account_pk(&project.account_id);
+            let count: Option<ProjectCountItem> = get(tx, &count_pk, PROJECT_COUNT_SK)?;
+            let n = count.as_ref().map_or(0, |c| c.count);
+            if n >= max_projects {
+                return Ok(ProjectInsert::LimitReached);
+            }
+            let item = ProjectItem::from(&project);
+            if get::<ProjectItem>(tx, &item.pk, &item.sk)?.is_some() {
+                return Err(StoreError::Backend(
+                    format!("project id {} already exists", project.id).into(),
+                ));
+            }
+            put(tx, &item.pk, &item.sk, None, &item)?;
+            let listed = ProjectItem::listed(&project);
+            put(tx, &listed.pk, &listed.sk, None, &listed)?;
+            let next = ProjectCountItem::new(&project.account_id, n + 1);
+            put(tx, &next.pk, &next.sk, count.as_ref(), &next)?;
+            Ok(ProjectInsert::Created)
+        })
+        .await
+    }
+
+    async fn account_projects(&self, account: &AccountId) -> Result<Vec<Project>, StoreError> {
+        let pk = account_pk(account);
+        self.run(move |c| {
+            let end = prefix_end(ACCOUNT_PROJECT_PREFIX);
+            let items: Vec<ProjectItem> =
+                range(c, &pk, ACCOUNT_PROJECT_PREFIX, &end, false, usize::MAX >> 1)?;
+            Ok(items.into_iter().map(Project::from).collect())
+        })
+        .await
+    }
+
+    async fn update_project(&self, project: &Project) -> Result<bool, StoreError> {
+        let project = project.clone();
+        self.write(move |tx| {
+            let item = ProjectItem::from(&project);
+            let Some(old) = get::<ProjectItem>(tx, &item.pk, &item.sk)? else {
+                return Ok(false);
+            };
+            if old.project.account_id != project.account_id {
+                return Ok(false);
+            }
+            put(tx, &item.pk, &item.sk, Some(&old), &item)?;
+            let listed = ProjectItem::listed(&project);
+            upsert(tx, &listed.pk, &listed.sk, &listed)?;
+            Ok(true)
+        })
+        .await
+    }
+}
+
+impl UsageStore for SqliteStore {
+    async fn count_request(
+        &self,
+        account: &AccountId,
+        second: i64,
+        max_rps: u32,
+        period: &Period,
+        max_requests: u64,
+    ) -> Result<Counted, StoreError> {
+        let pk = account_pk(account);
+        let rate_key = format!("{pk}/{}", rate_sk(second));
+        let usage_key = format!("{pk}/{}", usage_sk(period.start));
+        let usage_expires = period.end.unix_seconds() + COUNTER_GRACE_SECONDS;
+        let max_requests = i64::try_from(max_requests).unwrap_or(i64::MAX);
+        self.write(move |tx| {
+            // One more request under `max`, or none: the guard makes the upsert the check.
+            let bump = |key: &str, max: i64, expires: i64| -> Result<Option<i64>, StoreError> {
+                Ok(tx
+                    .prepare_cached(
+                        "INSERT INTO counters (key, count, expires) VALUES (?1, 1, ?3)
+                         ON CONFLICT (key) DO UPDATE SET count = count + 1 WHERE count < ?2
+                         RETURNING count",
+                    )?
+                    .query_row(params![key, max, expires], |r| r.get(0))
+                    .optional()?)
+            };
+            let Some(in_second) = bump(&rate_key, i64::from(max_rps), second + RATE_WINDOW_TTL)?
+            else {
+                return Ok(Counted::RateLimited);
+            };
+            if in_second == 1 {
+                // The first request of a second clears windows that have expired, as a TTL would.
+                tx.prepare_cached("DELETE FROM counters WHERE expires < ?1")?
+                    .execute([second])?;
+            }
+            let Some(in_period) = bump(&usage_key, max_requests, usage_expires)? else {
+                return Ok(Counted::QuotaExceeded);
+            };
+            Ok(Counted::Allowed {
+                in_second: u32::try_from(in_second).unwrap_or(u32::MAX),
+                in_period: u64::try_from(in_period).unwrap_or(0),
+            })
+        })
+        .await
+    }
+
+    async fn period_usage(&self, account: &AccountId, period: &Period) -> Result<u64, StoreError> {
+        let key = format!("{}/{}", account_pk(account), usage_sk(period.start));
+        self.run(move |c| {
+            let n: Option<i64> = c
+                .prepare_cached("SELECT count FROM counters WHERE key = ?1")?
+                .query_row([key], |r| r.get(0))
+                .optional()?;
+            Ok(n.map_or(0, |n| u64::try_from(n).unwrap_or(0)))
+        })
+        .await
+    }
 }
 
 impl ResultStore for SqliteStore {
@@ -422,9 +549,31 @@ impl AdminStore for SqliteStore {
     }
 
     async fn put_project(&self, project: &Project) -> Result<(), StoreError> {
-        let item = ProjectItem::from(project);
-        self.write(move |tx| upsert(tx, &item.pk, &item.sk, &item))
-            .await
+        let project = project.clone();
+        self.write(move |tx| {
+            let item = ProjectItem::from(&project);
+            let old: Option<ProjectItem> = get(tx, &item.pk, &item.sk)?;
+            put(tx, &item.pk, &item.sk, old.as_ref(), &item)?;
+            let listed = ProjectItem::listed(&project);
+            upsert(tx, &listed.pk, &listed.sk, &listed)?;
+            let moved_from = old.map(|o| o.project.account_id);
+            if moved_from.as_ref() != Some(&project.account_id) {
+                if let Some(from) = moved_from {
+                    // The seed gave the project another account: it leaves the old one's list.
+                    let gone = ProjectItem::listed(&Project {
+                        account_id: from.clone(),
+                        ..project.clone()
+                    });
+                    if let Some(old_listed) = get::<ProjectItem>(tx, &gone.pk, &gone.sk)? {
+                        delete(tx, &gone.pk, &gone.sk, &old_listed)?;
+                    }
+                    add_to_project_count(tx, &from, -1)?;
+                }
+                add_to_project_count(tx, &project.account_id, 1)?;
+            }
+            Ok(())
+        })
+        .await
     }
 
     async fn is_empty(&self) -> Result<bool, StoreError> {
@@ -434,6 +583,19 @@ impl AdminStore for SqliteStore {
         })
         .await
     }
+}
+
+/// Moves an account's project counter by `delta` (seeding; creation checks the limit itself).
+fn add_to_project_count(
+    tx: &Transaction<'_>,
+    account: &AccountId,
+    delta: i64,
+) -> Result<(), StoreError> {
+    let pk = account_pk(account);
+    let old: Option<ProjectCountItem> = get(tx, &pk, PROJECT_COUNT_SK)?;
+    let n = i64::from(old.as_ref().map_or(0, |c| c.count)) + delta;
+    let next = ProjectCountItem::new(account, u32::try_from(n.max(0)).unwrap_or(0));
+    put(tx, &next.pk, &next.sk, old.as_ref(), &next)
 }
 
 /// Writes a delivery item and keeps the due index in step with it.
