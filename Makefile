@@ -9,7 +9,8 @@ PY         ?= python3
 
 # The Lambda functions: one binary each (src/bin/), one function each in template.yaml.
 LAMBDAS       := list-results session-score get-plan get-project create-webhook list-webhooks \
-                 delete-webhook list-deliveries authorizer fallback webhook-dispatch webhook-sweep
+                 delete-webhook list-deliveries create-project list-projects update-project get-usage \
+                 authorizer fallback webhook-dispatch webhook-sweep
 LAMBDA_TARGET := aarch64-unknown-linux-gnu
 # The tools venv first on PATH: cargo finds `cargo lambda` there, cargo-lambda finds zig
 # (`python3 -m ziglang`), and SAM's rust-cargolambda builder finds cargo-lambda.
@@ -49,7 +50,7 @@ lint: $(VENV_TOOLS)/.installed ## rustfmt check, clippy (warnings are errors), s
 	cargo clippy --all-targets --locked -- -D warnings
 	$(SAM_OFFLINE) sam validate --lint
 
-build: tools ## Cross-compile the twelve Lambda functions for arm64: target/lambda/<name>/bootstrap
+build: tools ## Cross-compile the Lambda functions for arm64: target/lambda/<name>/bootstrap
 	$(TOOLS_ENV) cargo lambda build --release --arm64 --locked $(addprefix --bin ,$(LAMBDAS))
 	@$(MAKE) --no-print-directory sizes
 

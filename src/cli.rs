@@ -10,8 +10,11 @@ use clap::{Args, Parser, Subcommand};
 use crate::config::{Config, ConfigError};
 use crate::dispatch::feed::{ChangeFeed, SWEEP_EVERY, sweep_forever};
 use crate::dispatch::{Dispatcher, Sender, SystemResolver};
+use crate::domain::project::{Domain, ProjectName};
 use crate::domain::token::ApiKey;
-use crate::domain::{CheckResult, NewResult, ProjectId, Score, SessionId, Timestamp, UrlPolicy};
+use crate::domain::{
+    AccountId, CheckResult, NewResult, ProjectId, Score, SessionId, Timestamp, UrlPolicy,
+};
 use crate::seed::{self, SeedError};
 use crate::service::{ServiceError, Vigil};
 use crate::store::{DynamoStore, SqliteStore, Store, StoreError};
@@ -55,6 +58,10 @@ pub enum CliError {
     },
     #[error("the server stopped")]
     Serve(#[source] std::io::Error),
+    #[error("unknown account {0}")]
+    UnknownAccount(AccountId),
+    #[error("cannot write the output")]
+    Output(#[source] serde_json::Error),
     #[error(transparent)]
     Service(#[from] ServiceError),
 }
@@ -116,6 +123,29 @@ pub enum Command {
     Results {
         #[command(subcommand)]
         action: ResultsAction,
+    },
+    /// Create and list an account's projects (under its plan's maxProjects).
+    Projects {
+        #[command(subcommand)]
+        action: ProjectsAction,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ProjectsAction {
+    /// Create a project; prints it as JSON, with its generated id and keys.
+    Create {
+        #[arg(long)]
+        account: AccountId,
+        #[arg(long, value_parser = |s: &str| ProjectName::parse(s).map_err(|e| e.to_string()))]
+        name: ProjectName,
+        #[arg(long, value_parser = |s: &str| Domain::parse(s).map_err(|e| e.to_string()))]
+        domain: Domain,
+    },
+    /// List the account's projects as JSON, oldest first.
+    List {
+        #[arg(long)]
+        account: AccountId,
     },
 }
 
@@ -212,6 +242,9 @@ async fn run_on<S: ChangeFeed + Clone>(
             Ok(())
         }
         Command::Table { .. } => Err(CliError::TableNeedsDynamo),
+        Command::Projects { action } => {
+            projects(&Vigil::new(store, UrlPolicy::default()), action).await
+        }
         Command::Results {
             action:
                 ResultsAction::Add {
@@ -242,6 +275,30 @@ async fn run_on<S: ChangeFeed + Clone>(
             Ok(())
         }
     }
+}
+
+async fn projects<S: Store>(app: &Vigil<S>, action: ProjectsAction) -> Result<(), CliError> {
+    let (ProjectsAction::Create { account, .. } | ProjectsAction::List { account }) = &action;
+    // An unknown account is an error, not an empty list.
+    if !app.account_exists(account).await? {
+        return Err(CliError::UnknownAccount(account.clone()));
+    }
+    let json = match action {
+        ProjectsAction::Create {
+            account,
+            name,
+            domain,
+        } => {
+            let terms = app.terms(&account).await?;
+            let project = app.create_project(&account, &terms, name, domain).await?;
+            serde_json::to_string_pretty(&project)
+        }
+        ProjectsAction::List { account } => {
+            serde_json::to_string_pretty(&app.projects(&account).await?)
+        }
+    };
+    println!("{}", json.map_err(CliError::Output)?);
+    Ok(())
 }
 
 async fn load_seed<S: Store>(app: &Vigil<S>, file: &Path) -> Result<seed::SeedReport, CliError> {
