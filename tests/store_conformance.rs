@@ -7,13 +7,18 @@ mod common;
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use vigil::domain::ManualClock;
+use vigil::domain::plan::{Counted, Period, Refusal};
 use vigil::domain::webhook::{UrlPolicy, WebhookType, WebhookUrl};
 use vigil::domain::{
     Account, AccountId, CheckResult, NewResult, Plan, PlanStatus, Project, ProjectId, Score,
     SessionId, Timestamp, Webhook, WebhookId,
 };
 use vigil::domain::{Delivery, DeliveryId, DeliveryStatus};
-use vigil::store::{ResultStore, SqliteStore, Store, WebhookInsert, WebhookStore};
+use vigil::service::{ServiceError, Vigil};
+use vigil::store::{
+    ProjectInsert, ResultStore, SqliteStore, Store, UsageStore, WebhookInsert, WebhookStore,
+};
 
 fn pid(s: &str) -> ProjectId {
     ProjectId::parse(s).unwrap()
@@ -481,6 +486,292 @@ fn sqlite() -> (SqliteStore, tempfile::TempDir) {
     (store, dir)
 }
 
+// ---- plans: request counters and projects ---------------------------------------------------------
+
+fn period(start: &str, end: &str) -> Period {
+    Period {
+        start: ts(start),
+        end: ts(end),
+    }
+}
+
+const SECOND: i64 = 1_795_000_000;
+
+async fn rate_windows_allow_exactly_max_rps<S: Store>(store: S) {
+    let acc = AccountId::parse("acc_rate").unwrap();
+    let p = period("2026-11-01T00:00:00Z", "2026-12-01T00:00:00Z");
+    for n in 1..=3 {
+        assert_eq!(
+            store.count_request(&acc, SECOND, 3, &p, 100).await.unwrap(),
+            Counted::Allowed {
+                in_second: n,
+                in_period: u64::from(n)
+            }
+        );
+    }
+    // The last of the window was allowed; the next is refused and not counted in the period.
+    assert_eq!(
+        store.count_request(&acc, SECOND, 3, &p, 100).await.unwrap(),
+        Counted::RateLimited
+    );
+    assert_eq!(store.period_usage(&acc, &p).await.unwrap(), 3);
+    // The next second is a new window.
+    assert_eq!(
+        store
+            .count_request(&acc, SECOND + 1, 3, &p, 100)
+            .await
+            .unwrap(),
+        Counted::Allowed {
+            in_second: 1,
+            in_period: 4
+        }
+    );
+    // Another account has windows of its own.
+    let other = AccountId::parse("acc_other").unwrap();
+    assert_eq!(
+        store
+            .count_request(&other, SECOND, 3, &p, 100)
+            .await
+            .unwrap(),
+        Counted::Allowed {
+            in_second: 1,
+            in_period: 1
+        }
+    );
+}
+
+async fn quota_allows_exactly_max_requests<S: Store>(store: S) {
+    let acc = AccountId::parse("acc_quota").unwrap();
+    let p = period("2026-11-01T00:00:00Z", "2026-12-01T00:00:00Z");
+    for (i, second) in [SECOND, SECOND + 1].into_iter().enumerate() {
+        assert_eq!(
+            store.count_request(&acc, second, 10, &p, 2).await.unwrap(),
+            Counted::Allowed {
+                in_second: 1,
+                in_period: i as u64 + 1
+            }
+        );
+    }
+    assert_eq!(
+        store
+            .count_request(&acc, SECOND + 2, 10, &p, 2)
+            .await
+            .unwrap(),
+        Counted::QuotaExceeded
+    );
+    assert_eq!(store.period_usage(&acc, &p).await.unwrap(), 2);
+    // The next period starts from zero.
+    let next = period("2026-12-01T00:00:00Z", "2027-01-01T00:00:00Z");
+    assert_eq!(store.period_usage(&acc, &next).await.unwrap(), 0);
+    assert_eq!(
+        store
+            .count_request(&acc, SECOND + 3, 10, &next, 2)
+            .await
+            .unwrap(),
+        Counted::Allowed {
+            in_second: 1,
+            in_period: 1
+        }
+    );
+}
+
+async fn concurrent_requests_allow_exactly_max_rps<S: Store>(store: S) {
+    let store = Arc::new(store);
+    let acc = AccountId::parse("acc_burst").unwrap();
+    let p = period("2026-11-01T00:00:00Z", "2026-12-01T00:00:00Z");
+    let tasks: Vec<_> = (0..20)
+        .map(|_| {
+            let (store, acc) = (store.clone(), acc.clone());
+            tokio::spawn(async move { store.count_request(&acc, SECOND, 5, &p, 1000).await })
+        })
+        .collect();
+    let mut allowed = 0;
+    for t in tasks {
+        match t.await.unwrap().unwrap() {
+            Counted::Allowed { .. } => allowed += 1,
+            Counted::RateLimited => {}
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(allowed, 5);
+    assert_eq!(store.period_usage(&acc, &p).await.unwrap(), 5);
+}
+
+async fn projects_are_limited_listed_and_updated<S: Store>(store: S) {
+    store.put_account(&account("acc_p")).await.unwrap();
+    let acc = AccountId::parse("acc_p").unwrap();
+    let store = Arc::new(store);
+    // Concurrent creations: exactly the limit succeed.
+    let tasks: Vec<_> = (0..8)
+        .map(|i| {
+            let store = store.clone();
+            let mut p = project(&format!("prj_c{i}"), "acc_p");
+            p.created_at = Timestamp::from_unix_millis(1_795_000_000_000 + i).unwrap();
+            tokio::spawn(async move { (store.create_project(&p, 3).await.unwrap(), p) })
+        })
+        .collect();
+    let mut created = Vec::new();
+    for t in tasks {
+        let (outcome, p) = t.await.unwrap();
+        if outcome == ProjectInsert::Created {
+            created.push(p);
+        } else {
+            assert_eq!(outcome, ProjectInsert::LimitReached);
+        }
+    }
+    assert_eq!(created.len(), 3);
+    let mut listed = store.account_projects(&acc).await.unwrap();
+    listed.sort_by(|a, b| a.id.cmp(&b.id));
+    created.sort_by(|a, b| a.id.cmp(&b.id));
+    assert_eq!(listed, created);
+    for p in &created {
+        assert_eq!(store.project(&p.id).await.unwrap().as_ref(), Some(p));
+    }
+
+    // An update changes the project and its listed copy.
+    let mut changed = created[0].clone();
+    changed.name = "Renamed".into();
+    changed.disabled = true;
+    assert!(store.update_project(&changed).await.unwrap());
+    assert_eq!(
+        store.project(&changed.id).await.unwrap(),
+        Some(changed.clone())
+    );
+    assert!(
+        store
+            .account_projects(&acc)
+            .await
+            .unwrap()
+            .contains(&changed)
+    );
+    // Not another account's, nor a missing one.
+    let mut foreign = changed.clone();
+    foreign.account_id = AccountId::parse("acc_else").unwrap();
+    assert!(!store.update_project(&foreign).await.unwrap());
+    assert!(
+        !store
+            .update_project(&project("prj_none", "acc_p"))
+            .await
+            .unwrap()
+    );
+    assert_eq!(store.project(&pid("prj_none")).await.unwrap(), None);
+
+    // Seeded projects count too: the account is full.
+    store.put_account(&account("acc_s")).await.unwrap();
+    store
+        .put_project(&project("prj_s1", "acc_s"))
+        .await
+        .unwrap();
+    store
+        .put_project(&project("prj_s1", "acc_s"))
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .create_project(&project("prj_s2", "acc_s"), 1)
+            .await
+            .unwrap(),
+        ProjectInsert::LimitReached
+    );
+    assert_eq!(
+        store
+            .create_project(&project("prj_s3", "acc_s"), 2)
+            .await
+            .unwrap(),
+        ProjectInsert::Created
+    );
+    assert_eq!(
+        store
+            .account_projects(&AccountId::parse("acc_s").unwrap())
+            .await
+            .unwrap()
+            .len(),
+        2
+    );
+}
+
+async fn the_service_enforces_plans_at_exact_boundaries<S: Store>(store: S) {
+    let clock = ManualClock::at(ts("2025-01-31T00:00:00.000Z"));
+    let mut acc = account("acc_terms");
+    acc.plan.max_rps = 2;
+    acc.plan.max_requests = 5;
+    acc.plan.subscribed_at = ts("2025-01-31T00:00:00.000Z");
+    acc.plan.status = PlanStatus::Active;
+    store.put_account(&acc).await.unwrap();
+    let app = Vigil::new(store, UrlPolicy::default()).with_clock(clock.clone());
+    let terms = acc.plan.terms();
+    let admit = |plan_read| app.admit(&acc.id, &terms, plan_read);
+
+    // The last request of a second is allowed, the next refused, the next second allowed again.
+    clock.set(ts("2025-02-27T23:59:58.000Z"));
+    assert_eq!(admit(false).await.unwrap().rps_remaining, 1);
+    clock.set(ts("2025-02-27T23:59:58.999Z"));
+    assert_eq!(admit(false).await.unwrap().rps_remaining, 0);
+    match admit(false).await {
+        Err(ServiceError::Refused(Refusal::RateLimited(1))) => {}
+        other => panic!("{other:?}"),
+    }
+    clock.set(ts("2025-02-27T23:59:59.000Z"));
+    let s = admit(false).await.unwrap();
+    assert_eq!((s.rps_remaining, s.period_remaining), (1, 2));
+    // The period (from Jan 31st) ends on February's last day: one second left.
+    assert_eq!(s.period_reset, 1);
+    admit(false).await.unwrap();
+    // Reading the plan is limited like any request.
+    clock.set(ts("2025-02-27T23:59:59.900Z"));
+    match admit(true).await {
+        Err(ServiceError::Refused(Refusal::RateLimited(_))) => {}
+        other => panic!("{other:?}"),
+    }
+    // A new period starts at the anniversary, on February 28th.
+    clock.set(ts("2025-02-28T00:00:00.000Z"));
+    let s = admit(false).await.unwrap();
+    assert_eq!(s.period_remaining, 4);
+    // 31 days to March 31st.
+    assert_eq!(s.period_reset, 31 * 86_400);
+    clock.set(ts("2025-02-28T00:00:01.000Z"));
+    admit(false).await.unwrap();
+    admit(false).await.unwrap();
+    clock.set(ts("2025-02-28T00:00:02.000Z"));
+    admit(false).await.unwrap();
+    // The fifth request of the period is the last one allowed.
+    assert_eq!(admit(false).await.unwrap().period_remaining, 0);
+    clock.set(ts("2025-02-28T00:00:03.000Z"));
+    match admit(false).await {
+        Err(ServiceError::Refused(Refusal::QuotaExceeded(secs))) => {
+            assert_eq!(secs, 31 * 86_400 - 3)
+        }
+        other => panic!("{other:?}"),
+    }
+    let usage = app.usage(&acc.id, &terms).await.unwrap();
+    assert_eq!((usage.requests, usage.remaining), (5, 0));
+    assert_eq!(usage.period_end, ts("2025-03-31T00:00:00.000Z"));
+
+    // A plan that expires: in force until the instant it expires; the plan stays readable.
+    let mut expiring = terms;
+    expiring.max_requests = 1000;
+    expiring.max_rps = 1000;
+    expiring.expires_at = Some(ts("2025-03-01T00:00:00.000Z"));
+    clock.set(ts("2025-02-28T23:59:59.999Z"));
+    app.admit(&acc.id, &expiring, false).await.unwrap();
+    clock.set(ts("2025-03-01T00:00:00.000Z"));
+    match app.admit(&acc.id, &expiring, false).await {
+        Err(ServiceError::Refused(Refusal::PlanInactive)) => {}
+        other => panic!("{other:?}"),
+    }
+    app.admit(&acc.id, &expiring, true).await.unwrap();
+    // Each refused status.
+    for status in [PlanStatus::Canceled, PlanStatus::Unpaid, PlanStatus::Paused] {
+        let mut t = expiring;
+        t.expires_at = None;
+        t.status = status;
+        match app.admit(&acc.id, &t, false).await {
+            Err(ServiceError::Refused(Refusal::PlanInactive)) => {}
+            other => panic!("{status:?}: {other:?}"),
+        }
+    }
+}
+
 macro_rules! conformance {
     ($($name:ident),* $(,)?) => {
         mod sqlite_store {
@@ -513,6 +804,11 @@ conformance!(
     concurrent_writers_keep_the_summary_exact,
     deliveries_are_idempotent_leased_and_indexed,
     webhooks_can_be_disabled_and_checkpoints_kept,
+    rate_windows_allow_exactly_max_rps,
+    quota_allows_exactly_max_requests,
+    concurrent_requests_allow_exactly_max_rps,
+    projects_are_limited_listed_and_updated,
+    the_service_enforces_plans_at_exact_boundaries,
 );
 
 // ---- SQLite only ----------------------------------------------------------------------------------
@@ -596,4 +892,37 @@ async fn sqlite_change_feed_mirrors_dynamodb_streams() {
         json(&removed.1.change.old_image)["url"],
         "https://hooks.example/x"
     );
+}
+
+/// Counters shared by separate pools (as by separate processes) on one file stay exact.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sqlite_counters_in_separate_pools_allow_exactly_max_rps() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("vigil.db");
+    let acc = AccountId::parse("acc_pools").unwrap();
+    let p = period("2026-11-01T00:00:00Z", "2026-12-01T00:00:00Z");
+    let mut tasks = Vec::new();
+    for _ in 0..4 {
+        let (store, acc) = (SqliteStore::open(&path).unwrap(), acc.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut allowed = 0;
+            for _ in 0..10 {
+                if let Counted::Allowed { .. } = store
+                    .count_request(&acc, SECOND, 7, &p, 1000)
+                    .await
+                    .unwrap()
+                {
+                    allowed += 1;
+                }
+            }
+            allowed
+        }));
+    }
+    let mut allowed = 0;
+    for t in tasks {
+        allowed += t.await.unwrap();
+    }
+    assert_eq!(allowed, 7);
+    let store = SqliteStore::open(&path).unwrap();
+    assert_eq!(store.period_usage(&acc, &p).await.unwrap(), 7);
 }
