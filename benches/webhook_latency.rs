@@ -47,7 +47,7 @@ fn seed_json(hooks: &[(&str, String)]) -> Value {
     json!({
         "accounts": [{"id": "acc_1", "apiKeys": ["vgl_bench"],
             "plan": {"id": "plan_trial", "name": "Trial", "description": "14-day trial",
-                     "maxRps": 10, "maxProjects": 3, "maxRequests": 100000,
+                     "maxRps": 1000, "maxProjects": 3, "maxRequests": 100000,
                      "expiresAt": null, "subscribedAt": "2026-11-21T00:00:00.000Z",
                      "status": "active", "unsubscribedAt": null}}],
         "projects": [{"id": "prj_1", "accountId": "acc_1", "name": "Bench",

@@ -1,6 +1,7 @@
 //! DynamoDB round trips per request, counted by an SDK interceptor on the emulator `make test`
-//! starts. These are the numbers the design promises: one data call per read, plus one ownership
-//! lookup that a warm instance caches; one GetItem for the plan and for the authorizer.
+//! starts. These are the numbers the design promises: the plan's two counters (two UpdateItems
+//! sent together: one round trip) and one data call per read, plus one ownership lookup that a
+//! warm instance caches; two GetItems (key, account) per authorizer cache miss.
 //! `cargo test --test dynamo_calls -- --nocapture` prints the table.
 
 mod common;
@@ -55,7 +56,7 @@ impl Intercept for CallLog {
 const SEED: &str = r#"{
   "accounts": [{"id": "acc_1", "apiKeys": ["vgl_dev_example"],
                 "plan": {"id": "plan_trial", "name": "Trial", "description": "14-day trial",
-                         "maxRps": 10, "maxProjects": 3, "maxRequests": 100000,
+                         "maxRps": 1000, "maxProjects": 3, "maxRequests": 100000,
                          "expiresAt": null, "subscribedAt": "2026-11-21T00:00:00.000Z",
                          "status": "trialing", "unsubscribedAt": null}}],
   "projects": [{"id": "prj_1", "accountId": "acc_1", "name": "Shop", "domain": "shop.example",
@@ -79,8 +80,23 @@ async fn app(log: &CallLog) -> (Vigil<DynamoStore>, String) {
     (Vigil::new(store, UrlPolicy::default()), table)
 }
 
-fn req(params: &[(&str, &str)], body: Body) -> lambda_http::Request {
-    common::api_request(Some("acc_1"), params, &[], body)
+/// A request with the context the authorizer returned (the account and its plan's terms).
+fn req_with(
+    context: &serde_json::Value,
+    params: &[(&str, &str)],
+    body: Body,
+) -> lambda_http::Request {
+    use lambda_http::RequestExt;
+    use lambda_http::request::RequestContext;
+    let mut req = common::api_request(Some("acc_1"), params, &[], body);
+    if let (Some(RequestContext::ApiGatewayV1(ctx)), serde_json::Value::Object(fields)) =
+        (req.request_context_ref().cloned(), context.clone())
+    {
+        let mut ctx = ctx;
+        ctx.authorizer.fields.extend(fields);
+        req = req.with_request_context(RequestContext::ApiGatewayV1(ctx));
+    }
+    req
 }
 
 #[tokio::test]
@@ -97,21 +113,23 @@ async fn round_trips_per_request() {
         table.push(format!("{route:<44} {}", calls.join(" + ")));
     };
 
-    // The authorizer: one GetItem per API Gateway cache miss.
+    // The authorizer: the key and its account, once per API Gateway cache miss.
     let mut event = ApiGatewayCustomAuthorizerRequest::default();
     event.authorization_token = Some("Bearer vgl_dev_example".into());
     event.method_arn = Some("arn:aws:execute-api:us-east-1:1:api/v1/GET/plan".into());
-    let allowed = vigil::lambda::authorizer(&app, event).await.is_ok();
+    let allowed = vigil::lambda::authorizer(&app, event).await;
     check(
         "authorizer",
-        if allowed {
+        if allowed.is_ok() {
             StatusCode::OK
         } else {
             StatusCode::UNAUTHORIZED
         },
         StatusCode::OK,
-        &["GetItem"],
+        &["GetItem", "GetItem"],
     );
+    let context = allowed.unwrap().context;
+    let req = |params: &[(&str, &str)], body: Body| req_with(&context, params, body);
 
     let s = answer::<handlers::ListResults, _>(&app, req(&rs, Body::Empty))
         .await
@@ -120,12 +138,17 @@ async fn round_trips_per_request() {
         "GET results (cold: ownership + page)",
         s,
         StatusCode::OK,
-        &["GetItem", "Query"],
+        &["UpdateItem", "UpdateItem", "GetItem", "Query"],
     );
     let s = answer::<handlers::ListResults, _>(&app, req(&rs, Body::Empty))
         .await
         .status();
-    check("GET results (warm)", s, StatusCode::OK, &["Query"]);
+    check(
+        "GET results (warm)",
+        s,
+        StatusCode::OK,
+        &["UpdateItem", "UpdateItem", "Query"],
+    );
     let s = answer::<handlers::SessionScore, _>(&app, req(&rs, Body::Empty))
         .await
         .status();
@@ -133,27 +156,42 @@ async fn round_trips_per_request() {
         "GET results/general (warm)",
         s,
         StatusCode::OK,
-        &["GetItem"],
+        &["UpdateItem", "UpdateItem", "GetItem"],
     );
     let s = answer::<handlers::GetPlan, _>(&app, req(&[], Body::Empty))
         .await
         .status();
-    check("GET plan", s, StatusCode::OK, &["GetItem"]);
+    check(
+        "GET plan",
+        s,
+        StatusCode::OK,
+        &["UpdateItem", "UpdateItem", "GetItem"],
+    );
     let s = answer::<handlers::GetProject, _>(&app, req(&p, Body::Empty))
         .await
         .status();
-    check("GET project", s, StatusCode::OK, &["GetItem"]);
+    check(
+        "GET project",
+        s,
+        StatusCode::OK,
+        &["UpdateItem", "UpdateItem", "GetItem"],
+    );
     let s = answer::<handlers::ListWebhooks, _>(&app, req(&p, Body::Empty))
         .await
         .status();
-    check("GET webhooks (warm)", s, StatusCode::OK, &["Query"]);
+    check(
+        "GET webhooks (warm)",
+        s,
+        StatusCode::OK,
+        &["UpdateItem", "UpdateItem", "Query"],
+    );
     let body = Body::Text(r#"{"type":"proxy_vpn_detect","url":"https://hooks.example/a"}"#.into());
     let created = answer::<handlers::CreateWebhook, _>(&app, req(&p, body)).await;
     check(
         "POST webhooks (warm)",
         created.status(),
         StatusCode::CREATED,
-        &["TransactWriteItems"],
+        &["UpdateItem", "UpdateItem", "TransactWriteItems"],
     );
     let id = created.headers()["location"]
         .to_str()
@@ -170,10 +208,63 @@ async fn round_trips_per_request() {
         "DELETE webhook (warm: read + transaction)",
         s,
         StatusCode::OK,
-        &["GetItem", "TransactWriteItems"],
+        &["UpdateItem", "UpdateItem", "GetItem", "TransactWriteItems"],
     );
 
-    // A cold instance answering /general first: ownership + summary.
+    // Projects and usage.
+    let body = Body::Text(r#"{"name":"Second","domain":"second.example"}"#.into());
+    let created = answer::<handlers::CreateProject, _>(&app, req(&[], body)).await;
+    check(
+        "POST projects (project, copy, counter)",
+        created.status(),
+        StatusCode::CREATED,
+        &["UpdateItem", "UpdateItem", "TransactWriteItems"],
+    );
+    let s = answer::<handlers::ListProjects, _>(&app, req(&[], Body::Empty))
+        .await
+        .status();
+    check(
+        "GET projects",
+        s,
+        StatusCode::OK,
+        &["UpdateItem", "UpdateItem", "Query"],
+    );
+    let body = Body::Text(r#"{"disabled":true}"#.into());
+    let s = answer::<handlers::UpdateProject, _>(&app, req(&p, body))
+        .await
+        .status();
+    check(
+        "PATCH project (read + transaction)",
+        s,
+        StatusCode::OK,
+        &["UpdateItem", "UpdateItem", "GetItem", "TransactWriteItems"],
+    );
+    let s = answer::<handlers::GetUsage, _>(&app, req(&[], Body::Empty))
+        .await
+        .status();
+    check(
+        "GET usage",
+        s,
+        StatusCode::OK,
+        &["UpdateItem", "UpdateItem", "GetItem"],
+    );
+
+    // A context from before the plan's terms were in it (a policy cached across a deploy): the
+    // terms are read from the account.
+    let s = answer::<handlers::GetProject, _>(
+        &app,
+        common::api_request(Some("acc_1"), &p, &[], Body::Empty),
+    )
+    .await
+    .status();
+    check(
+        "GET project (older authorizer context)",
+        s,
+        StatusCode::OK,
+        &["GetItem", "UpdateItem", "UpdateItem", "GetItem"],
+    );
+
+    // A cold instance answering /general first: counters, ownership, summary.
     let log2 = CallLog::default();
     let cold = app_on_same_data(&log2, &table_name).await;
     let s = answer::<handlers::SessionScore, _>(&cold, req(&rs, Body::Empty))
@@ -181,7 +272,7 @@ async fn round_trips_per_request() {
         .status();
     let calls = log2.take();
     assert_eq!(s, StatusCode::OK);
-    assert_eq!(calls, ["GetItem", "GetItem"]);
+    assert_eq!(calls, ["UpdateItem", "UpdateItem", "GetItem", "GetItem"]);
     table.push(format!(
         "{:<44} {}",
         "GET results/general (cold)",

@@ -288,8 +288,8 @@ fn in_session(p: &str, s: &str, r: &Value) -> Value {
 
 fn plan1() -> Value {
     json!({"id": "plan_trial", "name": "Trial", "description": "14-day trial",
-           "maxRps": 10, "maxProjects": 3, "maxRequests": 100000,
-           "expiresAt": "2026-12-05T00:00:00.000Z", "subscribedAt": "2026-11-21T00:00:00.000Z",
+           "maxRps": 1000, "maxProjects": 3, "maxRequests": 100000,
+           "expiresAt": "2099-12-05T00:00:00.000Z", "subscribedAt": "2026-11-21T00:00:00.000Z",
            "status": "trialing", "unsubscribedAt": null})
 }
 
@@ -297,7 +297,7 @@ fn plan2() -> Value {
     json!({"id": "plan_pro", "name": "Pro", "description": "Pro, monthly",
            "maxRps": 500, "maxProjects": 50, "maxRequests": 5_000_000_000u64,
            "expiresAt": null, "subscribedAt": "2025-01-31T08:00:00.000Z",
-           "status": "canceled", "unsubscribedAt": "2026-11-30T12:34:56.789Z"})
+           "status": "past_due", "unsubscribedAt": "2026-11-30T12:34:56.789Z"})
 }
 
 fn project1() -> Value {
@@ -1051,7 +1051,6 @@ async fn unknown_routes_are_404_and_wrong_methods_405_with_allow() {
         "/v1/nope",
         "/v1/plan/",
         "/v1/plans",
-        "/v1/projects",
         "/v1/results/prj_1",
         "/v1/results/prj_1/sess_1/general/extra",
         "/v1/results/prj_1/sess_1/",
@@ -1073,7 +1072,7 @@ async fn unknown_routes_are_404_and_wrong_methods_405_with_allow() {
         (Method::DELETE, "/v1/plan", "GET"),
         (Method::POST, "/v1/results/prj_1/sess_1", "GET"),
         (Method::DELETE, "/v1/results/prj_1/sess_1/general", "GET"),
-        (Method::PUT, "/v1/projects/prj_1", "GET"),
+        (Method::PUT, "/v1/projects/prj_1", "GET, PATCH"),
         (Method::PATCH, "/v1/projects/prj_1/webhooks", "GET, POST"),
         (Method::PUT, "/v1/projects/prj_1/webhooks", "GET, POST"),
         (Method::DELETE, "/v1/projects/prj_1/webhooks", "GET, POST"),

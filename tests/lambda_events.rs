@@ -480,10 +480,10 @@ async fn get_plan_returns_all_ten_fields() {
             "id": "plan_trial",
             "name": "Trial",
             "description": "14-day trial",
-            "maxRps": 10,
+            "maxRps": 1000,
             "maxProjects": 3,
             "maxRequests": 100000,
-            "expiresAt": "2026-12-05T00:00:00.000Z",
+            "expiresAt": "2099-12-05T00:00:00.000Z",
             "subscribedAt": "2026-11-21T00:00:00.000Z",
             "status": "trialing",
             "unsubscribedAt": null
@@ -670,7 +670,16 @@ async fn authorizer_allows_a_known_key_for_the_whole_stage() {
                     "Resource": ["arn:aws:execute-api:us-east-1:123456789012:abcdef1234/v1/*"]
                 }]
             },
-            "context": { "accountId": "acc_1" },
+            // The account, and its plan's terms for the pipeline's plan stage.
+            "context": {
+                "accountId": "acc_1",
+                "planStatus": "trialing",
+                "planExpiresAt": "2099-12-05T00:00:00.000Z",
+                "planSubscribedAt": "2026-11-21T00:00:00.000Z",
+                "maxRps": "1000",
+                "maxRequests": "100000",
+                "maxProjects": "3"
+            },
             "usageIdentifierKey": null
         })
     );

@@ -247,8 +247,8 @@ fn seed(hooks: &[(&str, String)]) -> Value {
     json!({
         "accounts": [{"id": "acc_1", "apiKeys": [KEY],
             "plan": {"id": "plan_trial", "name": "Trial", "description": "14-day trial",
-                     "maxRps": 10, "maxProjects": 3, "maxRequests": 100000,
-                     "expiresAt": "2026-12-05T00:00:00.000Z",
+                     "maxRps": 1000, "maxProjects": 3, "maxRequests": 100000,
+                     "expiresAt": "2099-12-05T00:00:00.000Z",
                      "subscribedAt": "2026-11-21T00:00:00.000Z",
                      "status": "trialing", "unsubscribedAt": null}}],
         "projects": [{"id": PROJECT, "accountId": "acc_1", "name": "Shop",
