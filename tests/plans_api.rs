@@ -1,0 +1,481 @@
+//! Plans through the real `vigil serve`: seed plans that make each limit reachable, then the
+//! answers a client sees (403, 429 with `Retry-After`, the rate-limit headers), projects created,
+//! listed and changed under `maxProjects`, and `GET /usage`. Every test runs its own server on its
+//! own database.
+
+mod common;
+
+use std::process::Command;
+
+use common::serve::Served;
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+use tempfile::TempDir;
+
+const KEY: &str = "vgl_plans_key";
+
+fn plan(status: &str, max_rps: u32, max_requests: u64, max_projects: u32) -> Value {
+    json!({"id": "plan_x", "name": "X", "description": "x", "maxRps": max_rps,
+           "maxProjects": max_projects, "maxRequests": max_requests, "expiresAt": null,
+           "subscribedAt": "2026-01-31T00:00:00.000Z", "status": status, "unsubscribedAt": null})
+}
+
+struct Api {
+    _served: Served,
+    origin: String,
+    client: reqwest::Client,
+    dir: TempDir,
+}
+
+struct Answer {
+    status: StatusCode,
+    headers: reqwest::header::HeaderMap,
+    body: Value,
+}
+
+impl Answer {
+    fn header(&self, name: &str) -> &str {
+        self.headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_else(|| panic!("no {name} in {:?}", self.headers))
+    }
+
+    fn message(&self) -> &str {
+        self.body["message"].as_str().unwrap_or("")
+    }
+}
+
+impl Api {
+    /// A server whose one account has `plan` and one project, `prj_1`.
+    fn start(plan: Value) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let seed = json!({
+            "accounts": [
+                {"id": "acc_1", "apiKeys": [KEY], "plan": plan},
+                {"id": "acc_2", "apiKeys": ["vgl_other_key"], "plan": self::plan("active", 100, 100, 5)}
+            ],
+            "projects": [
+                {"id": "prj_1", "accountId": "acc_1", "name": "Shop", "domain": "shop.example",
+                 "apiKeyPublic": "pk_1", "apiKeyPrivate": "sk_1", "disabled": false,
+                 "createdAt": "2026-11-21T00:00:00.000Z"},
+                {"id": "prj_2", "accountId": "acc_2", "name": "Other", "domain": "other.example",
+                 "apiKeyPublic": "pk_2", "apiKeyPrivate": "sk_2", "disabled": false,
+                 "createdAt": "2026-11-21T00:00:00.000Z"}
+            ]
+        });
+        let seed_file = dir.path().join("seed.json");
+        std::fs::write(&seed_file, seed.to_string()).unwrap();
+        let mut cmd = Self::command(&dir);
+        cmd.args(["serve", "--addr", "127.0.0.1:0", "--seed"])
+            .arg(&seed_file);
+        let served = Served::start(cmd);
+        Api {
+            origin: served.origin.clone(),
+            _served: served,
+            client: reqwest::Client::builder().no_proxy().build().unwrap(),
+            dir,
+        }
+    }
+
+    fn command(dir: &TempDir) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_vigil"));
+        cmd.arg("--db").arg(dir.path().join("vigil.db"));
+        cmd
+    }
+
+    async fn call(&self, method: Method, path: &str, body: Option<(&str, String)>) -> Answer {
+        self.call_as(KEY, method, path, body).await
+    }
+
+    async fn call_as(
+        &self,
+        key: &str,
+        method: Method,
+        path: &str,
+        body: Option<(&str, String)>,
+    ) -> Answer {
+        let mut req = self
+            .client
+            .request(method, format!("{}/v1{path}", self.origin))
+            .bearer_auth(key);
+        if let Some((content_type, body)) = body {
+            req = req.header("content-type", content_type).body(body);
+        }
+        let res = req.send().await.unwrap();
+        let (status, headers) = (res.status(), res.headers().clone());
+        let text = res.text().await.unwrap();
+        let body = serde_json::from_str(&text).unwrap_or(Value::Null);
+        Answer {
+            status,
+            headers,
+            body,
+        }
+    }
+
+    async fn get(&self, path: &str) -> Answer {
+        self.call(Method::GET, path, None).await
+    }
+
+    async fn send_json(&self, method: Method, path: &str, body: &Value) -> Answer {
+        let body = Some(("application/json", body.to_string()));
+        self.call(method, path, body).await
+    }
+}
+
+#[tokio::test]
+async fn over_max_rps_is_429_with_retry_after_and_every_answer_has_the_headers() {
+    let api = Api::start(plan("active", 3, 1_000_000, 5));
+    // Twelve requests at once: at most three per second get through (six if they straddle two).
+    let answers = futures_util::future::join_all((0..12).map(|_| api.get("/projects/prj_1"))).await;
+    let ok: Vec<&Answer> = answers.iter().filter(|a| a.status == 200).collect();
+    let limited: Vec<&Answer> = answers.iter().filter(|a| a.status == 429).collect();
+    assert_eq!(ok.len() + limited.len(), 12);
+    assert!((1..=6).contains(&ok.len()), "{} allowed", ok.len());
+    let a = limited
+        .first()
+        .expect("a burst of 12 against maxRps 3 is refused");
+    assert_eq!(a.message(), "Rate limit exceeded");
+    assert_eq!(a.header("retry-after"), "1");
+    assert!(a.header("ratelimit").contains("\"burst\";r=0;t=1"));
+    for a in &answers {
+        let policy = a.header("ratelimit-policy");
+        assert!(
+            policy.starts_with("\"burst\";q=3;w=1, \"monthly\";q=1000000;w="),
+            "{policy}"
+        );
+    }
+    for a in ok {
+        let remaining = a.header("ratelimit");
+        assert!(remaining.starts_with("\"burst\";r="), "{remaining}");
+        assert!(remaining.contains(", \"monthly\";r="), "{remaining}");
+    }
+}
+
+#[tokio::test]
+async fn over_max_requests_is_429_until_the_next_period() {
+    let api = Api::start(plan("active", 1000, 3, 5));
+    let usage = api.get("/usage").await;
+    assert_eq!(usage.status, 200);
+    let data = &usage.body["data"];
+    assert_eq!(data["requests"], 1);
+    assert_eq!(data["maxRequests"], 3);
+    assert_eq!(data["remaining"], 2);
+    // Anniversaries of a plan subscribed on January 31st fall on the last day of short months.
+    let (start, end) = (
+        data["periodStart"].as_str().unwrap(),
+        data["periodEnd"].as_str().unwrap(),
+    );
+    assert!(
+        start.ends_with("T00:00:00.000Z") && end.ends_with("T00:00:00.000Z"),
+        "{start} {end}"
+    );
+    // A 404 counts: it passed authentication and no limit refused it.
+    assert_eq!(api.get("/projects/prj_missing").await.status, 404);
+    let last = api.get("/plan").await;
+    assert_eq!(last.status, 200);
+    assert!(
+        last.header("ratelimit").contains("\"monthly\";r=0;t="),
+        "{}",
+        last.header("ratelimit")
+    );
+    let refused = api.get("/plan").await;
+    assert_eq!(refused.status, 429);
+    assert_eq!(refused.message(), "Monthly request quota exceeded");
+    let retry: u64 = refused.header("retry-after").parse().unwrap();
+    assert!((1..=31 * 86_400).contains(&retry), "{retry}");
+    // Another account is not affected.
+    let other = api
+        .call_as("vgl_other_key", Method::GET, "/plan", None)
+        .await;
+    assert_eq!(other.status, 200);
+}
+
+#[tokio::test]
+async fn a_plan_not_in_force_refuses_everything_but_reading_the_plan() {
+    for status in ["canceled", "unpaid", "paused"] {
+        let api = Api::start(plan(status, 1000, 1000, 5));
+        let a = api.get("/projects/prj_1").await;
+        assert_eq!(
+            (a.status, a.message()),
+            (StatusCode::FORBIDDEN, "Plan is not active")
+        );
+        assert!(a.headers.contains_key("ratelimit-policy"));
+        let a = api
+            .send_json(
+                Method::POST,
+                "/projects",
+                &json!({"name": "N", "domain": "n.example"}),
+            )
+            .await;
+        assert_eq!(a.status, 403, "{status}");
+        let read = api.get("/plan").await;
+        assert_eq!(read.status, 200, "{status}");
+        assert_eq!(read.body["data"]["status"], status);
+    }
+    // Expired: in force by status, but past expiresAt.
+    let mut expired = plan("active", 1000, 1000, 5);
+    expired["expiresAt"] = json!("2026-01-01T00:00:00.000Z");
+    let api = Api::start(expired);
+    assert_eq!(api.get("/usage").await.message(), "Plan is not active");
+    assert_eq!(api.get("/plan").await.status, 200);
+    // past_due is a grace period: in force.
+    let api = Api::start(plan("past_due", 1000, 1000, 5));
+    assert_eq!(api.get("/projects/prj_1").await.status, 200);
+}
+
+#[tokio::test]
+async fn projects_are_created_listed_and_changed_under_max_projects() {
+    let api = Api::start(plan("trialing", 1000, 1000, 2));
+    let created = api
+        .send_json(
+            Method::POST,
+            "/projects",
+            &json!({"name": " New shop ", "domain": "New.Example"}),
+        )
+        .await;
+    assert_eq!(created.status, 201, "{:?}", created.body);
+    let p = created.body["data"].clone();
+    let id = p["id"].as_str().unwrap().to_owned();
+    assert!(id.starts_with("prj_"));
+    assert_eq!(created.header("location"), format!("/v1/projects/{id}"));
+    assert_eq!(p.as_object().unwrap().len(), 7, "{p}");
+    assert_eq!(
+        (p["name"].as_str(), p["domain"].as_str()),
+        (Some("New shop"), Some("new.example"))
+    );
+    assert_eq!(p["disabled"], false);
+    assert!(p["apiKeyPublic"].as_str().unwrap().starts_with("pk_"));
+    assert!(p["apiKeyPrivate"].as_str().unwrap().starts_with("sk_"));
+    assert_eq!(api.get(&format!("/projects/{id}")).await.body["data"], p);
+
+    // The seeded project and the new one: the limit of two is reached.
+    let listed = api.get("/projects").await;
+    let ids: Vec<&str> = listed.body["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["prj_1", id.as_str()], "oldest first");
+    let over = api
+        .send_json(
+            Method::POST,
+            "/projects",
+            &json!({"name": "Third", "domain": "third.example"}),
+        )
+        .await;
+    assert_eq!(
+        (over.status, over.message()),
+        (StatusCode::FORBIDDEN, "Project limit reached")
+    );
+    assert_eq!(
+        api.get("/projects").await.body["data"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+
+    // PATCH changes only what it names.
+    let changed = api
+        .send_json(
+            Method::PATCH,
+            &format!("/projects/{id}"),
+            &json!({"disabled": true, "name": "Renamed"}),
+        )
+        .await;
+    assert_eq!(changed.status, 200);
+    let mut want = p.clone();
+    want["disabled"] = json!(true);
+    want["name"] = json!("Renamed");
+    assert_eq!(changed.body["data"], want);
+    assert_eq!(api.get(&format!("/projects/{id}")).await.body["data"], want);
+    // A disabled project still answers reads.
+    assert_eq!(
+        api.get(&format!("/projects/{id}/webhooks")).await.status,
+        200
+    );
+    // Another account's project is a missing one.
+    let foreign = api
+        .send_json(Method::PATCH, "/projects/prj_2", &json!({"name": "Mine"}))
+        .await;
+    assert_eq!(
+        (foreign.status, foreign.message()),
+        (StatusCode::NOT_FOUND, "Project not found")
+    );
+    let other = api
+        .call_as("vgl_other_key", Method::GET, "/projects/prj_2", None)
+        .await;
+    assert_eq!(other.body["data"]["name"], "Other");
+}
+
+#[tokio::test]
+async fn bad_project_input_is_refused_and_writes_nothing() {
+    let api = Api::start(plan("active", 1000, 1000, 10));
+    let post = |body: String, content_type: &'static str| {
+        api.call(Method::POST, "/projects", Some((content_type, body)))
+    };
+    let cases: Vec<(String, &str, u16, &str)> = vec![
+        (
+            "{\"name\":\"a\",\"domain\":\"a.example\"}".into(),
+            "text/plain",
+            415,
+            "Content-Type must be application/json",
+        ),
+        (
+            format!(
+                "{{\"name\":\"{}\",\"domain\":\"a.example\"}}",
+                "x".repeat(9000)
+            ),
+            "application/json",
+            413,
+            "Request body is too large",
+        ),
+        (
+            "{".into(),
+            "application/json",
+            400,
+            "Request body must be valid JSON",
+        ),
+        (
+            "[]".into(),
+            "application/json",
+            400,
+            "Request body must be a JSON object",
+        ),
+        (
+            "{\"domain\":\"a.example\"}".into(),
+            "application/json",
+            400,
+            "`name` is required",
+        ),
+        (
+            "{\"name\":\"a\"}".into(),
+            "application/json",
+            400,
+            "`domain` is required",
+        ),
+        (
+            "{\"name\":1,\"domain\":\"a.example\"}".into(),
+            "application/json",
+            400,
+            "`name` must be a string",
+        ),
+        (
+            "{\"name\":\"\",\"domain\":\"a.example\"}".into(),
+            "application/json",
+            400,
+            "`name` must be 1 to 100 characters without control characters",
+        ),
+        (
+            "{\"name\":\"a\",\"domain\":\"https://a.example\"}".into(),
+            "application/json",
+            400,
+            "`domain` must be a host name such as shop.example (letters, digits, hyphens and dots)",
+        ),
+        (
+            "{\"name\":\"a\",\"domain\":\"a.example\",\"disabled\":true}".into(),
+            "application/json",
+            400,
+            "Unknown field `disabled`: only `name` and `domain` are allowed",
+        ),
+    ];
+    for (body, content_type, status, message) in cases {
+        let a = post(body.clone(), content_type).await;
+        assert_eq!(
+            (a.status.as_u16(), a.message()),
+            (status, message),
+            "{body:.80}"
+        );
+    }
+    let patch = |body: &str| {
+        api.call(
+            Method::PATCH,
+            "/projects/prj_1",
+            Some(("application/json", body.to_owned())),
+        )
+    };
+    for (body, message) in [
+        (
+            "{}",
+            "Request body must set at least one of `name`, `domain` and `disabled`",
+        ),
+        ("{\"disabled\":\"yes\"}", "`disabled` must be true or false"),
+        (
+            "{\"id\":\"prj_x\"}",
+            "Unknown field `id`: only `name`, `domain` and `disabled` are allowed",
+        ),
+        (
+            "{\"domain\":\"bad domain\"}",
+            "`domain` must be a host name such as shop.example (letters, digits, hyphens and dots)",
+        ),
+    ] {
+        let a = patch(body).await;
+        assert_eq!((a.status.as_u16(), a.message()), (400, message), "{body}");
+    }
+    let bad_id = api
+        .send_json(Method::PATCH, "/projects/a%20b", &json!({"name": "x"}))
+        .await;
+    assert_eq!(bad_id.status, 400);
+    // Nothing was written.
+    let listed = api.get("/projects").await;
+    assert_eq!(listed.body["data"].as_array().unwrap().len(), 1);
+    assert_eq!(listed.body["data"][0]["name"], "Shop");
+}
+
+#[tokio::test]
+async fn vigil_projects_create_and_list_on_the_command_line() {
+    let api = Api::start(plan("active", 1000, 1000, 2));
+    let run = |args: &[&str]| Api::command(&api.dir).args(args).output().unwrap();
+    let out = run(&[
+        "projects",
+        "create",
+        "--account",
+        "acc_1",
+        "--name",
+        "Cli",
+        "--domain",
+        "cli.example",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let created: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(created["domain"], "cli.example");
+    let out = run(&["projects", "list", "--account", "acc_1"]);
+    let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(listed.as_array().unwrap().len(), 2);
+    // Visible through the API, and the limit holds on the command line too.
+    assert_eq!(api.get("/projects").await.body["data"], listed);
+    let out = run(&[
+        "projects",
+        "create",
+        "--account",
+        "acc_1",
+        "--name",
+        "More",
+        "--domain",
+        "more.example",
+    ]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("most projects"), "{err}");
+    let out = run(&["projects", "list", "--account", "acc_nobody"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown account acc_nobody"));
+    let out = run(&[
+        "projects",
+        "create",
+        "--account",
+        "acc_1",
+        "--name",
+        "X",
+        "--domain",
+        "not a domain",
+    ]);
+    assert!(!out.status.success());
+}
