@@ -15,6 +15,10 @@
 //! | create-webhook*.json           | create-webhook       | `handlers::CreateWebhook`               |
 //! | list-webhooks.json             | list-webhooks        | `handlers::ListWebhooks`                |
 //! | delete-webhook.json            | delete-webhook       | `handlers::DeleteWebhook`               |
+//! | create-project.json            | create-project       | `handlers::CreateProject`                |
+//! | list-projects.json             | list-projects        | `handlers::ListProjects`                 |
+//! | update-project.json            | update-project       | `handlers::UpdateProject`                |
+//! | get-usage.json                 | get-usage            | `handlers::GetUsage`                     |
 //! | fallback*.json                 | fallback             | `lambda::fallback`                       |
 //! | authorizer*.json               | authorizer           | `lambda::authorizer`                     |
 //! | seed.json                      | (data, not an event) | `seed::load`, before every test          |
@@ -53,6 +57,10 @@ const HTTP_EVENTS: &[(&str, &str)] = &[
     ("create-webhook-private-url.json", "create-webhook"),
     ("list-webhooks.json", "list-webhooks"),
     ("delete-webhook.json", "delete-webhook"),
+    ("create-project.json", "create-project"),
+    ("list-projects.json", "list-projects"),
+    ("update-project.json", "update-project"),
+    ("get-usage.json", "get-usage"),
     ("fallback.json", "fallback"),
     ("fallback-wrong-method.json", "fallback"),
 ];
@@ -757,4 +765,66 @@ async fn fallback_answers_a_wrong_method_with_405_and_allow() {
     let a = answer(vigil::lambda::fallback(request_from(&event)).await);
     assert_eq!(a.status, StatusCode::METHOD_NOT_ALLOWED);
     assert_eq!(a.header(header::ALLOW), Some("GET"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// create-project, list-projects, update-project, get-usage
+
+#[tokio::test]
+async fn create_project_then_list_and_update_it() {
+    let f = fixture().await;
+    let created =
+        http_api::answer::<handlers::CreateProject, _>(&f.app, request("create-project.json"))
+            .await;
+    let location = created.headers()[header::LOCATION]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let a = answer(created);
+    assert_eq!(a.status, StatusCode::CREATED);
+    let p = a.body["data"].clone();
+    assert_eq!(
+        location,
+        format!("/v1/projects/{}", p["id"].as_str().unwrap())
+    );
+    assert_eq!(
+        (p["name"].as_str(), p["domain"].as_str()),
+        (Some("Blog"), Some("blog.example"))
+    );
+
+    let a = answer(
+        http_api::answer::<handlers::ListProjects, _>(&f.app, request("list-projects.json")).await,
+    );
+    assert_eq!(a.status, StatusCode::OK);
+    let ids: Vec<&str> = a.body["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["prj_1", p["id"].as_str().unwrap()]);
+
+    let a = answer(
+        http_api::answer::<handlers::UpdateProject, _>(&f.app, request("update-project.json"))
+            .await,
+    );
+    assert_eq!(a.status, StatusCode::OK);
+    assert_eq!(a.body["data"]["id"], "prj_1");
+    assert_eq!(a.body["data"]["disabled"], true);
+}
+
+#[tokio::test]
+async fn get_usage_counts_the_period() {
+    let f = fixture().await;
+    let a =
+        answer(http_api::answer::<handlers::GetUsage, _>(&f.app, request("get-usage.json")).await);
+    assert_eq!(a.status, StatusCode::OK);
+    let d = &a.body["data"];
+    // This request is the first of the period.
+    assert_eq!(
+        (d["requests"].as_u64(), d["remaining"].as_u64()),
+        (Some(1), Some(99_999))
+    );
+    assert_eq!(d["maxRequests"], 100_000);
+    assert!(d["periodStart"].as_str().unwrap() < d["periodEnd"].as_str().unwrap());
 }
