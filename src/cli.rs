@@ -106,6 +106,12 @@ pub enum Command {
         /// Allow plain-http webhooks to loopback addresses (development and tests only).
         #[arg(long)]
         allow_loopback_webhooks: bool,
+        /// Most connections open at once; more clients wait until one closes.
+        #[arg(long, default_value_t = 1024)]
+        max_connections: usize,
+        /// Deadline for each request's head, and again for its body (e.g. 10s, 500ms).
+        #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+        read_timeout: std::time::Duration,
     },
     /// Load a seed file into the store.
     Seed {
@@ -215,6 +221,8 @@ async fn run_on<S: ChangeFeed + Clone>(
             addr,
             seed,
             allow_loopback_webhooks,
+            max_connections,
+            read_timeout,
         } => {
             let policy = UrlPolicy {
                 allow_loopback: allow_loopback_webhooks,
@@ -224,7 +232,11 @@ async fn run_on<S: ChangeFeed + Clone>(
                 Sender::new(policy, Arc::new(SystemResolver)).map_err(CliError::WebhookClient)?;
             let dispatcher = Arc::new(Dispatcher::new(store.clone(), sender, config));
             let app = Arc::new(Vigil::new(store, policy));
-            serve(app, addr, seed, dispatcher).await
+            let limits = crate::server::Limits {
+                max_connections,
+                read_timeout,
+            };
+            serve(app, addr, seed, dispatcher, limits).await
         }
         Command::Seed {
             file,
@@ -321,6 +333,7 @@ async fn serve<S: ChangeFeed>(
     addr: SocketAddr,
     seed_file: Option<PathBuf>,
     dispatcher: Arc<Dispatcher<S>>,
+    limits: crate::server::Limits,
 ) -> Result<(), CliError> {
     if let Some(file) = &seed_file {
         let r = load_seed(&app, file).await?;
@@ -346,7 +359,7 @@ async fn serve<S: ChangeFeed>(
     let shutdown = async {
         let _ = tokio::signal::ctrl_c().await;
     };
-    crate::server::serve(app, listener, shutdown)
+    crate::server::serve(app, listener, limits, shutdown)
         .await
         .map_err(CliError::Serve)
 }

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use aws_lambda_events::apigw::ApiGatewayProxyRequestContext;
 use bytes::Bytes;
@@ -13,11 +13,12 @@ use http::header;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use lambda_http::request::RequestContext;
 use lambda_http::{Body, RequestExt};
 use serde_json::Value;
 use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
 use tracing::Instrument;
 
 use crate::domain::token::time_ordered_token;
@@ -27,16 +28,51 @@ use crate::store::Store;
 
 /// Largest request body read; API Gateway's own limit is far higher, but no route needs more.
 const MAX_BODY: usize = 1024 * 1024;
+/// Largest request head (request line and headers) read; a larger one is refused with 431.
+pub const MAX_HEAD_BYTES: usize = 16 * 1024;
+
+/// What keeps slow or greedy clients from taking the server down: each connection has a deadline
+/// for every request head and body, and the number of open connections is capped (further
+/// clients wait in the listen backlog until a connection closes).
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub max_connections: usize,
+    /// For the head of each request, and again for its body.
+    pub read_timeout: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_connections: 1024,
+            read_timeout: Duration::from_secs(10),
+        }
+    }
+}
 
 /// Serves until `shutdown` resolves. In-flight requests finish on their own connections.
 pub async fn serve<S: Store>(
     app: Arc<Vigil<S>>,
     listener: TcpListener,
+    limits: Limits,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> std::io::Result<()> {
     let router = Arc::new(Router::new());
+    let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    let mut http = http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(limits.read_timeout)
+        .max_buf_size(MAX_HEAD_BYTES);
     tokio::pin!(shutdown);
     loop {
+        // A slot first: at the cap, new clients wait in the backlog rather than take memory.
+        let slot = tokio::select! {
+            slot = slots.clone().acquire_owned() => match slot {
+                Ok(slot) => slot,
+                Err(_) => return Ok(()),
+            },
+            () = &mut shutdown => return Ok(()),
+        };
         let (stream, _) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(conn) => conn,
@@ -49,18 +85,17 @@ pub async fn serve<S: Store>(
             () = &mut shutdown => return Ok(()),
         };
         let _ = stream.set_nodelay(true);
-        let (app, router) = (app.clone(), router.clone());
+        let (app, router, http) = (app.clone(), router.clone(), http.clone());
+        let body_timeout = limits.read_timeout;
         tokio::spawn(async move {
             let service = hyper::service::service_fn(move |req| {
                 let (app, router) = (app.clone(), router.clone());
-                async move { Ok::<_, Infallible>(handle(&app, &router, req).await) }
+                async move { Ok::<_, Infallible>(handle(&app, &router, req, body_timeout).await) }
             });
-            if let Err(e) = http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), service)
-                .await
-            {
+            if let Err(e) = http.serve_connection(TokioIo::new(stream), service).await {
                 tracing::debug!(error = %e, "connection ended with an error");
             }
+            drop(slot);
         });
     }
 }
@@ -69,12 +104,13 @@ async fn handle<S: Store>(
     app: &Vigil<S>,
     router: &Router,
     req: hyper::Request<Incoming>,
+    body_timeout: Duration,
 ) -> hyper::Response<Full<Bytes>> {
     let request_id = time_ordered_token();
     let span = tracing::debug_span!("request", id = %request_id, method = %req.method(), path = %req.uri().path());
     async {
         let started = Instant::now();
-        let res = answer(app, router, req, &request_id).await;
+        let res = answer(app, router, req, &request_id, body_timeout).await;
         tracing::debug!(
             status = res.status().as_u16(),
             micros = started.elapsed().as_micros() as u64,
@@ -108,6 +144,7 @@ async fn answer<S: Store>(
     router: &Router,
     req: hyper::Request<Incoming>,
     request_id: &str,
+    body_timeout: Duration,
 ) -> http::Response<Body> {
     let (route, params) = match router.resolve_full(req.method(), req.uri().path()) {
         Resolved::Found(route, params) => (route, params),
@@ -125,10 +162,12 @@ async fn answer<S: Store>(
         Err(e) => return ApiError::from(e).into_response(),
     };
     let (parts, body) = req.into_parts();
-    let bytes = match Limited::new(body, MAX_BODY).collect().await {
-        Ok(c) => c.to_bytes(),
-        Err(_) => return ApiError::PayloadTooLarge.into_response(),
-    };
+    let bytes =
+        match tokio::time::timeout(body_timeout, Limited::new(body, MAX_BODY).collect()).await {
+            Ok(Ok(c)) => c.to_bytes(),
+            Ok(Err(_)) => return ApiError::PayloadTooLarge.into_response(),
+            Err(_) => return ApiError::RequestTimeout.into_response(),
+        };
     let mut query: HashMap<String, Vec<String>> = HashMap::new();
     for (k, v) in url::form_urlencoded::parse(parts.uri.query().unwrap_or("").as_bytes()) {
         query

@@ -23,6 +23,8 @@ pub enum ApiError {
     /// Over a plan limit: the message and the `Retry-After` seconds.
     TooManyRequests(&'static str, u64),
     PayloadTooLarge,
+    /// The body did not arrive in time (`vigil serve`; API Gateway has its own).
+    RequestTimeout,
     UnsupportedMediaType,
     /// Storage throttled after retries: the client should retry later.
     Unavailable,
@@ -44,6 +46,7 @@ impl ApiError {
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::TooManyRequests(..) => StatusCode::TOO_MANY_REQUESTS,
             ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
@@ -58,6 +61,7 @@ impl ApiError {
             ApiError::TooManyRequests(m, _) => m,
             ApiError::MethodNotAllowed(_) => "Method not allowed",
             ApiError::PayloadTooLarge => "Request body is too large",
+            ApiError::RequestTimeout => "Request body was not received in time",
             ApiError::UnsupportedMediaType => "Content-Type must be application/json",
             ApiError::Unavailable => "Service temporarily unavailable, retry later",
             ApiError::Internal => "Internal server error",

@@ -1,0 +1,122 @@
+//! `vigil serve` under abuse: clients that hold connections open without finishing a request,
+//! oversized request heads and bodies that never arrive must not stop the server answering
+//! others. The server runs with a small connection cap and a short read deadline.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::process::Command;
+use std::time::Duration;
+
+use common::serve::Served;
+use serde_json::json;
+
+const KEY: &str = "vgl_limits_key";
+
+fn start(dir: &tempfile::TempDir) -> Served {
+    let seed = json!({"accounts": [{"id": "acc_1", "apiKeys": [KEY], "plan": {
+        "id": "plan_x", "name": "X", "description": "x", "maxRps": 1000, "maxProjects": 5,
+        "maxRequests": 100000, "expiresAt": null, "subscribedAt": "2026-01-01T00:00:00.000Z",
+        "status": "active", "unsubscribedAt": null}}]});
+    let seed_file = dir.path().join("seed.json");
+    std::fs::write(&seed_file, seed.to_string()).unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_vigil"));
+    cmd.arg("--db")
+        .arg(dir.path().join("vigil.db"))
+        .args(["serve", "--addr", "127.0.0.1:0", "--max-connections", "3"])
+        .args(["--read-timeout", "1s", "--seed"])
+        .arg(&seed_file);
+    Served::start(cmd)
+}
+
+fn connect(origin: &str) -> TcpStream {
+    let addr = origin.trim_start_matches("http://");
+    let s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
+    s
+}
+
+/// Everything the server sends until it closes the connection.
+fn read_to_close(s: &mut TcpStream) -> String {
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+async fn plan_status(origin: &str) -> u16 {
+    let client = reqwest::Client::builder()
+        .no_proxy()
+        .timeout(Duration::from_secs(10))
+        .build()
+        .unwrap();
+    client
+        .get(format!("{origin}/v1/plan"))
+        .bearer_auth(KEY)
+        .send()
+        .await
+        .expect("the server answers within 10 s")
+        .status()
+        .as_u16()
+}
+
+#[tokio::test]
+async fn clients_that_never_finish_a_request_are_cut_off_and_others_are_answered() {
+    let dir = tempfile::tempdir().unwrap();
+    let served = start(&dir);
+    // As many half-sent requests as the server takes connections.
+    let mut slow: Vec<TcpStream> = (0..3)
+        .map(|_| {
+            let mut s = connect(&served.origin);
+            s.write_all(b"GET /v1/plan HTTP/1.1\r\nHost: x\r\n")
+                .unwrap();
+            s
+        })
+        .collect();
+    // A well-behaved client still gets its answer once the deadline frees a connection.
+    assert_eq!(plan_status(&served.origin).await, 200);
+    // The slow clients were disconnected (hyper answers 408 or just closes).
+    for s in &mut slow {
+        let rest = read_to_close(s);
+        assert!(
+            rest.is_empty() || rest.starts_with("HTTP/1.1 408"),
+            "{rest:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn oversized_heads_are_refused_and_the_server_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let served = start(&dir);
+    let mut s = connect(&served.origin);
+    let huge = "a".repeat(64 * 1024);
+    let _ = s
+        .write_all(format!("GET /v1/plan HTTP/1.1\r\nHost: x\r\nX-Big: {huge}\r\n\r\n").as_bytes());
+    let answer = read_to_close(&mut s);
+    assert!(
+        answer.is_empty() || answer.starts_with("HTTP/1.1 431"),
+        "{answer:.80}"
+    );
+    assert_eq!(plan_status(&served.origin).await, 200);
+}
+
+#[tokio::test]
+async fn a_body_that_never_arrives_is_408_in_the_api_shape() {
+    let dir = tempfile::tempdir().unwrap();
+    let served = start(&dir);
+    let mut s = connect(&served.origin);
+    let head = format!(
+        "POST /v1/projects HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {KEY}\r\n\
+         Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{{\"name\""
+    );
+    s.write_all(head.as_bytes()).unwrap();
+    let answer = read_to_close(&mut s);
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(
+        answer.ends_with(r#"{"message":"Request body was not received in time"}"#),
+        "{answer}"
+    );
+    // Nothing was created, and the server answers others.
+    assert_eq!(plan_status(&served.origin).await, 200);
+}
