@@ -19,7 +19,8 @@ fi
 cargo build --release --bin vigil >&2
 
 dir=$(mktemp -d)
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+pids=()
+trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done; rm -rf "$dir"' EXIT
 key=vgl_bench_key
 python3 - "$dir/seed.json" "$key" <<'PY'
 import json, sys
@@ -38,26 +39,36 @@ json.dump({"accounts": [{"id": "acc_bench", "apiKeys": [key], "plan": plan}],
                          "createdAt": "2026-01-01T00:00:00.000Z"}],
            "results": results}, open(path, "w"))
 PY
-target/release/vigil --db "$dir/bench.db" serve --addr "127.0.0.1:$port" --seed "$dir/seed.json" \
-  >"$dir/out" 2>"$dir/err" &
-pid=$!
-trap 'kill $pid 2>/dev/null || true; wait $pid 2>/dev/null || true; rm -rf "$dir"' EXIT
-for _ in $(seq 1 100); do grep -q 'listening' "$dir/out" 2>/dev/null && break; sleep 0.1; done
-grep -q 'listening' "$dir/out" || { echo "server did not start" >&2; cat "$dir/err" >&2; exit 1; }
-base="http://127.0.0.1:$port/v1"
 
-# Sanity: the page really holds 100 results.
-n=$(curl -s -H "Authorization: Bearer $key" "$base/results/prj_demo/sess_long" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["data"]))')
-[ "$n" = 100 ] || { echo "expected a 100-result page, got $n" >&2; exit 1; }
+# bench NAME BINARY: starts BINARY on its own database and prints its table.
+bench() {
+  local name=$1 bin=$2 port out base n
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  mkdir -p "$dir/$name"
+  "$bin" --db "$dir/$name/bench.db" serve --addr "127.0.0.1:$port" --seed "$dir/seed.json" \
+    >"$dir/$name/out" 2>"$dir/$name/err" &
+  pids+=($!)
+  for _ in $(seq 1 100); do grep -q 'listening' "$dir/$name/out" 2>/dev/null && break; sleep 0.1; done
+  grep -q 'listening' "$dir/$name/out" || { echo "$name: server did not start" >&2; cat "$dir/$name/err" >&2; exit 1; }
+  base="http://127.0.0.1:$port/v1"
+  # Sanity: the page really holds 100 results.
+  n=$(curl -s -H "Authorization: Bearer $key" "$base/results/prj_demo/sess_long" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["data"]))')
+  [ "$n" = 100 ] || { echo "$name: expected a 100-result page, got $n" >&2; exit 1; }
+  echo "== $name ($bin)"
+  printf '%-40s %12s %10s %10s\n' "endpoint" "req/s" "p50" "p99"
+  for target in "results/prj_demo/sess_long (100 results)" "plan" "nope (404, router only)"; do
+    path=${target%% *}
+    out=$(wrk -t2 -c"$conns" -d"${secs}s" --latency -H "Authorization: Bearer $key" "$base/$path")
+    rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
+    p50=$(awk '$1=="50%" {print $2}' <<<"$out")
+    p99=$(awk '$1=="99%" {print $2}' <<<"$out")
+    errs=$(grep -E 'Non-2xx|Socket errors' <<<"$out" | tr '\n' ' ' || true)
+    printf '%-40s %12s %10s %10s %s\n' "$target" "$rps" "$p50" "$p99" "${errs:+($errs)}"
+  done
+  kill "${pids[-1]}"
+}
 
-printf '%-40s %12s %10s %10s\n' "endpoint" "req/s" "p50" "p99"
-for target in "results/prj_demo/sess_long (100 results)" "plan" "nope (404, router only)"; do
-  path=${target%% *}
-  out=$(wrk -t2 -c"$conns" -d"${secs}s" --latency -H "Authorization: Bearer $key" "$base/$path")
-  rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
-  p50=$(awk '$1=="50%" {print $2}' <<<"$out")
-  p99=$(awk '$1=="99%" {print $2}' <<<"$out")
-  errs=$(grep -E 'Non-2xx|Socket errors' <<<"$out" | tr '\n' ' ' || true)
-  printf '%-40s %12s %10s %10s %s\n' "$target" "$rps" "$p50" "$p99" "${errs:+($errs)}"
-done
+bench current target/release/vigil
+# BASELINE_BIN=path/to/an/older/vigil compares, in the same run, with a build of another commit.
+if [ -n "${BASELINE_BIN:-}" ]; then bench baseline "$BASELINE_BIN"; fi
 echo "(wrk -t2 -c$conns -d${secs}s on $(nproc) cores shared with the server; $(date -u +%F))"
