@@ -405,3 +405,35 @@ pub async fn demo<S: Store>(app: &Vigil<S>) -> Result<ApiKey, SeedError> {
     }
     Ok(key)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    proptest::proptest! {
+        // Any text is a seed file or an error that names where it went wrong, never a panic.
+        #[test]
+        fn any_text_is_a_seed_or_an_error(s in ".{0,400}") {
+            if let Err(SeedError::Invalid(msg)) = parse(&s) {
+                proptest::prop_assert!(!msg.is_empty());
+            }
+        }
+
+        #[test]
+        fn seeds_with_arbitrary_values_are_parsed_or_refused(
+            id in ".{0,20}", score in proptest::num::f64::ANY, ip in ".{0,20}", at in ".{0,30}"
+        ) {
+            let text = serde_json::json!({"results": [{"projectId": id, "sessionId": "s",
+                "scoreBot": score, "scoreProxyVpn": 0.5, "ipAddress": ip, "createdAt": at}]})
+                .to_string();
+            match parse(&text) {
+                Ok(seed) => {
+                    let r = &seed.results[0];
+                    proptest::prop_assert!((0.0..=1.0).contains(&r.score_bot.get()));
+                }
+                Err(SeedError::Invalid(msg)) => proptest::prop_assert!(msg.starts_with("results[0].")),
+                Err(e) => proptest::prop_assert!(false, "{e}"),
+            }
+        }
+    }
+}

@@ -101,4 +101,19 @@ mod tests {
             assert_eq!(decode(bad, &p, &s), Err(CursorError), "{bad}");
         }
     }
+
+    proptest::proptest! {
+        #[test]
+        fn any_text_is_a_cursor_or_a_refusal(s in ".{0,300}") {
+            let (p, s_id) = ids();
+            let _ = decode(&s, &p, &s_id);
+        }
+
+        #[test]
+        fn cursors_round_trip(ms in 0i64..253_402_300_799_000, seq in proptest::num::u64::ANY) {
+            let (p, s) = ids();
+            let at = ResultPosition { created_at: Timestamp::from_unix_millis(ms).unwrap(), seq };
+            proptest::prop_assert_eq!(decode(&encode(&p, &s, at), &p, &s), Ok(at));
+        }
+    }
 }

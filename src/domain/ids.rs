@@ -182,4 +182,22 @@ mod tests {
         assert_ne!(a, b);
         assert!(WebhookId::parse(a.as_str()).is_ok());
     }
+
+    proptest::proptest! {
+        // Outside input never panics; what is accepted is kept exactly and survives JSON.
+        #[test]
+        fn any_text_is_an_id_or_a_refusal(s in ".{0,200}") {
+            if let Ok(id) = ProjectId::parse(s.clone()) {
+                proptest::prop_assert_eq!(id.as_str(), s.as_str());
+                let json = serde_json::to_string(&id).unwrap();
+                proptest::prop_assert_eq!(serde_json::from_str::<ProjectId>(&json).unwrap(), id);
+            }
+        }
+
+        #[test]
+        fn every_id_of_the_grammar_is_accepted(s in "[A-Za-z0-9_.:-]{1,128}") {
+            let id = SessionId::parse(s.clone()).unwrap();
+            proptest::prop_assert_eq!(id.as_str(), s.as_str());
+        }
+    }
 }

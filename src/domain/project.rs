@@ -108,4 +108,17 @@ mod tests {
         }
         assert!(Domain::parse(&format!("{}.example", "a".repeat(64))).is_err());
     }
+
+    proptest::proptest! {
+        #[test]
+        fn names_and_domains_are_accepted_or_refused_and_round_trip(s in ".{0,300}") {
+            if let Ok(n) = ProjectName::parse(&s) {
+                let text = n.clone().into_string();
+                proptest::prop_assert_eq!(ProjectName::parse(&text), Ok(n));
+            }
+            if let Ok(d) = Domain::parse(&s) {
+                proptest::prop_assert_eq!(Domain::parse(&d.to_string()), Ok(d));
+            }
+        }
+    }
 }

@@ -168,4 +168,19 @@ mod tests {
         let t = Timestamp::now();
         assert_eq!(Timestamp::from_unix_millis(t.unix_millis()), Ok(t));
     }
+
+    proptest::proptest! {
+        #[test]
+        fn any_text_is_a_time_or_a_refusal(s in ".{0,40}") {
+            if let Ok(t) = s.parse::<Timestamp>() {
+                proptest::prop_assert_eq!(t.to_string().parse::<Timestamp>(), Ok(t));
+            }
+        }
+
+        #[test]
+        fn times_round_trip_through_their_text(ms in 0i64..253_402_300_799_000) {
+            let t = Timestamp::from_unix_millis(ms).unwrap();
+            proptest::prop_assert_eq!(t.to_string().parse::<Timestamp>(), Ok(t));
+        }
+    }
 }

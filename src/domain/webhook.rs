@@ -262,4 +262,21 @@ mod tests {
         );
         assert!(serde_json::from_str::<WebhookType>("\"bot_detect\"").is_err());
     }
+
+    proptest::proptest! {
+        // Accepted URLs are stored normalised: parsing the stored form gives the same URL.
+        #[test]
+        fn any_text_is_a_url_or_a_refusal(s in "(https?://)?[a-z0-9.:/@%\\[\\]-]{0,60}") {
+            for policy in [UrlPolicy::default(), UrlPolicy { allow_loopback: true }] {
+                if let Ok(url) = WebhookUrl::parse(&s, policy) {
+                    proptest::prop_assert_eq!(WebhookUrl::parse(url.as_str(), policy), Ok(url.clone()));
+                }
+            }
+        }
+
+        #[test]
+        fn arbitrary_unicode_never_panics(s in ".{0,120}") {
+            let _ = WebhookUrl::parse(&s, UrlPolicy::default());
+        }
+    }
 }

@@ -200,4 +200,22 @@ mod tests {
         assert_eq!(v["context"]["accountId"], "acc_1");
         assert_eq!(v["principalId"], "acc_1");
     }
+
+    proptest::proptest! {
+        #[test]
+        fn any_header_is_a_key_or_none(h in ".{0,300}") {
+            if let Some(k) = bearer_key(Some(&h)) {
+                proptest::prop_assert!(ApiKey::parse(k).is_ok());
+            }
+        }
+
+        #[test]
+        fn any_context_is_a_caller_or_none(
+            fields in proptest::collection::hash_map("[a-zA-Z]{1,16}", "[a-z0-9_:.-]{0,24}", 0..8)
+        ) {
+            let fields: HashMap<String, Value> =
+                fields.into_iter().map(|(k, v)| (k, Value::String(v))).collect();
+            let _ = from_context(&fields);
+        }
+    }
 }

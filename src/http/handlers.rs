@@ -377,4 +377,55 @@ mod tests {
             "url must use https"
         );
     }
+
+    /// Any JSON value: a body is accepted or refused with a message, never a panic.
+    fn json_value() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            "[a-z:/.]{0,12}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(3, 24, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                prop::collection::btree_map(
+                    prop_oneof![
+                        Just("type".to_owned()),
+                        Just("url".to_owned()),
+                        Just("name".to_owned()),
+                        Just("domain".to_owned()),
+                        Just("disabled".to_owned()),
+                        "[a-z]{1,6}"
+                    ],
+                    inner,
+                    0..5
+                )
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_json_is_a_body_or_a_400(v in json_value()) {
+            for result in [
+                NewWebhook::from_json(v.clone()).map(|_| ()),
+                NewProject::from_json(v.clone()).map(|_| ()),
+                ProjectChanges::from_json(v.clone()).map(|_| ()),
+            ] {
+                if let Err(e) = result {
+                    proptest::prop_assert_eq!(e.status(), http::StatusCode::BAD_REQUEST);
+                }
+            }
+        }
+
+        #[test]
+        fn any_bytes_are_a_body_or_a_client_error(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..200)) {
+            if let Err(e) = parse(&String::from_utf8_lossy(&bytes)) {
+                proptest::prop_assert!(e.status().is_client_error());
+            }
+        }
+    }
 }
