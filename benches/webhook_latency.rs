@@ -5,7 +5,7 @@
 //!    written by starting `vigil results add` (a separate process, as a user writes). Measured:
 //!    from starting that process to the request reaching the receiver (p50, p99, max), and, for
 //!    reference, how long the `results add` process itself ran.
-//! 2. Throughput of `Dispatcher::process`: batches of 100 synthetic crossing records (each a new
+//! 2. Throughput of `Dispatcher::handle`: batches of 100 synthetic crossing records (each a new
 //!    session) on a SQLite store whose project has 3 webhooks on a loopback receiver, so 300
 //!    deliveries per batch (created, signed, posted, recorded). Measured: wall time per batch and
 //!    deliveries per second.
@@ -209,7 +209,7 @@ async fn throughput(batches: usize) {
     let sender = Sender::new(LOOPBACK, Arc::new(SystemResolver)).unwrap();
     let dispatcher = Dispatcher::new(store, sender, &Config::from_lookup(|_| None).unwrap());
     println!(
-        "throughput: Dispatcher::process, {RECORDS} crossing records x {HOOKS} webhooks \
+        "throughput: Dispatcher::handle, {RECORDS} crossing records x {HOOKS} webhooks \
          (SQLite store, loopback receiver)"
     );
     let mut rates = Vec::new();
@@ -221,11 +221,13 @@ async fn throughput(batches: usize) {
             serde_json::from_value(Value::Array(records)).unwrap();
         let before = rx.hits().len();
         let started = Instant::now();
-        // A budget no batch here comes near: every attempt is awaited and counted.
+        // What the function does with a batch: records to feed events, then deliveries. A budget
+        // no batch here comes near: every attempt is awaited and counted.
+        let events = vigil::store::change::feed_events(&records);
         let attempted = dispatcher
-            .process(&records, std::time::Duration::from_secs(600))
+            .handle(&events, std::time::Duration::from_secs(600))
             .await
-            .expect("process");
+            .expect("handle");
         let took = started.elapsed();
         assert_eq!(attempted, RECORDS * HOOKS);
         assert_eq!(rx.hits().len() - before, RECORDS * HOOKS);

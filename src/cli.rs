@@ -8,8 +8,7 @@ use std::sync::Arc;
 use clap::{Args, Parser, Subcommand};
 
 use crate::config::{Config, ConfigError};
-use crate::dispatch::feed::{ChangeFeed, SWEEP_EVERY, sweep_forever};
-use crate::dispatch::{Dispatcher, Sender, SystemResolver};
+use crate::dispatch::{Dispatcher, SWEEP_EVERY, Sender, SystemResolver, sweep_forever};
 use crate::domain::project::{Domain, ProjectName};
 use crate::domain::token::ApiKey;
 use crate::domain::{
@@ -17,6 +16,7 @@ use crate::domain::{
 };
 use crate::seed::{self, SeedError};
 use crate::service::{ServiceError, Vigil};
+use crate::store::feed::ChangeFeed;
 use crate::store::{DynamoStore, SqliteStore, Store, StoreError};
 
 /// Why a command failed: printed as one line with its causes ([`crate::report::Chain`]).
@@ -211,7 +211,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
     }
 }
 
-async fn run_on<S: ChangeFeed + Clone>(
+async fn run_on<S: Store + ChangeFeed>(
     store: S,
     command: Command,
     config: &Config,
@@ -227,16 +227,15 @@ async fn run_on<S: ChangeFeed + Clone>(
             let policy = UrlPolicy {
                 allow_loopback: allow_loopback_webhooks,
             };
-            // Dispatch runs beside the API: the change feed (or the table's stream) and the sweep.
             let sender =
                 Sender::new(policy, Arc::new(SystemResolver)).map_err(CliError::WebhookClient)?;
             let dispatcher = Arc::new(Dispatcher::new(store.clone(), sender, config));
-            let app = Arc::new(Vigil::new(store, policy));
+            let app = Arc::new(Vigil::new(store.clone(), policy));
             let limits = crate::server::Limits {
                 max_connections,
                 read_timeout,
             };
-            serve(app, addr, seed, dispatcher, limits).await
+            serve(app, store, addr, seed, dispatcher, limits).await
         }
         Command::Seed {
             file,
@@ -328,8 +327,9 @@ async fn load_seed<S: Store>(app: &Vigil<S>, file: &Path) -> Result<seed::SeedRe
         })
 }
 
-async fn serve<S: ChangeFeed>(
+async fn serve<S: Store + ChangeFeed>(
     app: Arc<Vigil<S>>,
+    store: S,
     addr: SocketAddr,
     seed_file: Option<PathBuf>,
     dispatcher: Arc<Dispatcher<S>>,
@@ -354,7 +354,7 @@ async fn serve<S: ChangeFeed>(
     if let Some(key) = demo_key {
         print_demo(&local, &key);
     }
-    tokio::spawn(S::follow(dispatcher.clone()));
+    tokio::spawn(store.follow(dispatcher.clone()));
     tokio::spawn(sweep_forever(dispatcher, SWEEP_EVERY));
     let shutdown = async {
         let _ = tokio::signal::ctrl_c().await;

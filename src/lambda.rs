@@ -18,7 +18,7 @@ use crate::http::auth;
 use crate::http::{ApiError, Endpoint, Resolved, Router, answer};
 use crate::report::Chain;
 use crate::service::{ServiceError, Vigil};
-use crate::store::{DynamoStore, Store};
+use crate::store::{DeliveryStore, DynamoStore, ProjectStore};
 
 pub type Error = lambda_runtime::Error;
 pub type App = Vigil<DynamoStore>;
@@ -62,28 +62,30 @@ async fn dispatcher() -> Result<&'static Dispatcher<DynamoStore>, Error> {
 /// Runs the webhook-dispatch function on the table's stream. A storage failure reports the
 /// failed record (partial batch response): Lambda retries from it, and the records before it,
 /// already done, are not sent again. Receivers' failures never fail a record.
-pub async fn run_dispatch() -> Result<(), Error> {
+pub async fn run_webhook_dispatch() -> Result<(), Error> {
     init_tracing();
     let dispatcher = dispatcher().await?;
     lambda_runtime::run(lambda_runtime::service_fn(
         move |event: LambdaEvent<aws_lambda_events::dynamodb::Event>| async move {
-            Ok::<_, Error>(dispatch_batch(dispatcher, event.payload).await)
+            Ok::<_, Error>(handle_stream_batch(dispatcher, event.payload).await)
         },
     ))
     .await
 }
 
-/// The dispatcher's answer to one batch of stream records.
-pub async fn dispatch_batch<S: Store>(
+/// The webhook-dispatch function's answer to one batch of stream records: their feed events go
+/// to the dispatcher, and a failure names the record Lambda must retry from.
+pub async fn handle_stream_batch<S: ProjectStore + DeliveryStore>(
     dispatcher: &Dispatcher<S>,
     event: aws_lambda_events::dynamodb::Event,
 ) -> DynamoDbEventResponse {
     let mut response = DynamoDbEventResponse::default();
+    let events = crate::store::change::feed_events(&event.records);
     if let Err((i, e)) = dispatcher
-        .process(&event.records, crate::dispatch::FIRST_ATTEMPT_BUDGET)
+        .handle(&events, crate::dispatch::FIRST_ATTEMPT_BUDGET)
         .await
     {
-        tracing::error!(error = %e, "dispatch failed; reporting the record for retry");
+        tracing::error!(error = %Chain(&e), "dispatch failed; reporting the record for retry");
         let mut failure = DynamoDbBatchItemFailure::default();
         failure.item_identifier = event.records[i].change.sequence_number.clone();
         response.batch_item_failures.push(failure);

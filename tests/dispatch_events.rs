@@ -1,5 +1,5 @@
 //! The webhook-dispatch function's events (`events/webhook-dispatch-*.json`, DynamoDB Streams
-//! batches exactly as Lambda delivers them) run through `vigil::lambda::dispatch_batch`, the
+//! batches exactly as Lambda delivers them) run through `vigil::lambda::handle_stream_batch`, the
 //! function's handler, with a `Dispatcher` over a temporary SQLite store and a real `Sender` (the
 //! loopback-allowing policy and the system resolver) posting to a scripted loopback receiver.
 //!
@@ -11,7 +11,7 @@
 //!
 //! Every test loads `events/seed.json`, replaces its webhook wh_1 (an address not reachable
 //! offline) by loopback webhooks through the store (two active ones and a disabled one), and
-//! checks what reached the receiver: `dispatch_batch` returns after the first attempts, so
+//! checks what reached the receiver: `handle_stream_batch` returns after the first attempts, so
 //! counts are final when it returns. Tests share nothing.
 //!
 //! Run one by hand: `cargo lambda invoke --data-file events/webhook-dispatch-crossing.json
@@ -32,7 +32,7 @@ use vigil::domain::{
     DeliveryId, DeliveryStatus, ProjectId, SessionId, Timestamp, UrlPolicy, Webhook, WebhookId,
     WebhookType, WebhookUrl,
 };
-use vigil::lambda::dispatch_batch;
+use vigil::lambda::handle_stream_batch;
 use vigil::seed;
 use vigil::service::Vigil;
 use vigil::store::{DeliveryStore, SqliteStore, WebhookInsert, WebhookStore};
@@ -64,6 +64,7 @@ fn event_of(records: Vec<Value>) -> Event {
 
 struct Fixture {
     dispatcher: Dispatcher<SqliteStore>,
+    store: SqliteStore,
     rx: Receiver,
     _dir: TempDir,
 }
@@ -105,7 +106,8 @@ async fn fixture() -> Fixture {
     // The deployment defaults: threshold 0.5.
     let config = Config::from_lookup(|_| None).unwrap();
     Fixture {
-        dispatcher: Dispatcher::new(store, sender, &config),
+        dispatcher: Dispatcher::new(store.clone(), sender, &config),
+        store,
         rx,
         _dir: dir,
     }
@@ -114,7 +116,7 @@ async fn fixture() -> Fixture {
 impl Fixture {
     /// Runs one batch through the function's handler; asserts no record was reported failed.
     async fn run(&self, event: Event) {
-        let response = dispatch_batch(&self.dispatcher, event).await;
+        let response = handle_stream_batch(&self.dispatcher, event).await;
         assert!(
             response.batch_item_failures.is_empty(),
             "batchItemFailures: {:?}",
@@ -136,8 +138,7 @@ impl Fixture {
 
     /// The stored deliveries of a webhook.
     async fn deliveries(&self, hook: &str) -> Vec<vigil::domain::Delivery> {
-        self.dispatcher
-            .store()
+        self.store
             .deliveries(
                 &ProjectId::parse(PROJECT).unwrap(),
                 &WebhookId::parse(hook).unwrap(),

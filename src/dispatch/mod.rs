@@ -1,11 +1,12 @@
 //! Webhook dispatch: from changes of the table (DynamoDB Streams, or the SQLite change feed) to
 //! signed deliveries, retried on a schedule from durable state.
 //!
-//! - [`Dispatcher::create`] reads a batch of stream records in order. A session that crosses the
-//!   threshold gets one delivery per active webhook, created with a deterministic id, so a
-//!   replayed record finds its delivery instead of making another. New deliveries are leased to
-//!   the creator and attempted at once, concurrently (bounded): within a time budget in Lambda
-//!   ([`Dispatcher::process`]), in background tasks in `vigil serve`.
+//! - [`Dispatcher::create_deliveries`] reads a batch of feed events in order (the stores turn
+//!   their records into [`FeedEvent`]s; nothing here knows an item layout). A session that
+//!   crosses the threshold gets one delivery per active webhook, created with a deterministic id,
+//!   so a replayed record finds its delivery instead of making another. New deliveries are leased
+//!   to the creator and attempted at once, concurrently (bounded): within a time budget in Lambda
+//!   ([`Dispatcher::handle`]), in background tasks in `vigil serve`.
 //! - The sweep claims due deliveries (failed earlier, or whose lease ran out because a process
 //!   died mid-attempt) and attempts them. It runs on a schedule.
 //! - Only failures of our own storage fail a record; a receiver's failure is an attempt outcome.
@@ -14,7 +15,6 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use aws_lambda_events::dynamodb::EventRecord;
 use futures_util::StreamExt;
 use serde::Serialize;
 use tokio::sync::Semaphore;
@@ -22,15 +22,16 @@ use tokio::sync::Semaphore;
 use crate::config::Config;
 use crate::domain::delivery::{Attempt, AttemptOutcome};
 use crate::domain::{
-    Delivery, DeliveryId, DeliveryStatus, ProjectId, Score, SessionId, Timestamp, WebhookType,
+    Delivery, DeliveryId, DeliveryStatus, FeedEvent, ProjectId, Score, SessionId, Timestamp,
+    WebhookType,
 };
-use crate::store::{Store, StoreError};
+use crate::report::Chain;
+use crate::store::feed::FeedConsumer;
+use crate::store::{DeliveryStore, ProjectStore, StoreError};
 
 pub mod crossing;
 pub mod deliver;
-pub mod feed;
 pub mod signature;
-pub mod streams;
 
 pub use crossing::{Crossing, crossing};
 pub use deliver::{Resolver, Sender, SystemResolver};
@@ -40,6 +41,8 @@ pub use deliver::{Resolver, Sender, SystemResolver};
 pub const LEASE: Duration = Duration::from_secs(60);
 /// Attempts in flight at once per process: one slow receiver cannot hold up the others.
 pub const CONCURRENCY: usize = 32;
+/// How often `vigil serve` looks for due deliveries.
+pub const SWEEP_EVERY: Duration = Duration::from_millis(500);
 /// Due deliveries queued per background sweep.
 const SWEEP_BATCH: usize = 100;
 /// How long the dispatch function gives first attempts before leaving them to the sweep.
@@ -63,7 +66,9 @@ struct PayloadData<'a> {
     result: &'a crate::domain::CheckResult,
 }
 
-pub fn payload(c: &Crossing, now: Timestamp) -> String {
+/// The notification body. Serialising can only fail on a bug; the caller must then not send (a
+/// body is never signed empty).
+pub fn payload(c: &Crossing, now: Timestamp) -> Result<String, serde_json::Error> {
     let p = Payload {
         kind: WebhookType::ProxyVpnDetect,
         timestamp: now,
@@ -73,16 +78,24 @@ pub fn payload(c: &Crossing, now: Timestamp) -> String {
             result: &c.result,
         },
     };
-    // Plain fields only: serialising cannot fail.
-    serde_json::to_string(&p).unwrap_or_default()
+    serde_json::to_string(&p)
 }
 
-/// What [`Dispatcher::create`] did with a batch of records.
+/// Why a feed event could not be turned into deliveries: our failure, so the event is retried.
+#[derive(Debug, thiserror::Error)]
+pub enum DispatchError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("cannot build the webhook body")]
+    Payload(#[source] serde_json::Error),
+}
+
+/// What [`Dispatcher::create_deliveries`] did with a batch of feed events.
 pub struct Batch {
     /// New deliveries, leased to the caller for their first attempt.
     pub created: Vec<Delivery>,
-    /// The index of the record whose processing failed on our side, and why.
-    pub failed: Option<(usize, StoreError)>,
+    /// The index of the event whose processing failed on our side, and why.
+    pub failed: Option<(usize, DispatchError)>,
 }
 
 pub struct Dispatcher<S> {
@@ -96,7 +109,7 @@ pub struct Dispatcher<S> {
     in_flight: Mutex<HashSet<DeliveryId>>,
 }
 
-impl<S: Store> Dispatcher<S> {
+impl<S: ProjectStore + DeliveryStore> Dispatcher<S> {
     pub fn new(store: S, sender: Sender, config: &Config) -> Self {
         Self {
             store,
@@ -108,30 +121,31 @@ impl<S: Store> Dispatcher<S> {
         }
     }
 
-    pub fn store(&self) -> &S {
-        &self.store
-    }
-
-    /// The durable step: reads records in order and creates the deliveries of their crossings,
-    /// each leased to the caller, who attempts them (at once, or left to the sweep).
-    pub async fn create(&self, records: &[EventRecord]) -> Batch {
+    /// The durable step: reads feed events in order and creates the deliveries of their
+    /// crossings, each leased to the caller, who attempts them (at once, or left to the sweep).
+    pub async fn create_deliveries(&self, events: &[FeedEvent]) -> Batch {
         let mut batch = Batch {
             created: Vec::new(),
             failed: None,
         };
-        for (i, record) in records.iter().enumerate() {
-            match crossing(record, self.threshold) {
-                Ok(None) => {}
-                Ok(Some(c)) => match self.create_deliveries(&c).await {
-                    Ok(mut created) => batch.created.append(&mut created),
-                    Err(e) => {
-                        batch.failed = Some((i, e));
-                        break;
-                    }
-                },
-                // Retrying cannot fix a record we cannot read; it must not block the stream.
+        for (i, event) in events.iter().enumerate() {
+            let change = match event {
+                FeedEvent::SessionChanged(change) => change,
+                FeedEvent::Other => continue,
+                // Retrying cannot fix a record we cannot read; it must not block the feed.
+                FeedEvent::Unreadable(why) => {
+                    tracing::error!(error = %why, "skipping an unreadable feed record");
+                    continue;
+                }
+            };
+            let Some(c) = crossing(change, self.threshold) else {
+                continue;
+            };
+            match self.deliveries_for(&c).await {
+                Ok(mut created) => batch.created.append(&mut created),
                 Err(e) => {
-                    tracing::error!(error = %e, event_id = %record.event_id, "skipping record")
+                    batch.failed = Some((i, e));
+                    break;
                 }
             }
         }
@@ -143,12 +157,12 @@ impl<S: Store> Dispatcher<S> {
     /// abandoned and retried by the sweep when their lease ends (same `webhook-id`). On a storage
     /// failure, returns the index of the record that failed: it and everything after it must be
     /// delivered again (they are idempotent).
-    pub async fn process(
+    pub async fn handle(
         &self,
-        records: &[EventRecord],
+        events: &[FeedEvent],
         budget: Duration,
-    ) -> Result<usize, (usize, StoreError)> {
-        let batch = self.create(records).await;
+    ) -> Result<usize, (usize, DispatchError)> {
+        let batch = self.create_deliveries(events).await;
         let created = batch.created.len();
         if tokio::time::timeout(budget, self.attempt_all(batch.created))
             .await
@@ -162,10 +176,10 @@ impl<S: Store> Dispatcher<S> {
         }
     }
 
-    async fn create_deliveries(&self, c: &Crossing) -> Result<Vec<Delivery>, StoreError> {
+    async fn deliveries_for(&self, c: &Crossing) -> Result<Vec<Delivery>, DispatchError> {
         let hooks = self.store.active_webhooks(&c.project_id).await?;
         let now = Timestamp::now();
-        let body = payload(c, now);
+        let body = payload(c, now).map_err(DispatchError::Payload)?;
         let mut created = Vec::new();
         for hook in hooks {
             let delivery = Delivery {
@@ -232,7 +246,7 @@ impl<S: Store> Dispatcher<S> {
                 error: Some("webhook was deleted or disabled".into()),
             },
             Err(e) => {
-                tracing::error!(error = %e, delivery = %d.id, "cannot prepare delivery");
+                tracing::error!(error = %Chain(&e), delivery = %d.id, "cannot prepare delivery");
                 return;
             }
         };
@@ -245,14 +259,16 @@ impl<S: Store> Dispatcher<S> {
                 .disable_webhook(&d.project_id, &d.webhook_id)
                 .await
         {
-            tracing::error!(error = %e, webhook = %d.webhook_id, "cannot disable webhook");
+            tracing::error!(error = %Chain(&e), webhook = %d.webhook_id, "cannot disable webhook");
         }
         match self.store.update_delivery(&d, lease).await {
             Ok(true) => {}
             Ok(false) => {
                 tracing::warn!(delivery = %d.id, "lease lost before the attempt was recorded")
             }
-            Err(e) => tracing::error!(error = %e, delivery = %d.id, "cannot record attempt"),
+            Err(e) => {
+                tracing::error!(error = %Chain(&e), delivery = %d.id, "cannot record attempt")
+            }
         }
     }
 
@@ -274,7 +290,7 @@ pub type SharedDispatcher<S> = Arc<Dispatcher<S>>;
 
 /// Background attempts, for long-running processes (`vigil serve`): the feed and the sweep hand
 /// deliveries over and move on, so no receiver, however slow, holds them up.
-impl<S: Store> Dispatcher<S> {
+impl<S: ProjectStore + DeliveryStore + 'static> Dispatcher<S> {
     /// Attempts deliveries this process already leased (just created) in the background.
     pub fn spawn_attempts(self: &Arc<Self>, deliveries: Vec<Delivery>) {
         for d in deliveries {
@@ -318,7 +334,7 @@ impl<S: Store> Dispatcher<S> {
                         Ok(Some(d)) => me.attempt(d).await,
                         Ok(None) => {}
                         Err(e) => {
-                            tracing::error!(error = %e, delivery = %id, "cannot claim delivery")
+                            tracing::error!(error = %Chain(&e), delivery = %id, "cannot claim delivery")
                         }
                     }
                 }
@@ -328,5 +344,34 @@ impl<S: Store> Dispatcher<S> {
             });
         }
         Ok(queued)
+    }
+}
+
+/// In a long-running process, the dispatcher follows the change feed: deliveries are durable once
+/// created, and their attempts run in the background, so no receiver holds the feed.
+impl<S: ProjectStore + DeliveryStore + 'static> FeedConsumer for Arc<Dispatcher<S>> {
+    async fn consume(&self, events: &[FeedEvent]) -> Result<(), usize> {
+        let batch = self.create_deliveries(events).await;
+        self.spawn_attempts(batch.created);
+        match batch.failed {
+            None => Ok(()),
+            Some((i, e)) => {
+                tracing::error!(error = %Chain(&e), "creating deliveries failed; retrying");
+                Err(i)
+            }
+        }
+    }
+}
+
+/// Sweeps due deliveries into background attempts forever; runs until cancelled.
+pub async fn sweep_forever<S: ProjectStore + DeliveryStore + 'static>(
+    dispatcher: SharedDispatcher<S>,
+    every: Duration,
+) {
+    loop {
+        if let Err(e) = dispatcher.sweep_in_background().await {
+            tracing::error!(error = %Chain(&e), "retry sweep failed");
+        }
+        tokio::time::sleep(every).await;
     }
 }

@@ -1,5 +1,6 @@
 //! The domain: validated values and the rules of the service, free of HTTP and storage concerns.
 
+pub mod change;
 pub mod cursor;
 pub mod delivery;
 pub mod ids;
@@ -12,6 +13,7 @@ pub mod time;
 pub mod token;
 pub mod webhook;
 
+pub use change::{FeedEvent, SessionChanged};
 pub use delivery::{Attempt, AttemptOutcome, Delivery, DeliveryStatus, DeliveryView};
 pub use ids::{AccountId, DeliveryId, IdError, PlanId, ProjectId, SessionId, WebhookId};
 pub use model::{

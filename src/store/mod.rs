@@ -9,9 +9,12 @@ use crate::domain::{
     SessionId, SessionScore, Timestamp, Webhook, WebhookId,
 };
 
+pub mod change;
 pub mod dynamo;
+pub mod feed;
 pub mod items;
 pub mod sqlite;
+pub mod streams;
 
 pub use dynamo::DynamoStore;
 pub use sqlite::SqliteStore;

@@ -11,13 +11,13 @@ use aws_lambda_events::dynamodb::EventRecord;
 use aws_sdk_dynamodbstreams::Client as StreamsClient;
 use aws_sdk_dynamodbstreams::types::{Record, Shard, ShardIteratorType};
 
-use super::SharedDispatcher;
-use super::feed::{ChangeFeed, POLL};
-use crate::store::{DeliveryStore, DynamoStore, OpFailed, StoreError};
+use super::change::feed_events;
+use super::feed::{BACKOFF, ChangeFeed, FeedConsumer, POLL};
+use super::{DeliveryStore, DynamoStore, OpFailed, StoreError};
+use crate::report::Chain;
 
 const DONE: &str = "CLOSED";
 const REDISCOVER: Duration = Duration::from_secs(5);
-const BACKOFF: Duration = Duration::from_secs(1);
 
 fn checkpoint_name(shard: &str) -> String {
     format!("stream-shard:{shard}")
@@ -48,8 +48,9 @@ pub fn to_event_record(r: &Record) -> EventRecord {
     rec
 }
 
-struct Follower {
-    dispatcher: SharedDispatcher<DynamoStore>,
+struct Follower<C> {
+    store: DynamoStore,
+    consumer: C,
     client: StreamsClient,
     stream_arn: String,
     shards: Vec<Shard>,
@@ -57,7 +58,19 @@ struct Follower {
     iterators: HashMap<String, String>,
 }
 
-impl Follower {
+/// Why a round of following stopped: our storage, or the consumer at some record.
+enum Stop {
+    Store(StoreError),
+    Consumer,
+}
+
+impl From<StoreError> for Stop {
+    fn from(e: StoreError) -> Self {
+        Stop::Store(e)
+    }
+}
+
+impl<C: FeedConsumer> Follower<C> {
     async fn discover(&mut self) -> Result<(), StoreError> {
         let mut shards = Vec::new();
         let mut start: Option<String> = None;
@@ -82,11 +95,7 @@ impl Follower {
         for s in &shards {
             let id = s.shard_id().unwrap_or_default();
             if !self.finished.contains(id) {
-                let cp = self
-                    .dispatcher
-                    .store()
-                    .checkpoint(&checkpoint_name(id))
-                    .await?;
+                let cp = self.store.checkpoint(&checkpoint_name(id)).await?;
                 if cp.as_deref() == Some(DONE) {
                     self.finished.insert(id.to_owned());
                 }
@@ -110,11 +119,7 @@ impl Follower {
         if let Some(it) = self.iterators.remove(shard) {
             return Ok(Some(it));
         }
-        let after = self
-            .dispatcher
-            .store()
-            .checkpoint(&checkpoint_name(shard))
-            .await?;
+        let after = self.store.checkpoint(&checkpoint_name(shard)).await?;
         let req = self
             .client
             .get_shard_iterator()
@@ -133,10 +138,11 @@ impl Follower {
         Ok(out.shard_iterator)
     }
 
-    /// Reads one batch of a shard and dispatches it. True when it found records.
-    async fn poll_shard(&mut self, shard: String) -> Result<bool, StoreError> {
+    /// Reads one batch of a shard and hands it to the consumer. True when it found records.
+    async fn poll_shard(&mut self, shard: String) -> Result<bool, Stop> {
         let Some(it) = self.iterator(&shard).await? else {
-            return self.finish(&shard).await.map(|_| false);
+            self.finish(&shard).await?;
+            return Ok(false);
         };
         let out = self
             .client
@@ -147,11 +153,8 @@ impl Follower {
             .await
             .map_err(|e| backend("GetRecords", e))?;
         let records: Vec<EventRecord> = out.records().iter().map(to_event_record).collect();
-        let store = self.dispatcher.store();
-        let batch = self.dispatcher.create(&records).await;
-        // Attempts run in the background: no receiver holds the shard.
-        self.dispatcher.spawn_attempts(batch.created);
-        match batch.failed.map_or(Ok(()), Err) {
+        let store = self.store.clone();
+        match self.consumer.consume(&feed_events(&records)).await {
             Ok(()) => {
                 if let Some(seq) = records
                     .last()
@@ -167,7 +170,7 @@ impl Follower {
                 }
                 Ok(!records.is_empty())
             }
-            Err((i, e)) => {
+            Err(i) => {
                 // Keep what finished; the next iterator starts after it.
                 if let Some(seq) = i
                     .checked_sub(1)
@@ -175,21 +178,20 @@ impl Follower {
                 {
                     store.set_checkpoint(&checkpoint_name(&shard), &seq).await?;
                 }
-                Err(e)
+                Err(Stop::Consumer)
             }
         }
     }
 
     async fn finish(&mut self, shard: &str) -> Result<(), StoreError> {
-        self.dispatcher
-            .store()
+        self.store
             .set_checkpoint(&checkpoint_name(shard), DONE)
             .await?;
         self.finished.insert(shard.to_owned());
         Ok(())
     }
 
-    async fn round(&mut self) -> Result<bool, StoreError> {
+    async fn round(&mut self) -> Result<bool, Stop> {
         let ready: Vec<String> = self
             .shards
             .iter()
@@ -218,19 +220,20 @@ async fn stream_arn(store: &DynamoStore) -> Result<String, StoreError> {
 }
 
 impl ChangeFeed for DynamoStore {
-    async fn follow(dispatcher: SharedDispatcher<Self>) {
+    async fn follow<C: FeedConsumer>(self, consumer: C) {
         let client = StreamsClient::new(&crate::store::dynamo::sdk_config().await);
         let arn = loop {
-            match stream_arn(dispatcher.store()).await {
+            match stream_arn(&self).await {
                 Ok(arn) => break arn,
                 Err(e) => {
-                    tracing::error!(error = %e, "cannot find the table's stream");
+                    tracing::error!(error = %Chain(&e), "cannot find the table's stream");
                     tokio::time::sleep(BACKOFF).await;
                 }
             }
         };
         let mut f = Follower {
-            dispatcher,
+            store: self,
+            consumer,
             client,
             stream_arn: arn,
             shards: Vec::new(),
@@ -242,14 +245,16 @@ impl ChangeFeed for DynamoStore {
             if discovered.is_none_or(|t| t.elapsed() > REDISCOVER) {
                 match f.discover().await {
                     Ok(()) => discovered = Some(Instant::now()),
-                    Err(e) => tracing::error!(error = %e, "cannot list stream shards"),
+                    Err(e) => tracing::error!(error = %Chain(&e), "cannot list stream shards"),
                 }
             }
             match f.round().await {
                 Ok(true) => {}
                 Ok(false) => tokio::time::sleep(POLL * 4).await,
-                Err(e) => {
-                    tracing::error!(error = %e, "stream dispatch failed; retrying");
+                Err(stop) => {
+                    if let Stop::Store(e) = stop {
+                        tracing::error!(error = %Chain(&e), "following the stream failed; retrying");
+                    }
                     // Iterators may have expired; resume from checkpoints.
                     f.iterators.clear();
                     tokio::time::sleep(BACKOFF).await;

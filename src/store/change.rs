@@ -1,0 +1,135 @@
+//! From feed records to domain events: the one place that reads the item layout out of a change
+//! record, whether it came from a Lambda stream event, the DynamoDB Streams API or the SQLite
+//! change feed (all three are `aws_lambda_events` `EventRecord`s with old and new images).
+
+use aws_lambda_events::dynamodb::EventRecord;
+use serde::Deserialize;
+
+use super::items::{Entity, SessionItem};
+use crate::domain::{FeedEvent, SessionChanged};
+
+#[derive(Deserialize)]
+struct EntityOnly {
+    entity: Option<Entity>,
+}
+
+fn is_session(image: &serde_dynamo::Item) -> bool {
+    serde_dynamo::from_item::<_, EntityOnly>(image.clone())
+        .ok()
+        .and_then(|e| e.entity)
+        == Some(Entity::Session)
+}
+
+/// What one record says, in domain terms.
+pub fn feed_event(record: &EventRecord) -> FeedEvent {
+    let change = &record.change;
+    if !matches!(record.event_name.as_str(), "INSERT" | "MODIFY") || !is_session(&change.new_image)
+    {
+        return FeedEvent::Other;
+    }
+    let unreadable = |which: &str, e: serde_dynamo::Error| {
+        FeedEvent::Unreadable(format!("record {}: {which} image: {e}", record.event_id))
+    };
+    let after: SessionItem = match serde_dynamo::from_item(change.new_image.clone()) {
+        Ok(item) => item,
+        Err(e) => return unreadable("new", e),
+    };
+    let before = if change.old_image.is_empty() {
+        None
+    } else {
+        match serde_dynamo::from_item::<_, SessionItem>(change.old_image.clone()) {
+            Ok(item) => Some(item.score()),
+            Err(e) => return unreadable("old", e),
+        }
+    };
+    FeedEvent::SessionChanged(SessionChanged {
+        before,
+        after: after.score(),
+        project: after.project_id,
+        session: after.session_id,
+        last: after.last,
+    })
+}
+
+/// Every record of a batch, in order.
+pub fn feed_events(records: &[EventRecord]) -> Vec<FeedEvent> {
+    records.iter().map(feed_event).collect()
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::domain::{CheckResult, NewResult, ProjectId, Score, SessionId, Timestamp};
+
+    fn result(pv: f64, at: &str) -> NewResult {
+        NewResult {
+            project_id: ProjectId::parse("p").unwrap(),
+            session_id: SessionId::parse("s").unwrap(),
+            result: CheckResult {
+                score_bot: Score::new(0.1).unwrap(),
+                score_proxy_vpn: Score::new(pv).unwrap(),
+                ip_address: "198.51.100.7".parse().unwrap(),
+                created_at: at.parse::<Timestamp>().unwrap(),
+            },
+        }
+    }
+
+    /// The stream record of writing `pvs` in order: the summary's change for the last one.
+    fn record_after(pvs: &[f64]) -> EventRecord {
+        let mut old: Option<SessionItem> = None;
+        let mut new = None;
+        for (i, pv) in pvs.iter().enumerate() {
+            let next = SessionItem::next(
+                new.as_ref(),
+                &result(*pv, &format!("2026-11-21T10:00:0{i}Z")),
+            );
+            old = new.take();
+            new = Some(next);
+        }
+        let mut rec = EventRecord::default();
+        rec.event_name = if old.is_some() { "MODIFY" } else { "INSERT" }.to_owned();
+        rec.change.new_image = serde_dynamo::to_item(new.unwrap()).unwrap();
+        if let Some(o) = old {
+            rec.change.old_image = serde_dynamo::to_item(o).unwrap();
+        }
+        rec
+    }
+
+    #[test]
+    fn a_summary_change_becomes_a_session_change() {
+        let FeedEvent::SessionChanged(c) = feed_event(&record_after(&[0.2, 0.7])) else {
+            panic!("not a session change")
+        };
+        assert_eq!(c.before.map(|b| b.score_proxy_vpn.get()), Some(0.2));
+        assert_eq!(c.after.score_proxy_vpn.get(), 0.7);
+        assert_eq!(c.last.score_proxy_vpn.get(), 0.7);
+        assert_eq!((c.project.as_str(), c.session.as_str()), ("p", "s"));
+        let FeedEvent::SessionChanged(first) = feed_event(&record_after(&[0.4])) else {
+            panic!("not a session change")
+        };
+        assert_eq!(first.before, None);
+    }
+
+    #[test]
+    fn other_items_and_removals_are_other() {
+        let mut rec = record_after(&[0.9]);
+        rec.event_name = "REMOVE".into();
+        assert_eq!(feed_event(&rec), FeedEvent::Other);
+        let mut other = EventRecord::default();
+        other.event_name = "INSERT".into();
+        other.change.new_image =
+            serde_dynamo::to_item(serde_json::json!({"entity": "result", "scoreProxyVpn": 0.99}))
+                .unwrap();
+        assert_eq!(feed_event(&other), FeedEvent::Other);
+    }
+
+    #[test]
+    fn a_malformed_session_image_is_unreadable() {
+        let mut rec = EventRecord::default();
+        rec.event_name = "INSERT".into();
+        rec.change.new_image =
+            serde_dynamo::to_item(serde_json::json!({"entity": "session", "scoreProxyVpn": 7}))
+                .unwrap();
+        assert!(matches!(feed_event(&rec), FeedEvent::Unreadable(_)));
+    }
+}
