@@ -17,20 +17,21 @@
 //! Run one by hand: `cargo lambda invoke --data-file events/webhook-dispatch-crossing.json
 //! webhook-dispatch` (it then talks to the configured table).
 
+mod common;
 mod receiver;
 
 use std::path::Path;
 use std::sync::Arc;
 
 use aws_lambda_events::dynamodb::Event;
+use common::delivery_id;
 use receiver::{Hit, Receiver, Reply};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 use vigil::config::Config;
 use vigil::dispatch::{Dispatcher, Sender, SystemResolver};
 use vigil::domain::{
-    DeliveryId, DeliveryStatus, ProjectId, SessionId, Timestamp, UrlPolicy, Webhook, WebhookId,
-    WebhookType, WebhookUrl,
+    DeliveryStatus, ProjectId, Timestamp, UrlPolicy, Webhook, WebhookId, WebhookType, WebhookUrl,
 };
 use vigil::lambda::handle_stream_batch;
 use vigil::seed;
@@ -149,16 +150,6 @@ impl Fixture {
     }
 }
 
-fn delivery_id(session: &str, hook: &str) -> String {
-    DeliveryId::for_crossing(
-        &ProjectId::parse(PROJECT).unwrap(),
-        &SessionId::parse(session).unwrap(),
-        &WebhookId::parse(hook).unwrap(),
-    )
-    .as_str()
-    .to_owned()
-}
-
 /// The request is the signed delivery of `session`'s crossing with the given result.
 #[track_caller]
 fn assert_delivery(hit: &Hit, hook: &str, session: &str, result: &str) {
@@ -171,7 +162,10 @@ fn assert_delivery(hit: &Hit, hook: &str, session: &str, result: &str) {
     assert_eq!(hit.body, expected);
     assert_eq!(hit.method, "POST");
     assert_eq!(hit.header("content-type"), "application/json");
-    assert_eq!(hit.header("webhook-id"), delivery_id(session, hook));
+    assert_eq!(
+        hit.header("webhook-id"),
+        delivery_id(PROJECT, session, hook)
+    );
     let wh = standardwebhooks::Webhook::from_bytes(SIGNING_KEY.as_bytes().to_vec()).unwrap();
     wh.verify(hit.body.as_bytes(), &hit.headers)
         .unwrap_or_else(|e| panic!("signature does not verify: {e:?}"));

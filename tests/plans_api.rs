@@ -5,14 +5,12 @@
 
 mod common;
 
-use std::process::Command;
-
-use common::serve::Served;
-use reqwest::{Method, StatusCode};
+use common::api::{Resp, Server, bearer};
+use reqwest::Method;
 use serde_json::{Value, json};
-use tempfile::TempDir;
 
 const KEY: &str = "vgl_plans_key";
+const OTHER: &str = "vgl_other_key";
 
 fn plan(status: &str, max_rps: u32, max_requests: u64, max_projects: u32) -> Value {
     json!({"id": "plan_x", "name": "X", "description": "x", "maxRps": max_rps,
@@ -20,133 +18,62 @@ fn plan(status: &str, max_rps: u32, max_requests: u64, max_projects: u32) -> Val
            "subscribedAt": "2026-01-31T00:00:00.000Z", "status": status, "unsubscribedAt": null})
 }
 
-struct Api {
-    _served: Served,
-    origin: String,
-    client: reqwest::Client,
-    dir: TempDir,
+/// A server whose account acc_1 (key KEY) has `plan` and project prj_1, beside acc_2 (key OTHER,
+/// an ordinary plan) and its project prj_2.
+fn start(plan: Value) -> Server {
+    Server::seeded(&json!({
+        "accounts": [
+            {"id": "acc_1", "apiKeys": [KEY], "plan": plan},
+            {"id": "acc_2", "apiKeys": [OTHER], "plan": self::plan("active", 100, 100, 5)}
+        ],
+        "projects": [
+            {"id": "prj_1", "accountId": "acc_1", "name": "Shop", "domain": "shop.example",
+             "apiKeyPublic": "pk_1", "apiKeyPrivate": "sk_1", "disabled": false,
+             "createdAt": "2026-11-21T00:00:00.000Z"},
+            {"id": "prj_2", "accountId": "acc_2", "name": "Other", "domain": "other.example",
+             "apiKeyPublic": "pk_2", "apiKeyPrivate": "sk_2", "disabled": false,
+             "createdAt": "2026-11-21T00:00:00.000Z"}
+        ]
+    }))
 }
 
-struct Answer {
-    status: StatusCode,
-    headers: reqwest::header::HeaderMap,
-    body: Value,
-}
-
-impl Answer {
-    fn header(&self, name: &str) -> &str {
-        self.headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or_else(|| panic!("no {name} in {:?}", self.headers))
-    }
-
-    fn message(&self) -> &str {
-        self.body["message"].as_str().unwrap_or("")
-    }
-}
-
-impl Api {
-    /// A server whose one account has `plan` and one project, `prj_1`.
-    fn start(plan: Value) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let seed = json!({
-            "accounts": [
-                {"id": "acc_1", "apiKeys": [KEY], "plan": plan},
-                {"id": "acc_2", "apiKeys": ["vgl_other_key"], "plan": self::plan("active", 100, 100, 5)}
-            ],
-            "projects": [
-                {"id": "prj_1", "accountId": "acc_1", "name": "Shop", "domain": "shop.example",
-                 "apiKeyPublic": "pk_1", "apiKeyPrivate": "sk_1", "disabled": false,
-                 "createdAt": "2026-11-21T00:00:00.000Z"},
-                {"id": "prj_2", "accountId": "acc_2", "name": "Other", "domain": "other.example",
-                 "apiKeyPublic": "pk_2", "apiKeyPrivate": "sk_2", "disabled": false,
-                 "createdAt": "2026-11-21T00:00:00.000Z"}
-            ]
-        });
-        let seed_file = dir.path().join("seed.json");
-        std::fs::write(&seed_file, seed.to_string()).unwrap();
-        let mut cmd = Self::command(&dir);
-        cmd.args(["serve", "--addr", "127.0.0.1:0", "--seed"])
-            .arg(&seed_file);
-        let served = Served::start(cmd);
-        Api {
-            origin: served.origin.clone(),
-            _served: served,
-            client: reqwest::Client::builder().no_proxy().build().unwrap(),
-            dir,
-        }
-    }
-
-    fn command(dir: &TempDir) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_vigil"));
-        cmd.arg("--db").arg(dir.path().join("vigil.db"));
-        cmd
-    }
-
-    async fn call(&self, method: Method, path: &str, body: Option<(&str, String)>) -> Answer {
-        self.call_as(KEY, method, path, body).await
-    }
-
-    async fn call_as(
-        &self,
-        key: &str,
-        method: Method,
-        path: &str,
-        body: Option<(&str, String)>,
-    ) -> Answer {
-        let mut req = self
-            .client
-            .request(method, format!("{}/v1{path}", self.origin))
-            .bearer_auth(key);
-        if let Some((content_type, body)) = body {
-            req = req.header("content-type", content_type).body(body);
-        }
-        let res = req.send().await.unwrap();
-        let (status, headers) = (res.status(), res.headers().clone());
-        let text = res.text().await.unwrap();
-        let body = serde_json::from_str(&text).unwrap_or(Value::Null);
-        Answer {
-            status,
-            headers,
-            body,
-        }
-    }
-
-    async fn get(&self, path: &str) -> Answer {
-        self.call(Method::GET, path, None).await
-    }
-
-    async fn send_json(&self, method: Method, path: &str, body: &Value) -> Answer {
-        let body = Some(("application/json", body.to_string()));
-        self.call(method, path, body).await
-    }
+async fn send_json(srv: &Server, method: Method, path: &str, body: &Value) -> Resp {
+    let auth = bearer(KEY);
+    srv.call(
+        method,
+        path,
+        Some(&auth),
+        Some("application/json"),
+        Some(body.to_string()),
+    )
+    .await
 }
 
 #[tokio::test]
 async fn over_max_rps_is_429_with_retry_after_and_every_answer_has_the_headers() {
-    let api = Api::start(plan("active", 3, 1_000_000, 5));
+    let srv = start(plan("active", 3, 1_000_000, 5));
     // Twelve requests at once: at most three per second get through (six if they straddle two).
-    let answers = futures_util::future::join_all((0..12).map(|_| api.get("/projects/prj_1"))).await;
-    let ok: Vec<&Answer> = answers.iter().filter(|a| a.status == 200).collect();
-    let limited: Vec<&Answer> = answers.iter().filter(|a| a.status == 429).collect();
+    let answers =
+        futures_util::future::join_all((0..12).map(|_| srv.get(KEY, "/v1/projects/prj_1"))).await;
+    let ok: Vec<&Resp> = answers.iter().filter(|a| a.status == 200).collect();
+    let limited: Vec<&Resp> = answers.iter().filter(|a| a.status == 429).collect();
     assert_eq!(ok.len() + limited.len(), 12);
     assert!((1..=6).contains(&ok.len()), "{} allowed", ok.len());
     let a = limited
         .first()
         .expect("a burst of 12 against maxRps 3 is refused");
     assert_eq!(a.message(), "Rate limit exceeded");
-    assert_eq!(a.header("retry-after"), "1");
-    assert!(a.header("ratelimit").contains("\"burst\";r=0;t=1"));
+    assert_eq!(a.header_value("retry-after"), "1");
+    assert!(a.header_value("ratelimit").contains("\"burst\";r=0;t=1"));
     for a in &answers {
-        let policy = a.header("ratelimit-policy");
+        let policy = a.header_value("ratelimit-policy");
         assert!(
             policy.starts_with("\"burst\";q=3;w=1, \"monthly\";q=1000000;w="),
             "{policy}"
         );
     }
     for a in ok {
-        let remaining = a.header("ratelimit");
+        let remaining = a.header_value("ratelimit");
         assert!(remaining.starts_with("\"burst\";r="), "{remaining}");
         assert!(remaining.contains(", \"monthly\";r="), "{remaining}");
     }
@@ -154,10 +81,10 @@ async fn over_max_rps_is_429_with_retry_after_and_every_answer_has_the_headers()
 
 #[tokio::test]
 async fn over_max_requests_is_429_until_the_next_period() {
-    let api = Api::start(plan("active", 1000, 3, 5));
-    let usage = api.get("/usage").await;
+    let srv = start(plan("active", 1000, 3, 5));
+    let usage = srv.get(KEY, "/v1/usage").await;
     assert_eq!(usage.status, 200);
-    let data = &usage.body["data"];
+    let data = &usage.json()["data"];
     assert_eq!(data["requests"], 1);
     assert_eq!(data["maxRequests"], 3);
     assert_eq!(data["remaining"], 2);
@@ -171,74 +98,79 @@ async fn over_max_requests_is_429_until_the_next_period() {
         "{start} {end}"
     );
     // A 404 counts: it passed authentication and no limit refused it.
-    assert_eq!(api.get("/projects/prj_missing").await.status, 404);
-    let last = api.get("/plan").await;
+    assert_eq!(srv.get(KEY, "/v1/projects/prj_missing").await.status, 404);
+    let last = srv.get(KEY, "/v1/plan").await;
     assert_eq!(last.status, 200);
     assert!(
-        last.header("ratelimit").contains("\"monthly\";r=0;t="),
+        last.header_value("ratelimit")
+            .contains("\"monthly\";r=0;t="),
         "{}",
-        last.header("ratelimit")
+        last.header_value("ratelimit")
     );
-    let refused = api.get("/plan").await;
+    let refused = srv.get(KEY, "/v1/plan").await;
     assert_eq!(refused.status, 429);
     assert_eq!(refused.message(), "Monthly request quota exceeded");
-    let retry: u64 = refused.header("retry-after").parse().unwrap();
+    let retry: u64 = refused.header_value("retry-after").parse().unwrap();
     assert!((1..=31 * 86_400).contains(&retry), "{retry}");
     // Another account is not affected.
-    let other = api
-        .call_as("vgl_other_key", Method::GET, "/plan", None)
-        .await;
+    let other = srv.get(OTHER, "/v1/plan").await;
     assert_eq!(other.status, 200);
 }
 
 #[tokio::test]
 async fn a_plan_not_in_force_refuses_everything_but_reading_the_plan() {
     for status in ["canceled", "unpaid", "paused"] {
-        let api = Api::start(plan(status, 1000, 1000, 5));
-        let a = api.get("/projects/prj_1").await;
+        let srv = start(plan(status, 1000, 1000, 5));
+        let a = srv.get(KEY, "/v1/projects/prj_1").await;
         assert_eq!(
-            (a.status, a.message()),
-            (StatusCode::FORBIDDEN, "Plan is not active")
+            (a.status, a.message().as_str()),
+            (403, "Plan is not active")
         );
-        assert!(a.headers.contains_key("ratelimit-policy"));
-        let a = api
-            .send_json(
-                Method::POST,
-                "/projects",
-                &json!({"name": "N", "domain": "n.example"}),
-            )
-            .await;
+        assert!(a.header("ratelimit-policy").is_some());
+        let a = send_json(
+            &srv,
+            Method::POST,
+            "/v1/projects",
+            &json!({"name": "N", "domain": "n.example"}),
+        )
+        .await;
         assert_eq!(a.status, 403, "{status}");
-        let read = api.get("/plan").await;
+        let read = srv.get(KEY, "/v1/plan").await;
         assert_eq!(read.status, 200, "{status}");
-        assert_eq!(read.body["data"]["status"], status);
+        assert_eq!(read.json()["data"]["status"], status);
     }
     // Expired: in force by status, but past expiresAt.
     let mut expired = plan("active", 1000, 1000, 5);
     expired["expiresAt"] = json!("2026-01-01T00:00:00.000Z");
-    let api = Api::start(expired);
-    assert_eq!(api.get("/usage").await.message(), "Plan is not active");
-    assert_eq!(api.get("/plan").await.status, 200);
+    let srv = start(expired);
+    assert_eq!(
+        srv.get(KEY, "/v1/usage").await.message(),
+        "Plan is not active"
+    );
+    assert_eq!(srv.get(KEY, "/v1/plan").await.status, 200);
     // past_due is a grace period: in force.
-    let api = Api::start(plan("past_due", 1000, 1000, 5));
-    assert_eq!(api.get("/projects/prj_1").await.status, 200);
+    let srv = start(plan("past_due", 1000, 1000, 5));
+    assert_eq!(srv.get(KEY, "/v1/projects/prj_1").await.status, 200);
 }
 
 #[tokio::test]
 async fn projects_are_created_listed_and_changed_under_max_projects() {
-    let api = Api::start(plan("trialing", 1000, 1000, 2));
-    let created = api
-        .send_json(
-            Method::POST,
-            "/projects",
-            &json!({"name": " New shop ", "domain": "New.Example"}),
-        )
-        .await;
+    let srv = start(plan("trialing", 1000, 1000, 2));
+    let created = send_json(
+        &srv,
+        Method::POST,
+        "/v1/projects",
+        &json!({"name": " New shop ", "domain": "New.Example"}),
+    )
+    .await;
     assert_eq!(created.status, 201, "{:?}", created.body);
-    let p = created.body["data"].clone();
+    let p = created.json()["data"].clone();
     let id = p["id"].as_str().unwrap().to_owned();
     assert!(id.starts_with("prj_"));
-    assert_eq!(created.header("location"), format!("/v1/projects/{id}"));
+    assert_eq!(
+        created.header_value("location"),
+        format!("/v1/projects/{id}")
+    );
     assert_eq!(p.as_object().unwrap().len(), 7, "{p}");
     assert_eq!(
         (p["name"].as_str(), p["domain"].as_str()),
@@ -247,30 +179,34 @@ async fn projects_are_created_listed_and_changed_under_max_projects() {
     assert_eq!(p["disabled"], false);
     assert!(p["apiKeyPublic"].as_str().unwrap().starts_with("pk_"));
     assert!(p["apiKeyPrivate"].as_str().unwrap().starts_with("sk_"));
-    assert_eq!(api.get(&format!("/projects/{id}")).await.body["data"], p);
+    assert_eq!(
+        srv.get(KEY, &format!("/v1/projects/{id}")).await.json()["data"],
+        p
+    );
 
     // The seeded project and the new one: the limit of two is reached.
-    let listed = api.get("/projects").await;
-    let ids: Vec<&str> = listed.body["data"]
+    let listed = srv.get(KEY, "/v1/projects").await;
+    let listed = listed.json();
+    let ids: Vec<&str> = listed["data"]
         .as_array()
         .unwrap()
         .iter()
         .map(|p| p["id"].as_str().unwrap())
         .collect();
     assert_eq!(ids, ["prj_1", id.as_str()], "oldest first");
-    let over = api
-        .send_json(
-            Method::POST,
-            "/projects",
-            &json!({"name": "Third", "domain": "third.example"}),
-        )
-        .await;
+    let over = send_json(
+        &srv,
+        Method::POST,
+        "/v1/projects",
+        &json!({"name": "Third", "domain": "third.example"}),
+    )
+    .await;
     assert_eq!(
-        (over.status, over.message()),
-        (StatusCode::FORBIDDEN, "Project limit reached")
+        (over.status, over.message().as_str()),
+        (403, "Project limit reached")
     );
     assert_eq!(
-        api.get("/projects").await.body["data"]
+        srv.get(KEY, "/v1/projects").await.json()["data"]
             .as_array()
             .unwrap()
             .len(),
@@ -278,43 +214,57 @@ async fn projects_are_created_listed_and_changed_under_max_projects() {
     );
 
     // PATCH changes only what it names.
-    let changed = api
-        .send_json(
-            Method::PATCH,
-            &format!("/projects/{id}"),
-            &json!({"disabled": true, "name": "Renamed"}),
-        )
-        .await;
+    let changed = send_json(
+        &srv,
+        Method::PATCH,
+        &format!("/v1/projects/{id}"),
+        &json!({"disabled": true, "name": "Renamed"}),
+    )
+    .await;
     assert_eq!(changed.status, 200);
     let mut want = p.clone();
     want["disabled"] = json!(true);
     want["name"] = json!("Renamed");
-    assert_eq!(changed.body["data"], want);
-    assert_eq!(api.get(&format!("/projects/{id}")).await.body["data"], want);
+    assert_eq!(changed.json()["data"], want);
+    assert_eq!(
+        srv.get(KEY, &format!("/v1/projects/{id}")).await.json()["data"],
+        want
+    );
     // A disabled project still answers reads.
     assert_eq!(
-        api.get(&format!("/projects/{id}/webhooks")).await.status,
+        srv.get(KEY, &format!("/v1/projects/{id}/webhooks"))
+            .await
+            .status,
         200
     );
     // Another account's project is a missing one.
-    let foreign = api
-        .send_json(Method::PATCH, "/projects/prj_2", &json!({"name": "Mine"}))
-        .await;
+    let foreign = send_json(
+        &srv,
+        Method::PATCH,
+        "/v1/projects/prj_2",
+        &json!({"name": "Mine"}),
+    )
+    .await;
     assert_eq!(
-        (foreign.status, foreign.message()),
-        (StatusCode::NOT_FOUND, "Project not found")
+        (foreign.status, foreign.message().as_str()),
+        (404, "Project not found")
     );
-    let other = api
-        .call_as("vgl_other_key", Method::GET, "/projects/prj_2", None)
-        .await;
-    assert_eq!(other.body["data"]["name"], "Other");
+    let other = srv.get(OTHER, "/v1/projects/prj_2").await;
+    assert_eq!(other.json()["data"]["name"], "Other");
 }
 
 #[tokio::test]
 async fn bad_project_input_is_refused_and_writes_nothing() {
-    let api = Api::start(plan("active", 1000, 1000, 10));
+    let srv = start(plan("active", 1000, 1000, 10));
+    let auth = bearer(KEY);
     let post = |body: String, content_type: &'static str| {
-        api.call(Method::POST, "/projects", Some((content_type, body)))
+        srv.call(
+            Method::POST,
+            "/v1/projects",
+            Some(&auth),
+            Some(content_type),
+            Some(body),
+        )
     };
     let cases: Vec<(String, &str, u16, &str)> = vec![
         (
@@ -384,16 +334,18 @@ async fn bad_project_input_is_refused_and_writes_nothing() {
     for (body, content_type, status, message) in cases {
         let a = post(body.clone(), content_type).await;
         assert_eq!(
-            (a.status.as_u16(), a.message()),
+            (a.status, a.message().as_str()),
             (status, message),
             "{body:.80}"
         );
     }
     let patch = |body: &str| {
-        api.call(
+        srv.call(
             Method::PATCH,
-            "/projects/prj_1",
-            Some(("application/json", body.to_owned())),
+            "/v1/projects/prj_1",
+            Some(&auth),
+            Some("application/json"),
+            Some(body.to_owned()),
         )
     };
     for (body, message) in [
@@ -412,22 +364,26 @@ async fn bad_project_input_is_refused_and_writes_nothing() {
         ),
     ] {
         let a = patch(body).await;
-        assert_eq!((a.status.as_u16(), a.message()), (400, message), "{body}");
+        assert_eq!((a.status, a.message().as_str()), (400, message), "{body}");
     }
-    let bad_id = api
-        .send_json(Method::PATCH, "/projects/a%20b", &json!({"name": "x"}))
-        .await;
+    let bad_id = send_json(
+        &srv,
+        Method::PATCH,
+        "/v1/projects/a%20b",
+        &json!({"name": "x"}),
+    )
+    .await;
     assert_eq!(bad_id.status, 400);
     // Nothing was written.
-    let listed = api.get("/projects").await;
-    assert_eq!(listed.body["data"].as_array().unwrap().len(), 1);
-    assert_eq!(listed.body["data"][0]["name"], "Shop");
+    let listed = srv.get(KEY, "/v1/projects").await;
+    assert_eq!(listed.json()["data"].as_array().unwrap().len(), 1);
+    assert_eq!(listed.json()["data"][0]["name"], "Shop");
 }
 
 #[tokio::test]
 async fn vigil_projects_create_and_list_on_the_command_line() {
-    let api = Api::start(plan("active", 1000, 1000, 2));
-    let run = |args: &[&str]| Api::command(&api.dir).args(args).output().unwrap();
+    let srv = start(plan("active", 1000, 1000, 2));
+    let run = |args: &[&str]| srv.cli(args);
     let out = run(&[
         "projects",
         "create",
@@ -449,7 +405,7 @@ async fn vigil_projects_create_and_list_on_the_command_line() {
     let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(listed.as_array().unwrap().len(), 2);
     // Visible through the API, and the limit holds on the command line too.
-    assert_eq!(api.get("/projects").await.body["data"], listed);
+    assert_eq!(srv.get(KEY, "/v1/projects").await.json()["data"], listed);
     let out = run(&[
         "projects",
         "create",

@@ -4,6 +4,8 @@
 
 mod common;
 
+use common::{TEN_AM, at};
+
 use std::collections::HashSet;
 use std::sync::Arc;
 
@@ -44,13 +46,6 @@ fn result(project: &str, session: &str, bot: f64, pv: f64, at: &str) -> NewResul
             created_at: ts(at),
         },
     }
-}
-
-/// `2026-11-21T10:00:00.000Z` plus `n` seconds.
-fn at(n: i64) -> String {
-    Timestamp::from_unix_millis(ts("2026-11-21T10:00:00.000Z").unix_millis() + n * 1000)
-        .unwrap()
-        .to_string()
 }
 
 fn account(id: &str) -> Account {
@@ -133,11 +128,11 @@ async fn accounts_keys_and_projects_round_trip<S: Store>(store: S) {
 async fn results_are_newest_first_with_write_order_tie_break<S: Store>(store: S) {
     // Written out of createdAt order, with two ties.
     let writes = [
-        (0.1, at(5)),
-        (0.2, at(1)),
-        (0.3, at(5)),
-        (0.4, at(9)),
-        (0.5, at(1)),
+        (0.1, at(TEN_AM + 5)),
+        (0.2, at(TEN_AM + 1)),
+        (0.3, at(TEN_AM + 5)),
+        (0.4, at(TEN_AM + 9)),
+        (0.5, at(TEN_AM + 1)),
     ];
     for (bot, when) in &writes {
         store
@@ -155,18 +150,18 @@ async fn results_are_newest_first_with_write_order_tie_break<S: Store>(store: S)
         .iter()
         .map(|(_, r)| r.score_bot.get())
         .collect();
-    // at(9); at(5) written 3rd then 1st; at(1) written 5th then 2nd.
+    // at(TEN_AM + 9); at(TEN_AM + 5) written 3rd then 1st; at(TEN_AM + 1) written 5th then 2nd.
     assert_eq!(bots, vec![0.4, 0.3, 0.1, 0.5, 0.2]);
     let seqs: Vec<u64> = page.results.iter().map(|(p, _)| p.seq).collect();
     assert_eq!(seqs, vec![4, 3, 1, 5, 2]);
-    assert_eq!(page.results[0].1.created_at.to_string(), at(9));
+    assert_eq!(page.results[0].1.created_at.to_string(), at(TEN_AM + 9));
 }
 
 async fn pages_cover_every_result_once<S: Store>(store: S) {
     for i in 0..25 {
         // Pairs of equal createdAt exercise the tie-break across page boundaries.
         store
-            .add_result(&result("p", "s", 0.0, 0.0, &at(i / 2)))
+            .add_result(&result("p", "s", 0.0, 0.0, &at(TEN_AM + i / 2)))
             .await
             .unwrap();
     }
@@ -206,16 +201,16 @@ async fn session_score_is_maximum_over_all_results<S: Store>(store: S) {
     );
     // The highest scores are in the oldest results, beyond the newest 100.
     store
-        .add_result(&result("p", "s", 0.9, 0.2, &at(0)))
+        .add_result(&result("p", "s", 0.9, 0.2, &at(TEN_AM)))
         .await
         .unwrap();
     store
-        .add_result(&result("p", "s", 0.1, 0.95, &at(1)))
+        .add_result(&result("p", "s", 0.1, 0.95, &at(TEN_AM + 1)))
         .await
         .unwrap();
     for i in 0..110 {
         store
-            .add_result(&result("p", "s", 0.05, 0.05, &at(10 + i)))
+            .add_result(&result("p", "s", 0.05, 0.05, &at(TEN_AM + 10 + i)))
             .await
             .unwrap();
     }
@@ -229,15 +224,15 @@ async fn session_score_is_maximum_over_all_results<S: Store>(store: S) {
 
 async fn sessions_and_projects_are_isolated<S: Store>(store: S) {
     store
-        .add_result(&result("p", "abc", 0.1, 0.1, &at(0)))
+        .add_result(&result("p", "abc", 0.1, 0.1, &at(TEN_AM)))
         .await
         .unwrap();
     store
-        .add_result(&result("p", "abcd", 0.2, 0.2, &at(0)))
+        .add_result(&result("p", "abcd", 0.2, 0.2, &at(TEN_AM)))
         .await
         .unwrap();
     store
-        .add_result(&result("q", "abc", 0.3, 0.3, &at(0)))
+        .add_result(&result("q", "abc", 0.3, 0.3, &at(TEN_AM)))
         .await
         .unwrap();
     let page = store
@@ -330,7 +325,7 @@ async fn concurrent_writers_keep_the_summary_exact<S: Store>(store: S) {
                 };
                 let bot = if w == 1 && i == 7 { 0.88 } else { 0.2 };
                 store
-                    .add_result(&result("p", "hot", bot, pv, &at(i)))
+                    .add_result(&result("p", "hot", bot, pv, &at(TEN_AM + i)))
                     .await
                     .unwrap();
             }
@@ -368,11 +363,11 @@ fn delivery(webhook: &str, session: &str, crossed: i64, due: Option<i64>) -> Del
         session_id: s,
         url: WebhookUrl::parse("https://hooks.example/x", UrlPolicy::default()).unwrap(),
         body: r#"{"type":"proxy_vpn_detect"}"#.into(),
-        crossed_at: ts(&at(crossed)),
+        crossed_at: ts(&at(TEN_AM + crossed)),
         status: DeliveryStatus::Pending,
         attempts: vec![],
-        next_attempt_at: due.map(|d| ts(&at(d))),
-        created_at: ts(&at(crossed)),
+        next_attempt_at: due.map(|d| ts(&at(TEN_AM + d))),
+        created_at: ts(&at(TEN_AM + crossed)),
     }
 }
 
@@ -387,7 +382,10 @@ async fn deliveries_are_idempotent_leased_and_indexed<S: Store>(store: S) {
     assert!(!store.create_delivery(&a).await.unwrap());
 
     // Due at t=100: b (50) then a (100), not c (500).
-    let due = store.due_deliveries(ts(&at(100)), 10).await.unwrap();
+    let due = store
+        .due_deliveries(ts(&at(TEN_AM + 100)), 10)
+        .await
+        .unwrap();
     assert_eq!(
         due.iter().map(|d| d.id.clone()).collect::<Vec<_>>(),
         vec![b.id.clone(), a.id.clone()]
@@ -396,7 +394,7 @@ async fn deliveries_are_idempotent_leased_and_indexed<S: Store>(store: S) {
 
     // Claiming is conditional on the due time we saw.
     let mut claimed = a.clone();
-    claimed.next_attempt_at = Some(ts(&at(160)));
+    claimed.next_attempt_at = Some(ts(&at(TEN_AM + 160)));
     assert!(
         store
             .update_delivery(&claimed, a.next_attempt_at)
@@ -411,7 +409,11 @@ async fn deliveries_are_idempotent_leased_and_indexed<S: Store>(store: S) {
         "claimed twice"
     );
     assert_eq!(
-        store.due_deliveries(ts(&at(100)), 10).await.unwrap().len(),
+        store
+            .due_deliveries(ts(&at(TEN_AM + 100)), 10)
+            .await
+            .unwrap()
+            .len(),
         1
     );
 
@@ -425,7 +427,10 @@ async fn deliveries_are_idempotent_leased_and_indexed<S: Store>(store: S) {
             .await
             .unwrap()
     );
-    let due = store.due_deliveries(ts(&at(10_000)), 10).await.unwrap();
+    let due = store
+        .due_deliveries(ts(&at(TEN_AM + 10_000)), 10)
+        .await
+        .unwrap();
     assert_eq!(
         due.iter().map(|d| d.id.clone()).collect::<Vec<_>>(),
         vec![b.id.clone(), c.id.clone()]
@@ -825,7 +830,7 @@ async fn sqlite_writers_in_separate_pools_keep_the_summary_exact() {
             for i in 0..10 {
                 let pv = if w == 3 && i == 5 { 0.97 } else { 0.3 };
                 store
-                    .add_result(&result("p", "s", 0.1, pv, &at(i)))
+                    .add_result(&result("p", "s", 0.1, pv, &at(TEN_AM + i)))
                     .await
                     .unwrap();
             }
@@ -856,11 +861,11 @@ fn json(item: &serde_dynamo::Item) -> serde_json::Value {
 async fn sqlite_change_feed_mirrors_dynamodb_streams() {
     let (store, _dir) = sqlite();
     store
-        .add_result(&result("p", "s", 0.1, 0.2, &at(0)))
+        .add_result(&result("p", "s", 0.1, 0.2, &at(TEN_AM)))
         .await
         .unwrap();
     store
-        .add_result(&result("p", "s", 0.3, 0.9, &at(1)))
+        .add_result(&result("p", "s", 0.3, 0.9, &at(TEN_AM + 1)))
         .await
         .unwrap();
     let changes = store.changes(0, 100).await.unwrap();

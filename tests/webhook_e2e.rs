@@ -23,11 +23,11 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::serve::Served;
+use common::{TEN_AM, at, delivery_id};
 
 use receiver::{Hit, Receiver, Reply};
 use serde_json::{Value, json};
 use tempfile::TempDir;
-use vigil::domain::{DeliveryId, ProjectId, SessionId, WebhookId};
 
 const KEY: &str = "vgl_test_webhooks";
 const PROJECT: &str = "prj_1";
@@ -260,21 +260,6 @@ fn seed(hooks: &[(&str, String)]) -> Value {
     })
 }
 
-/// `2026-11-21T10:00:SS.000Z`.
-fn at(secs: u32) -> String {
-    format!("2026-11-21T10:{:02}:{:02}.000Z", secs / 60, secs % 60)
-}
-
-fn delivery_id(session: &str, webhook: &str) -> String {
-    DeliveryId::for_crossing(
-        &ProjectId::parse(PROJECT).unwrap(),
-        &SessionId::parse(session).unwrap(),
-        &WebhookId::parse(webhook).unwrap(),
-    )
-    .as_str()
-    .to_owned()
-}
-
 fn session_of(hit: &Hit) -> String {
     hit.json()["data"]["sessionId"]
         .as_str()
@@ -369,10 +354,10 @@ async fn one_delivery_per_crossing(kind: Kind) {
         .into_iter()
         .enumerate()
     {
-        env.add_result("sess_cross", bot, pv, &at(i as u32));
+        env.add_result("sess_cross", bot, pv, &at(TEN_AM + i as i64));
     }
     // A later crossing: once it is delivered, every earlier record has been dispatched.
-    env.add_result("sess_barrier", 0.5, 0.95, &at(10));
+    env.add_result("sess_barrier", 0.5, 0.95, &at(TEN_AM + 10));
     rx.wait_for(6, WAIT, |_| true).await;
     for (id, _) in &hooks {
         server
@@ -392,9 +377,9 @@ async fn one_delivery_per_crossing(kind: Kind) {
             .collect();
         assert_eq!(mine.len(), 1, "one delivery of the crossing to {id}");
         let hit = mine[0];
-        assert_body(hit, "sess_cross", "0.05", "0.7", &at(1));
+        assert_body(hit, "sess_cross", "0.05", "0.7", &at(TEN_AM + 1));
         assert_signed(hit);
-        let msg = delivery_id("sess_cross", id);
+        let msg = delivery_id(PROJECT, "sess_cross", id);
         assert_eq!(hit.header("webhook-id"), msg);
         let log = server.deliveries(id).await;
         assert_eq!(log.len(), 2, "{id}: {log:#?}");
@@ -414,14 +399,14 @@ async fn failing_then_succeeding(kind: Kind) {
     rx.script([Reply::status(500), Reply::status(500)]);
     let env = Env::new(kind, &seed(&[("wh_flaky", rx.url("/hook"))]), SCHEDULE);
     let server = env.serve(true);
-    env.add_result("sess_1", 0.1, 0.8, &at(0));
+    env.add_result("sess_1", 0.1, 0.8, &at(TEN_AM));
     let hits = rx.wait_for(3, WAIT, |_| true).await;
     let log = server
         .wait_log("wh_flaky", |l| {
             status_of(l, "sess_1").as_deref() == Some("delivered")
         })
         .await;
-    let msg = delivery_id("sess_1", "wh_flaky");
+    let msg = delivery_id(PROJECT, "sess_1", "wh_flaky");
     assert_eq!(
         without_created_at(&log[0]),
         json!({"id": msg, "sessionId": "sess_1", "status": "delivered", "attempts": 3,
@@ -439,7 +424,7 @@ async fn failing_then_succeeding(kind: Kind) {
         assert_eq!(h.body, hits[0].body, "retries send the same body");
         assert_signed(h);
     }
-    assert_body(&hits[0], "sess_1", "0.1", "0.8", &at(0));
+    assert_body(&hits[0], "sess_1", "0.1", "0.8", &at(TEN_AM));
     for pair in hits.windows(2) {
         let gap = pair[1].at - pair[0].at;
         assert!(
@@ -460,7 +445,7 @@ async fn pending_delivery_survives_a_restart(kind: Kind) {
         "3s,3s,3s,3s,3s",
     );
     let first = env.serve(true);
-    env.add_result("sess_1", 0.1, 0.9, &at(0));
+    env.add_result("sess_1", 0.1, 0.9, &at(TEN_AM));
     let before = rx.wait_for(1, WAIT, |_| true).await;
     let log = first
         .wait_log("wh_down", |l| {
@@ -475,12 +460,12 @@ async fn pending_delivery_survives_a_restart(kind: Kind) {
     let second = env.serve(false);
     let delivered = rx.wait_for(1, WAIT, |h| h.answered == 204).await.remove(0);
     assert!(delivered.at > restarted_at, "delivered after the restart");
-    let msg = delivery_id("sess_1", "wh_down");
+    let msg = delivery_id(PROJECT, "sess_1", "wh_down");
     assert_eq!(before[0].header("webhook-id"), msg);
     assert_eq!(delivered.header("webhook-id"), msg);
     assert_eq!(delivered.body, before[0].body);
     assert_signed(&delivered);
-    assert_body(&delivered, "sess_1", "0.1", "0.9", &at(0));
+    assert_body(&delivered, "sess_1", "0.1", "0.9", &at(TEN_AM));
     let log = second
         .wait_log("wh_down", |l| {
             status_of(l, "sess_1").as_deref() == Some("delivered")
@@ -502,17 +487,17 @@ async fn results_written_while_stopped(kind: Kind) {
     let rx = Receiver::start(Reply::status(204));
     let env = Env::new(kind, &seed(&[("wh_1", rx.url("/hook"))]), SCHEDULE);
     env.serve(true).kill();
-    env.add_result("sess_offline", 0.3, 0.2, &at(0));
-    env.add_result("sess_offline", 0.4, 0.85, &at(1));
-    env.add_result("sess_offline", 0.4, 0.95, &at(2));
+    env.add_result("sess_offline", 0.3, 0.2, &at(TEN_AM));
+    env.add_result("sess_offline", 0.4, 0.85, &at(TEN_AM + 1));
+    env.add_result("sess_offline", 0.4, 0.95, &at(TEN_AM + 2));
     assert!(rx.hits().is_empty());
     let server = env.serve(false);
     let hit = rx.wait_for(1, WAIT, |_| true).await.remove(0);
-    assert_body(&hit, "sess_offline", "0.4", "0.85", &at(1));
+    assert_body(&hit, "sess_offline", "0.4", "0.85", &at(TEN_AM + 1));
     assert_signed(&hit);
     assert_eq!(
         hit.header("webhook-id"),
-        delivery_id("sess_offline", "wh_1")
+        delivery_id(PROJECT, "sess_offline", "wh_1")
     );
     let log = server
         .wait_log("wh_1", |l| {
@@ -534,7 +519,7 @@ async fn gone_disables_the_webhook(kind: Kind) {
     let hooks = [("wh_gone", gone.url("/gone")), ("wh_ok", ok.url("/ok"))];
     let env = Env::new(kind, &seed(&hooks), SCHEDULE);
     let server = env.serve(true);
-    env.add_result("sess_1", 0.1, 0.9, &at(0));
+    env.add_result("sess_1", 0.1, 0.9, &at(TEN_AM));
     gone.wait_for(1, WAIT, |_| true).await;
     let log = server
         .wait_log("wh_gone", |l| {
@@ -546,11 +531,11 @@ async fn gone_disables_the_webhook(kind: Kind) {
     d["lastError"] = Value::Null;
     assert_eq!(
         d,
-        json!({"id": delivery_id("sess_1", "wh_gone"), "sessionId": "sess_1", "status": "failed",
+        json!({"id": delivery_id(PROJECT, "sess_1", "wh_gone"), "sessionId": "sess_1", "status": "failed",
                "attempts": 1, "lastStatusCode": 410, "lastError": null, "nextAttemptAt": null})
     );
     // The second crossing reaches the other webhook (the barrier) and not the disabled one.
-    env.add_result("sess_2", 0.1, 0.9, &at(1));
+    env.add_result("sess_2", 0.1, 0.9, &at(TEN_AM + 1));
     ok.wait_for(1, WAIT, |h| session_of(h) == "sess_2").await;
     server
         .wait_log("wh_ok", |l| {
@@ -571,7 +556,7 @@ async fn redirect_is_not_followed(kind: Kind) {
         Receiver::start(Reply::status(302).header("location", &target.url("/landing")));
     let env = Env::new(kind, &seed(&[("wh_r", redirector.url("/hook"))]), SCHEDULE);
     let server = env.serve(true);
-    env.add_result("sess_1", 0.1, 0.9, &at(0));
+    env.add_result("sess_1", 0.1, 0.9, &at(TEN_AM));
     redirector.wait_for(1, WAIT, |_| true).await;
     let log = server
         .wait_log("wh_r", |l| {
@@ -610,7 +595,7 @@ async fn slow_receiver_does_not_delay_others(kind: Kind) {
     ];
     let env = Env::new(kind, &seed(&hooks), SCHEDULE);
     let server = env.serve(true);
-    let written = env.add_result("sess_1", 0.1, 0.9, &at(0));
+    let written = env.add_result("sess_1", 0.1, 0.9, &at(TEN_AM));
     let hit = fast.wait_for(1, WAIT, |_| true).await.remove(0);
     let took = hit.at - written;
     assert!(took < PROMPT, "fast receiver waited {took:?}");
@@ -637,11 +622,11 @@ async fn slow_receiver_does_not_block_later_crossings(kind: Kind) {
     ];
     let env = Env::new(kind, &seed(&hooks), SCHEDULE);
     let _server = env.serve(true);
-    env.add_result("sess_1", 0.1, 0.9, &at(0));
+    env.add_result("sess_1", 0.1, 0.9, &at(TEN_AM));
     slow.wait_for(1, WAIT, |_| true).await;
     fast.wait_for(1, WAIT, |_| true).await;
     // The slow attempt is now in flight for about 10 s.
-    let written = env.add_result("sess_2", 0.1, 0.9, &at(1));
+    let written = env.add_result("sess_2", 0.1, 0.9, &at(TEN_AM + 1));
     let hit = fast
         .wait_for(1, WAIT, |h| session_of(h) == "sess_2")
         .await

@@ -2,6 +2,7 @@
 //! and API Gateway proxy requests as the authorizer leaves them.
 #![allow(dead_code)]
 
+pub mod api;
 pub mod serve;
 
 use std::collections::HashMap;
@@ -35,6 +36,28 @@ pub async fn fresh_dynamo(name: &str) -> DynamoStore {
     let store = DynamoStore::new(client, unique_table(name));
     store.create_table().await.unwrap();
     store
+}
+
+/// `2026-11-21T00:00:00.000Z` plus `secs` seconds, as the API writes times.
+pub fn at(secs: impl Into<i64>) -> String {
+    let base = vigil::domain::Timestamp::from_unix_millis(1_795_219_200_000).unwrap();
+    vigil::domain::Timestamp::from_unix_millis(base.unix_millis() + secs.into() * 1000)
+        .unwrap()
+        .to_string()
+}
+
+/// Ten in the morning of that day, in seconds: the time most fixtures write results at.
+pub const TEN_AM: i64 = 36_000;
+
+/// The Standard Webhooks `webhook-id` of one session's crossing delivered to one webhook.
+pub fn delivery_id(project: &str, session: &str, webhook: &str) -> String {
+    vigil::domain::DeliveryId::for_crossing(
+        &vigil::domain::ProjectId::parse(project).unwrap(),
+        &vigil::domain::SessionId::parse(session).unwrap(),
+        &vigil::domain::WebhookId::parse(webhook).unwrap(),
+    )
+    .as_str()
+    .to_owned()
 }
 
 pub fn unique_table(name: &str) -> String {
