@@ -111,6 +111,14 @@ where
     }
 }
 
+/// How an insert under a counted limit ended.
+enum Limited {
+    Created,
+    /// The item at this index already exists.
+    Exists(usize),
+    LimitReached,
+}
+
 /// How a transaction ended. A cancelled one says, per item, whether its condition failed and
 /// (where asked for) the item as it stood; a conflict with a concurrent transaction is worth
 /// retrying.
@@ -257,6 +265,53 @@ impl DynamoStore {
             .await
             .map_err(|e| sdk_error("PutItem", e))?;
         Ok(())
+    }
+
+    /// Puts `items`, each only if absent, and increments the counter at `counter` (pk, sk) only if
+    /// it is below `max`, all in one transaction retried on conflicts: a limit that holds exactly
+    /// under concurrent inserts.
+    async fn insert_under_limit<const N: usize>(
+        &self,
+        items: [Item; N],
+        counter: (String, &str),
+        max: u64,
+        entity: &str,
+    ) -> Result<Limited, StoreError> {
+        for attempt in 0..MAX_WRITE_ATTEMPTS {
+            let count = build(
+                Update::builder()
+                    .table_name(&self.table)
+                    .set_key(Some(key(counter.0.clone(), counter.1)))
+                    .update_expression("SET #c = if_not_exists(#c, :zero) + :one, #e = :entity")
+                    .condition_expression("attribute_not_exists(#c) OR #c < :max")
+                    .expression_attribute_names("#c", "count")
+                    .expression_attribute_names("#e", "entity")
+                    .expression_attribute_values(":zero", n(0))
+                    .expression_attribute_values(":one", n(1))
+                    .expression_attribute_values(":max", n(max))
+                    .expression_attribute_values(":entity", s(entity))
+                    .build(),
+            )?;
+            let mut tx = items
+                .iter()
+                .map(|item| self.put(item.clone(), "attribute_not_exists(pk)"))
+                .collect::<Result<Vec<_>, _>>()?;
+            tx.push(TransactWriteItem::builder().update(count).build());
+            match self.transact(tx).await? {
+                TxOutcome::Done => return Ok(Limited::Created),
+                TxOutcome::ConditionFailed(reasons) => {
+                    return Ok(reasons
+                        .iter()
+                        .take(N)
+                        .position(|(failed, _)| *failed)
+                        .map_or(Limited::LimitReached, Limited::Exists));
+                }
+                TxOutcome::Conflict => tokio::time::sleep(backoff(attempt)).await,
+            }
+        }
+        Err(StoreError::Throttled(
+            format!("{entity} too contended after {MAX_WRITE_ATTEMPTS} attempts").into(),
+        ))
     }
 
     /// Adds one request to a counter unless it already holds `max`: the new count, or None when
@@ -470,45 +525,21 @@ impl ProjectStore for DynamoStore {
         project: &Project,
         max_projects: u32,
     ) -> Result<ProjectInsert, StoreError> {
-        let item = ProjectItem::from(project);
-        let listed = ProjectItem::listed(project);
-        for attempt in 0..MAX_WRITE_ATTEMPTS {
-            let count = build(
-                Update::builder()
-                    .table_name(&self.table)
-                    .set_key(Some(key(listed.pk.clone(), PROJECT_COUNT_SK)))
-                    .update_expression("SET #c = if_not_exists(#c, :zero) + :one, #e = :entity")
-                    .condition_expression("attribute_not_exists(#c) OR #c < :max")
-                    .expression_attribute_names("#c", "count")
-                    .expression_attribute_names("#e", "entity")
-                    .expression_attribute_values(":zero", n(0))
-                    .expression_attribute_values(":one", n(1))
-                    .expression_attribute_values(":max", n(max_projects))
-                    .expression_attribute_values(":entity", s("project_count"))
-                    .build(),
-            )?;
-            let tx = vec![
-                self.put(to_item(&item)?, "attribute_not_exists(pk)")?,
-                self.put(to_item(&listed)?, "attribute_not_exists(pk)")?,
-                TransactWriteItem::builder().update(count).build(),
-            ];
-            match self.transact(tx).await? {
-                TxOutcome::Done => return Ok(ProjectInsert::Created),
-                TxOutcome::ConditionFailed(reasons) => {
-                    let failed: Vec<bool> = reasons.iter().map(|(f, _)| *f).collect();
-                    return match failed.as_slice() {
-                        [false, false, true] => Ok(ProjectInsert::LimitReached),
-                        _ => Err(StoreError::Backend(
-                            format!("project id {} already exists", project.id).into(),
-                        )),
-                    };
-                }
-                TxOutcome::Conflict => tokio::time::sleep(backoff(attempt)).await,
-            }
+        let items = [
+            to_item(&ProjectItem::from(project))?,
+            to_item(&ProjectItem::listed(project))?,
+        ];
+        let counter = (account_pk(&project.account_id), PROJECT_COUNT_SK);
+        match self
+            .insert_under_limit(items, counter, u64::from(max_projects), "project_count")
+            .await?
+        {
+            Limited::Created => Ok(ProjectInsert::Created),
+            Limited::LimitReached => Ok(ProjectInsert::LimitReached),
+            Limited::Exists(_) => Err(StoreError::Backend(
+                format!("project id {} already exists", project.id).into(),
+            )),
         }
-        Err(StoreError::Throttled(
-            "project creation too contended".into(),
-        ))
     }
 
     async fn account_projects(&self, account: &AccountId) -> Result<Vec<Project>, StoreError> {
@@ -689,45 +720,21 @@ impl WebhookStore for DynamoStore {
         webhook: &Webhook,
     ) -> Result<WebhookInsert, StoreError> {
         let item = WebhookItem::new(project, webhook);
-        let guard = item.guard();
-        for attempt in 0..MAX_WRITE_ATTEMPTS {
-            let count = build(
-                Update::builder()
-                    .table_name(&self.table)
-                    .set_key(Some(key(item.pk.clone(), WEBHOOK_COUNT_SK)))
-                    .update_expression("SET #c = if_not_exists(#c, :zero) + :one, #e = :entity")
-                    .condition_expression("attribute_not_exists(#c) OR #c < :max")
-                    .expression_attribute_names("#c", "count")
-                    .expression_attribute_names("#e", "entity")
-                    .expression_attribute_values(":zero", n(0))
-                    .expression_attribute_values(":one", n(1))
-                    .expression_attribute_values(":max", n(MAX_WEBHOOKS_PER_PROJECT))
-                    .expression_attribute_values(":entity", s("webhook_count"))
-                    .build(),
-            )?;
-            let tx = vec![
-                self.put(to_item(&item)?, "attribute_not_exists(pk)")?,
-                self.put(to_item(&guard)?, "attribute_not_exists(pk)")?,
-                TransactWriteItem::builder().update(count).build(),
-            ];
-            match self.transact(tx).await? {
-                TxOutcome::Done => return Ok(WebhookInsert::Created),
-                TxOutcome::ConditionFailed(reasons) => {
-                    let failed: Vec<bool> = reasons.iter().map(|(f, _)| *f).collect();
-                    return match failed.as_slice() {
-                        [true, ..] => Err(StoreError::Backend(
-                            format!("webhook id {} already exists", item.id).into(),
-                        )),
-                        [_, true, ..] => Ok(WebhookInsert::Duplicate),
-                        _ => Ok(WebhookInsert::LimitReached),
-                    };
-                }
-                TxOutcome::Conflict => tokio::time::sleep(backoff(attempt)).await,
-            }
+        let items = [to_item(&item)?, to_item(&item.guard())?];
+        let counter = (item.pk.clone(), WEBHOOK_COUNT_SK);
+        let max = MAX_WEBHOOKS_PER_PROJECT as u64;
+        match self
+            .insert_under_limit(items, counter, max, "webhook_count")
+            .await?
+        {
+            Limited::Created => Ok(WebhookInsert::Created),
+            // The guard exists: the project has this type and URL already.
+            Limited::Exists(1) => Ok(WebhookInsert::Duplicate),
+            Limited::Exists(_) => Err(StoreError::Backend(
+                format!("webhook id {} already exists", item.id).into(),
+            )),
+            Limited::LimitReached => Ok(WebhookInsert::LimitReached),
         }
-        Err(StoreError::Throttled(
-            "webhook registration too contended".into(),
-        ))
     }
 
     async fn webhooks(&self, project: &ProjectId) -> Result<Vec<Webhook>, StoreError> {
