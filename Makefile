@@ -18,7 +18,7 @@ TOOLS_ENV     := PATH="$(CURDIR)/$(VENV_TOOLS)/bin:$$PATH" SAM_CLI_TELEMETRY=0
 # `sam validate` and `sam build` need a region but no account or credentials.
 SAM_OFFLINE   := $(TOOLS_ENV) AWS_REGION=us-east-1 AWS_DEFAULT_REGION=us-east-1
 
-.PHONY: help run test test-unit lint fmt build sizes sam-build deploy tools clean bench
+.PHONY: help run test test-unit lint fmt build sizes sam-build deploy tools clean bench data eval
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -72,6 +72,13 @@ deploy: tools ## Build and deploy the stack with SAM (asks for stack name, regio
 bench: ## Benchmarks: vigil serve req/s under wrk, webhook latency and dispatcher throughput
 	benches/serve_rps.sh 10 32
 	cargo bench --bench webhook_latency
+
+data: ## Rebuild data/ (bot patterns, IP ranges, countries, zones) from pinned registry packages
+	$(PY) scripts/data.py
+
+eval: ## Accuracy of the detection engine on labelled corpora (fetched into .cache/eval)
+	$(PY) scripts/data.py --corpora
+	cargo run --release --locked --bin vigil -- eval-corpora .cache/eval
 
 fmt: ## Format the code
 	cargo fmt

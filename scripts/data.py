@@ -1,0 +1,277 @@
+#!/usr/bin/env python3
+"""Builds the detection engine's data under data/ from pinned registry packages, never at run time.
+
+    python3 scripts/data.py            # data/ and data/MANIFEST (make data)
+    python3 scripts/data.py --corpora  # also the labelled corpora under .cache/eval (make eval)
+
+Every source is fetched with its registry's own client (npm pack, pip download, cargo fetch) into
+.cache/data, checked, and converted to compact files the engine reads at start-up:
+
+  data/bot-patterns.tsv   source, category, pattern: crawler-user-agents (MIT) and isbot (Unlicense)
+  data/ip-ranges.tsv      hosting, CDN, VPN, relay, Tor and crawler ranges: iporigin (MIT code;
+                          data from providers' own feeds and CC0 aggregations, see below)
+  data/country.mmdb       IP to country: @ip-location-db/geo-whois-asn-country-mmdb (CC0-1.0)
+  data/zones.tsv          IANA zone (and its aliases) to the countries that use it: tzdata (public
+                          domain zone1970.tab / zone.tab, Apache-2.0 packaging)
+  data/MANIFEST           package, version, licence, sha256 and date of every source
+
+iporigin's NOTICE lists two range sources used "with the maintainer's permission" whose written
+record is still missing; the providers that come only from them are left out here, so every range
+shipped comes from a provider's own feed or a CC0 aggregation.
+"""
+
+import csv
+import datetime
+import hashlib
+import io
+import ipaddress
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CACHE = ROOT / ".cache" / "data"
+OUT = ROOT / "data"
+EVAL = ROOT / ".cache" / "eval"
+
+NPM = {
+    "crawler-user-agents": ("1.60.0", "MIT"),
+    "isbot": ("5.2.3", "Unlicense"),
+    "@ip-location-db/geo-whois-asn-country-mmdb": ("2.3.2026061719", "CC0-1.0"),
+}
+PYPI = {
+    "iporigin": ("1.1.2", "MIT (data: provider feeds, CC0-1.0 aggregations)"),
+    "tzdata": ("2026.6", "Apache-2.0 (zone data: public domain)"),
+}
+# Only for measuring (make eval), never shipped.
+EVAL_NPM = {"@ip-location-db/asn": ("2.3.2026061719", "CC-BY-4.0 (DB-IP), ROUTEVIEWS")}
+EVAL_CRATES = {"isbot": ("0.1.3", "MIT")}
+
+# iporigin providers whose ranges come only from sources without a written licence (its NOTICE,
+# section 3): left out.
+UNLICENSED_PROVIDERS = {
+    "Cogent", "DataCamp", "Contabo", "Vercel", "CDN77", "GleSYS", "Scalaxy", "GTHost",
+    "Melbicom", "BuyVM", "BunnyCDN", "Akamai",
+}
+
+# crawler-user-agents tags, most telling first: the category a bot user agent is reported as.
+CATEGORIES = [
+    ("ai-crawler", "AI crawler"),
+    ("browser-automation", "browser automation"),
+    ("http-library", "HTTP library"),
+    ("monitoring", "monitor"),
+    ("scanner", "scanner"),
+    ("search-engine", "search engine crawler"),
+    ("social-preview", "link preview"),
+    ("feed-reader", "feed reader"),
+    ("advertising", "advertising crawler"),
+    ("seo", "SEO crawler"),
+    ("archiver", "archiver"),
+    ("academic", "research crawler"),
+]
+
+
+def sha256(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def npm_pack(name, version):
+    CACHE.mkdir(parents=True, exist_ok=True)
+    tgz = CACHE / (name.lstrip("@").replace("/", "-") + "-" + version + ".tgz")
+    if not tgz.exists():
+        subprocess.run(["npm", "pack", "--silent", f"{name}@{version}"], cwd=CACHE, check=True,
+                       stdout=subprocess.DEVNULL)
+    return tgz
+
+
+def pip_download(name, version):
+    CACHE.mkdir(parents=True, exist_ok=True)
+    found = list(CACHE.glob(f"{name}-{version}-*.whl"))
+    if not found:
+        subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
+                        "--disable-pip-version-check", "-d", str(CACHE), f"{name}=={version}"],
+                       check=True)
+        found = list(CACHE.glob(f"{name}-{version}-*.whl"))
+    return found[0]
+
+
+def crate_source(name, version):
+    """The crate's published source, through cargo itself (a throwaway package under .cache)."""
+    proj = CACHE / f"crate-{name}"
+    (proj / "src").mkdir(parents=True, exist_ok=True)
+    (proj / "src" / "lib.rs").write_text("")
+    (proj / "Cargo.toml").write_text(
+        f'[package]\nname = "fetch-{name}"\nversion = "0.0.0"\nedition = "2021"\n'
+        f'[dependencies]\n{name} = "={version}"\n[workspace]\n')
+    subprocess.run(["cargo", "fetch", "--quiet"], cwd=proj, check=True)
+    out = subprocess.run(["cargo", "metadata", "--format-version", "1"], cwd=proj, check=True,
+                         capture_output=True, text=True).stdout
+    for pkg in json.loads(out)["packages"]:
+        if pkg["name"] == name:
+            return Path(pkg["manifest_path"]).parent
+    raise SystemExit(f"crate {name} not found after cargo fetch")
+
+
+def tar_member(tgz, suffix):
+    with tarfile.open(tgz) as t:
+        for m in t.getmembers():
+            if m.name.endswith(suffix):
+                return t.extractfile(m).read()
+    raise SystemExit(f"{tgz.name}: no {suffix}")
+
+
+def isbot_patterns(tgz):
+    """isbot's own pattern list, read by node from the package as published."""
+    tmp = CACHE / "isbot-pkg"
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir()
+    with tarfile.open(tgz) as t:
+        t.extractall(tmp, filter="data")
+    js = "process.stdout.write(JSON.stringify(require(process.argv[1]).list))"
+    out = subprocess.run(["node", "-e", js, str(tmp / "package" / "index.js")], check=True,
+                         capture_output=True, text=True).stdout
+    return json.loads(out)
+
+
+def bot_patterns():
+    cua = json.loads(tar_member(npm_pack("crawler-user-agents", NPM["crawler-user-agents"][0]),
+                                "package/crawler-user-agents.json"))
+    rows = []
+    for entry in cua:
+        tags = set(entry.get("tags", []))
+        category = next((label for tag, label in CATEGORIES if tag in tags), "crawler")
+        rows.append(("crawler-user-agents", category, entry["pattern"]))
+    for pattern in isbot_patterns(npm_pack("isbot", NPM["isbot"][0])):
+        rows.append(("isbot", "bot", pattern))
+    for _, _, p in rows:
+        if "\t" in p or "\n" in p:
+            raise SystemExit(f"pattern with a tab or newline: {p!r}")
+    return rows, cua
+
+
+def ip_ranges():
+    whl = pip_download("iporigin", PYPI["iporigin"][0])
+    tmp = CACHE / "iporigin-pkg"
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    with zipfile.ZipFile(whl) as z:
+        z.extractall(tmp)
+    sys.path.insert(0, str(tmp))
+    from iporigin._data import dataset  # the package's own reader of its data file
+
+    d = dataset()
+    labels = [(kind, provider) for provider, kind in d.labels]
+    keep = [provider not in UNLICENSED_PROVIDERS for _, provider in labels]
+    rows = []
+    for starts, ends, idx, family in ((d.v4_starts, d.v4_ends, d.v4_labels, 4),
+                                      (d.v6_starts, d.v6_ends, d.v6_labels, 6)):
+        for s, e, l in zip(starts, ends, idx):
+            if keep[l]:
+                cls = ipaddress.IPv4Address if family == 4 else ipaddress.IPv6Address
+                rows.append((str(cls(s)), str(cls(e)), l))
+    return labels, keep, rows, d.built_at
+
+
+def zones():
+    whl = pip_download("tzdata", PYPI["tzdata"][0])
+    with zipfile.ZipFile(whl) as z:
+        tab1970 = z.read("tzdata/zoneinfo/zone1970.tab").decode()
+        tab = z.read("tzdata/zoneinfo/zone.tab").decode()
+        zi = z.read("tzdata/zoneinfo/tzdata.zi").decode()
+    countries = {}
+    for text in (tab1970, tab):
+        for line in text.splitlines():
+            if line.startswith("#") or not line.strip():
+                continue
+            cols = line.split("\t")
+            countries.setdefault(cols[2], set()).update(cols[0].split(","))
+    # Aliases ("L target alias" lines) name the same zone: Asia/Calcutta is Asia/Kolkata.
+    for line in zi.splitlines():
+        if line.startswith("L "):
+            _, target, alias = line.split()
+            if target in countries:
+                countries.setdefault(alias, set()).update(countries[target])
+    return countries
+
+
+def write_manifest(entries):
+    today = datetime.date.today().isoformat()
+    lines = ["# package\tversion\tlicence\tsha256\tdate"]
+    for name, version, licence, path in entries:
+        lines.append(f"{name}\t{version}\t{licence}\t{sha256(path)}\t{today}")
+    (OUT / "MANIFEST").write_text("\n".join(lines) + "\n")
+
+
+def build():
+    OUT.mkdir(exist_ok=True)
+    rows, _ = bot_patterns()
+    with open(OUT / "bot-patterns.tsv", "w") as f:
+        f.write("# source\tcategory\tpattern (case-insensitive)\n")
+        for r in rows:
+            f.write("\t".join(r) + "\n")
+
+    labels, keep, ranges, built_at = ip_ranges()
+    with open(OUT / "ip-ranges.tsv", "w") as f:
+        f.write(f"# iporigin dataset built {built_at}; label lines: #L index kind provider\n")
+        for i, (kind, provider) in enumerate(labels):
+            if keep[i]:
+                f.write(f"#L\t{i}\t{kind}\t{provider}\n")
+        for start, end, label in ranges:
+            f.write(f"{start}\t{end}\t{label}\n")
+
+    mmdb_tgz = npm_pack("@ip-location-db/geo-whois-asn-country-mmdb",
+                        NPM["@ip-location-db/geo-whois-asn-country-mmdb"][0])
+    (OUT / "country.mmdb").write_bytes(tar_member(mmdb_tgz, "package/geo-whois-asn-country.mmdb"))
+
+    with open(OUT / "zones.tsv", "w") as f:
+        f.write("# IANA zone\tcountries (ISO 3166) that use it\n")
+        for zone, cs in sorted(zones().items()):
+            f.write(f"{zone}\t{','.join(sorted(cs))}\n")
+
+    entries = [(n, v, l, npm_pack(n, v)) for n, (v, l) in NPM.items()]
+    entries += [(n, v, l, pip_download(n, v)) for n, (v, l) in PYPI.items()]
+    write_manifest(entries)
+    print(f"data/: {len(rows)} bot patterns, {len(ranges)} IP ranges "
+          f"({sum(keep)} of {len(labels)} providers), country.mmdb, zones.tsv, MANIFEST")
+
+
+def corpora():
+    """Labelled corpora for make eval, under .cache/eval (not shipped)."""
+    EVAL.mkdir(parents=True, exist_ok=True)
+    _, cua = bot_patterns()
+    instances = sorted({i for e in cua for i in e.get("instances", []) if i.strip()})
+    (EVAL / "bots-crawler-user-agents.txt").write_text("\n".join(instances) + "\n")
+    src = crate_source("isbot", EVAL_CRATES["isbot"][0])
+    for name in ("bots.txt", "browsers.txt"):
+        shutil.copy(src / "fixtures" / name, EVAL / f"isbot-crate-{name}")
+    # Consumer ISP addresses: the first address of ranges announced by large residential ISPs.
+    asn_tgz = npm_pack("@ip-location-db/asn", EVAL_NPM["@ip-location-db/asn"][0])
+    text = tar_member(asn_tgz, "package/asn-ipv4.csv").decode()
+    isps = ("Comcast Cable", "Deutsche Telekom", "Charter Communications", "Orange S.A.",
+            "British Telecommunications", "Telefonica de Espana", "KDDI", "Telstra",
+            "Bell Canada", "Verizon", "Free SAS", "Vodafone GmbH", "Telecom Italia")
+    picked = []
+    for start, end, asn, org in csv.reader(io.StringIO(text)):
+        if any(org.startswith(i) for i in isps):
+            picked.append(f"{start}\t{org}")
+    step = max(1, len(picked) // 2000)
+    (EVAL / "consumer-isp.tsv").write_text("\n".join(picked[::step]) + "\n")
+    print(f".cache/eval: {len(instances)} crawler-user-agents instances, isbot crate fixtures, "
+          f"{len(picked[::step])} consumer ISP addresses")
+
+
+if __name__ == "__main__":
+    os.chdir(ROOT)
+    build()
+    if "--corpora" in sys.argv:
+        corpora()
