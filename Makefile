@@ -78,7 +78,7 @@ data: ## Rebuild data/ (bot patterns, IP ranges, countries, zones) from pinned r
 
 eval: ## Accuracy of the detection engine on labelled corpora (fetched into .cache/eval)
 	$(PY) scripts/data.py --corpora
-	cargo run --release --locked --bin vigil -- eval-corpora .cache/eval
+	cargo run --release --locked --example eval -- .cache/eval
 
 fmt: ## Format the code
 	cargo fmt

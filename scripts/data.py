@@ -10,7 +10,8 @@ Every source is fetched with its registry's own client (npm pack, pip download, 
   data/bot-patterns.tsv   source, category, pattern: crawler-user-agents (MIT) and isbot (Unlicense)
   data/ip-ranges.tsv      hosting, CDN, VPN, relay, Tor and crawler ranges: iporigin (MIT code;
                           data from providers' own feeds and CC0 aggregations, see below)
-  data/country.mmdb       IP to country: @ip-location-db/geo-whois-asn-country-mmdb (CC0-1.0)
+  data/country.mmdb       IP to country: @ip-location-db/geo-whois-asn-country-mmdb (data CC BY
+                          4.0 by the NRO, credited in the README)
   data/zones.tsv          IANA zone (and its aliases) to the countries that use it: tzdata (public
                           domain zone1970.tab / zone.tab, Apache-2.0 packaging)
   data/MANIFEST           package, version, licence, sha256 and date of every source
@@ -42,7 +43,7 @@ EVAL = ROOT / ".cache" / "eval"
 NPM = {
     "crawler-user-agents": ("1.60.0", "MIT"),
     "isbot": ("5.2.3", "Unlicense"),
-    "@ip-location-db/geo-whois-asn-country-mmdb": ("2.3.2026061719", "CC0-1.0"),
+    "@ip-location-db/geo-whois-asn-country-mmdb": ("2.3.2026061719", "CC-BY-4.0 (NRO data; package CC0-1.0)"),
 }
 PYPI = {
     "iporigin": ("1.1.2", "MIT (data: provider feeds, CC0-1.0 aggregations)"),
@@ -176,8 +177,9 @@ def ip_ranges():
     for starts, ends, idx, family in ((d.v4_starts, d.v4_ends, d.v4_labels, 4),
                                       (d.v6_starts, d.v6_ends, d.v6_labels, 6)):
         for s, e, l in zip(starts, ends, idx):
-            if keep[l]:
-                cls = ipaddress.IPv4Address if family == 4 else ipaddress.IPv6Address
+            cls = ipaddress.IPv4Address if family == 4 else ipaddress.IPv6Address
+            # Reserved and documentation space (203.0.113.0/24 ...) belongs to no operator.
+            if keep[l] and cls(s).is_global and cls(e).is_global:
                 rows.append((str(cls(s)), str(cls(e)), l))
     return labels, keep, rows, d.built_at
 

@@ -58,6 +58,12 @@ pub enum CliError {
     },
     #[error("the server stopped")]
     Serve(#[source] std::io::Error),
+    #[error("cannot load the detection data")]
+    DetectionData(#[source] crate::detect::DataError),
+    #[error("{0} bad line(s), answered with a message each")]
+    BadLines(usize),
+    #[error("reading or writing failed")]
+    Io(#[source] std::io::Error),
     #[error("unknown account {0}")]
     UnknownAccount(AccountId),
     #[error("cannot write the output")]
@@ -130,6 +136,16 @@ pub enum Command {
         #[command(subcommand)]
         action: ResultsAction,
     },
+    /// Score visits in batch: one JSON answer line per input line (stdin without FILE). Exits 1
+    /// when any line was bad.
+    Evaluate {
+        file: Option<PathBuf>,
+        #[arg(long, value_enum, default_value = "json")]
+        format: crate::detect::batch::Format,
+        /// The engine's data (bot patterns, IP ranges, countries, zones).
+        #[arg(long, env = "VIGIL_DATA_DIR", default_value = "data")]
+        data: PathBuf,
+    },
     /// Create and list an account's projects (under its plan's maxProjects).
     Projects {
         #[command(subcommand)]
@@ -190,6 +206,9 @@ fn parse_score(s: &str) -> Result<Score, String> {
 
 /// Runs the command; the error is the one line printed before exiting non-zero.
 pub async fn run(cli: Cli) -> Result<(), CliError> {
+    if let Command::Evaluate { file, format, data } = &cli.command {
+        return evaluate(file.as_deref(), *format, data);
+    }
     let config = Config::from_env()?;
     if cli.store.dynamodb {
         let store = DynamoStore::from_env(config.table.clone()).await;
@@ -253,6 +272,8 @@ async fn run_on<S: Store + ChangeFeed>(
             Ok(())
         }
         Command::Table { .. } => Err(CliError::TableNeedsDynamo),
+        // Answered before any store is opened.
+        Command::Evaluate { .. } => Ok(()),
         Command::Projects { action } => {
             projects(&Vigil::new(store, UrlPolicy::default()), action).await
         }
@@ -286,6 +307,31 @@ async fn run_on<S: Store + ChangeFeed>(
             Ok(())
         }
     }
+}
+
+/// `vigil evaluate`: needs no store; stdin and stdout are buffered, lines are answered in order.
+fn evaluate(
+    file: Option<&Path>,
+    format: crate::detect::batch::Format,
+    data: &Path,
+) -> Result<(), CliError> {
+    let engine = crate::detect::Engine::load(data).map_err(CliError::DetectionData)?;
+    let out = std::io::BufWriter::new(std::io::stdout().lock());
+    let bad = match file {
+        Some(path) => {
+            let f = std::fs::File::open(path).map_err(|source| CliError::ReadFile {
+                path: path.to_owned(),
+                source,
+            })?;
+            crate::detect::batch::run(&engine, std::io::BufReader::new(f), out, format)
+        }
+        None => crate::detect::batch::run(&engine, std::io::stdin().lock(), out, format),
+    }
+    .map_err(CliError::Io)?;
+    if bad > 0 {
+        return Err(CliError::BadLines(bad));
+    }
+    Ok(())
 }
 
 async fn projects<S: Store>(app: &Vigil<S>, action: ProjectsAction) -> Result<(), CliError> {

@@ -1,0 +1,146 @@
+//! Reason codes, their weights, and how weights become scores.
+//!
+//! Each score is `logistic(bias + sum of the weights of the reasons that fired)`. With no reason
+//! a score is `logistic(BIAS)` (about 0.018); a deterministic reason alone reaches 0.99 or more.
+
+use serde::Serialize;
+
+/// Which score a reason counts towards.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Target {
+    #[serde(rename = "bot")]
+    Bot,
+    #[serde(rename = "proxyVpn")]
+    ProxyVpn,
+}
+
+/// The starting point of both scores: logistic(-4) = 0.018.
+pub const BIAS: f64 = -4.0;
+
+macro_rules! reasons {
+    ($($code:ident => $target:ident, $weight:expr, $why:literal;)*) => {
+        /// A stable reason code, shown in snake_case.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+        #[serde(rename_all = "snake_case")]
+        pub enum Code {
+            $($code),*
+        }
+
+        /// Every reason with its score, weight and the rationale for the weight: the one table.
+        pub const TABLE: &[(Code, Target, f64, &str)] = &[
+            $((Code::$code, Target::$target, $weight, $why)),*
+        ];
+    };
+}
+
+reasons! {
+    // bot
+    BotUserAgent => Bot, 6.5, "a known crawler, monitor, AI crawler or HTTP library names itself; browsers never match";
+    HeadlessBrowser => Bot, 9.0, "a headless browser announces itself in its user agent or brands: deterministic";
+    Webdriver => Bot, 9.0, "navigator.webdriver is true only under automation: deterministic";
+    AutomationGlobals => Bot, 9.0, "globals that only automation frameworks define: deterministic";
+    UserAgentMismatch => Bot, 4.0, "the header and JavaScript disagree on the user agent: a spoofed header or a tampered page";
+    ClientHintsMismatch => Bot, 3.0, "client hints contradict the user agent (brand, platform or mobile), as spoofers often leave them";
+    NoLanguages => Bot, 3.0, "real browsers always report at least one language";
+    NoPlugins => Bot, 2.0, "desktop Chrome lists its PDF viewer plugins; headless Chrome lists none";
+    ZeroWindow => Bot, 3.0, "a window without outer size is not on any screen";
+    SoftwareRenderer => Bot, 2.5, "software WebGL (SwiftShader, llvmpipe) is typical of headless servers; rare on real devices";
+    EngineMismatch => Bot, 4.0, "the JavaScript engine's fingerprint (eval length, productSub) contradicts the claimed browser";
+    MissingUserAgent => Bot, 4.5, "every browser sends a user agent; its absence is a script";
+    VerifiedBot => Bot, 7.0, "a crawler from its operator's published ranges: certainly a bot, but an honest one";
+    SpoofedBot => Bot, 7.0, "claims to be a known crawler from outside its operator's ranges: an impostor";
+    DatacenterIp => Bot, 1.0, "people rarely browse from servers; weak alone";
+    // proxy/VPN
+    TorExit => ProxyVpn, 10.0, "a listed Tor exit: deterministic";
+    VpnRange => ProxyVpn, 8.0, "a commercial VPN's exit range";
+    Relay => ProxyVpn, 5.0, "a privacy relay (iCloud Private Relay): a proxy, though a benign one";
+    HostingIp => ProxyVpn, 4.5, "a hosting, cloud or CDN address: most proxies and self-hosted VPNs live there";
+    TimezoneMismatch => ProxyVpn, 3.0, "the browser's time zone is not used in the address's country and its offsets differ";
+    WebrtcIpMismatch => ProxyVpn, 5.0, "WebRTC reveals another public address than the request's: traffic is relayed";
+    ProxyHeaders => ProxyVpn, 2.0, "the request carries proxy headers (Via, Forwarded, X-Forwarded-For)";
+    LanguageCountryMismatch => ProxyVpn, 1.0, "the browser's language regions do not include the address's country; weak, travellers exist";
+}
+
+impl Code {
+    pub fn target(self) -> Target {
+        self.entry().1
+    }
+
+    pub fn weight(self) -> f64 {
+        self.entry().2
+    }
+
+    fn entry(self) -> &'static (Code, Target, f64, &'static str) {
+        // The table is generated from the same list as the enum, so every code is in it.
+        TABLE.iter().find(|(c, ..)| *c == self).unwrap_or(&TABLE[0])
+    }
+}
+
+/// A reason that fired, with the evidence in words.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Reason {
+    pub code: Code,
+    pub score: Target,
+    pub weight: f64,
+    pub detail: String,
+}
+
+impl Reason {
+    pub fn new(code: Code, detail: impl Into<String>) -> Self {
+        Self {
+            code,
+            score: code.target(),
+            weight: code.weight(),
+            detail: detail.into(),
+        }
+    }
+}
+
+pub fn logistic(x: f64) -> f64 {
+    1.0 / (1.0 + (-x).exp())
+}
+
+/// The score of `target` from the reasons that fired.
+pub fn score(reasons: &[Reason], target: Target) -> f64 {
+    let sum: f64 = reasons
+        .iter()
+        .filter(|r| r.score == target)
+        .map(|r| r.weight)
+        .sum();
+    logistic(BIAS + sum)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_are_snake_case_and_in_the_table_once() {
+        assert_eq!(
+            serde_json::to_string(&Code::WebrtcIpMismatch).unwrap(),
+            "\"webrtc_ip_mismatch\""
+        );
+        for (code, ..) in TABLE {
+            assert_eq!(TABLE.iter().filter(|(c, ..)| c == code).count(), 1);
+            assert!(code.weight() > 0.0);
+        }
+    }
+
+    #[test]
+    fn no_evidence_is_at_most_five_percent_and_deterministic_evidence_at_least_99() {
+        assert!(score(&[], Target::Bot) <= 0.05);
+        for code in [
+            Code::Webdriver,
+            Code::HeadlessBrowser,
+            Code::AutomationGlobals,
+        ] {
+            assert!(
+                score(&[Reason::new(code, "")], Target::Bot) >= 0.99,
+                "{code:?}"
+            );
+        }
+        assert!(score(&[Reason::new(Code::TorExit, "")], Target::ProxyVpn) >= 0.99);
+        // A reason counts only towards its own score.
+        assert!(score(&[Reason::new(Code::TorExit, "")], Target::Bot) <= 0.05);
+    }
+}

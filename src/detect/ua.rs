@@ -1,0 +1,361 @@
+//! User agents: known bots by pattern (crawler-user-agents and isbot), and what a user agent
+//! claims to be (browser, engine, platform, mobile).
+//!
+//! All patterns are joined into one case-insensitive alternation, so a browser's user agent is
+//! scanned once (a lazy DFA, built as it is used). Only a match pays for finding its category,
+//! with one alternation per category, compiled on first use. The few isbot patterns that need
+//! look-around, which the `regex` crate does not do, run on `fancy-regex`.
+
+use std::sync::OnceLock;
+
+use regex::{Regex, RegexBuilder};
+
+use super::DataError;
+
+/// The bot patterns of data/bot-patterns.tsv, each source matched as it means its patterns:
+/// crawler-user-agents' case-sensitively, isbot's case-insensitively (they are written in lower
+/// case and run on the lower-cased user agent, which keeps the automaton small).
+pub struct BotPatterns {
+    cased: Option<Regex>,
+    lower: Option<Regex>,
+    /// Look-around patterns, each with a literal it cannot match without: the backtracking
+    /// engine runs only when the user agent contains it.
+    lookaround: Vec<(Option<String>, fancy_regex::Regex)>,
+    /// (category, its patterns, compiled on first use), most telling category first.
+    categories: Vec<(String, Vec<String>, OnceLock<Option<Regex>>)>,
+}
+
+fn build(patterns: &[&str]) -> Result<Regex, regex::Error> {
+    RegexBuilder::new(&patterns.join("|"))
+        // Thousands of alternatives: room for the compiled program and the lazy DFA's cache.
+        .size_limit(64 << 20)
+        .dfa_size_limit(16 << 20)
+        .build()
+}
+
+/// The alternation of `patterns`; None for none (an empty alternation would match everything).
+fn build_named(patterns: &[String]) -> Result<Option<Regex>, DataError> {
+    if patterns.is_empty() {
+        return Ok(None);
+    }
+    let refs: Vec<&str> = patterns.iter().map(String::as_str).collect();
+    build(&refs).map(Some).map_err(|_| {
+        // Name the pattern at fault, not the whole alternation.
+        let bad = refs
+            .iter()
+            .find(|p| Regex::new(p).is_err())
+            .map_or("?", |p| *p);
+        DataError::Format(format!("bot pattern {bad:?} is not a valid expression"))
+    })
+}
+
+/// JavaScript reads `-` after a class escape inside brackets (`[\w\d-.]`) as a literal; the
+/// `regex` crate refuses it. Escaping that `-` keeps the JavaScript meaning.
+fn js_class_hyphens(p: &str) -> std::borrow::Cow<'_, str> {
+    if !p.contains('[') {
+        return p.into();
+    }
+    let mut out = String::with_capacity(p.len() + 4);
+    let (mut in_class, mut escaped, mut after_class_escape) = (false, false, false);
+    for c in p.chars() {
+        if escaped {
+            out.push(c);
+            escaped = false;
+            after_class_escape = in_class && c.is_ascii_alphabetic();
+            continue;
+        }
+        match c {
+            '\\' => escaped = true,
+            '[' if !in_class => in_class = true,
+            ']' if in_class => in_class = false,
+            '-' if in_class && after_class_escape => {
+                out.push_str("\\-");
+                after_class_escape = false;
+                continue;
+            }
+            _ => {}
+        }
+        after_class_escape = false;
+        out.push(c);
+    }
+    out.into()
+}
+
+/// The longest run of letters and digits every match of `p` must contain (outside groups, classes
+/// and escapes, and not made optional by a quantifier), if `p` has no top-level alternative.
+fn required_literal(p: &str) -> Option<String> {
+    let chars: Vec<char> = p.chars().collect();
+    let (mut depth, mut in_class, mut escaped) = (0usize, false, false);
+    let (mut run, mut best) = (String::new(), String::new());
+    let flush = |run: &mut String, best: &mut String| {
+        if run.len() > best.len() {
+            *best = run.clone();
+        }
+        run.clear();
+    };
+    for (i, &c) in chars.iter().enumerate() {
+        if escaped {
+            escaped = false;
+            flush(&mut run, &mut best);
+            continue;
+        }
+        let optional = matches!(chars.get(i + 1), Some('?' | '*' | '{'));
+        match c {
+            '\\' => escaped = true,
+            '[' if !in_class => in_class = true,
+            ']' if in_class => in_class = false,
+            '(' if !in_class => depth += 1,
+            ')' if !in_class => depth = depth.saturating_sub(1),
+            '|' if !in_class && depth == 0 => return None,
+            c if depth == 0 && !in_class && c.is_ascii_alphanumeric() && !optional => {
+                run.push(c);
+                continue;
+            }
+            _ => {}
+        }
+        flush(&mut run, &mut best);
+    }
+    flush(&mut run, &mut best);
+    (best.len() >= 3).then_some(best)
+}
+
+fn needs_lookaround(p: &str) -> bool {
+    p.contains("(?=") || p.contains("(?!") || p.contains("(?<=") || p.contains("(?<!")
+}
+
+impl BotPatterns {
+    /// Parses `source \t category \t pattern` lines (`#` comments).
+    pub fn parse(text: &str) -> Result<Self, DataError> {
+        let mut cased = Vec::new();
+        let mut lower = Vec::new();
+        let mut lookaround = Vec::new();
+        let mut categories: Vec<(String, Vec<String>, OnceLock<Option<Regex>>)> = Vec::new();
+        for (n, line) in text.lines().enumerate() {
+            if line.starts_with('#') || line.trim().is_empty() {
+                continue;
+            }
+            let mut cols = line.splitn(3, '\t');
+            let (Some(source), Some(category), Some(pattern)) =
+                (cols.next(), cols.next(), cols.next())
+            else {
+                return Err(DataError::Format(format!(
+                    "bot-patterns.tsv line {}",
+                    n + 1
+                )));
+            };
+            let pattern = js_class_hyphens(pattern).into_owned();
+            if source == "isbot" {
+                if needs_lookaround(&pattern) {
+                    let re = fancy_regex::Regex::new(&pattern.to_lowercase())
+                        .map_err(|e| DataError::Format(format!("bot pattern {pattern:?}: {e}")))?;
+                    lookaround.push((required_literal(&pattern), re));
+                } else {
+                    lower.push(pattern.to_lowercase());
+                }
+                continue;
+            }
+            match categories.iter_mut().find(|(c, ..)| c == category) {
+                Some((_, list, _)) => list.push(pattern.clone()),
+                None => {
+                    categories.push((category.to_owned(), vec![pattern.clone()], OnceLock::new()))
+                }
+            }
+            cased.push(pattern);
+        }
+        Ok(Self {
+            cased: build_named(&cased)?,
+            lower: build_named(&lower)?,
+            lookaround,
+            categories,
+        })
+    }
+
+    /// Whether `ua` is a known bot's, and if so its category ("AI crawler", "HTTP library", ...;
+    /// "bot" when only a generic pattern matched). `lower` is `ua` in lower case.
+    pub fn category(&self, ua: &str, lower: &str) -> Option<&str> {
+        if self.cased.as_ref().is_some_and(|re| re.is_match(ua)) {
+            for (name, patterns, compiled) in &self.categories {
+                let re = compiled.get_or_init(|| {
+                    let refs: Vec<&str> = patterns.iter().map(String::as_str).collect();
+                    build(&refs).ok()
+                });
+                if re.as_ref().is_some_and(|re| re.is_match(ua)) {
+                    return Some(name);
+                }
+            }
+            return Some("bot");
+        }
+        let generic = self.lower.as_ref().is_some_and(|re| re.is_match(lower))
+            || self.lookaround.iter().any(|(literal, re)| {
+                literal.as_ref().is_none_or(|l| lower.contains(l.as_str()))
+                    && re.is_match(lower).unwrap_or(false)
+            });
+        generic.then_some("bot")
+    }
+}
+
+/// The browser family a user agent claims.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Browser {
+    Chrome,
+    Edge,
+    Firefox,
+    Safari,
+    Other,
+}
+
+/// What a user agent string claims about the client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Claim {
+    pub browser: Browser,
+    pub mobile: bool,
+    /// Windows, macOS, Linux, Android, iOS, Chrome OS, as client hints name them.
+    pub platform: Option<&'static str>,
+}
+
+impl Claim {
+    pub fn of(ua: &str) -> Self {
+        let browser = if ua.contains("Edg/") {
+            Browser::Edge
+        } else if ua.contains("Firefox/") || ua.contains("FxiOS/") {
+            Browser::Firefox
+        } else if ua.contains("Chrome/") || ua.contains("CriOS/") || ua.contains("Chromium/") {
+            Browser::Chrome
+        } else if ua.contains("Safari/") && ua.contains("Version/") {
+            Browser::Safari
+        } else {
+            Browser::Other
+        };
+        let platform = if ua.contains("Android") {
+            Some("Android")
+        } else if ua.contains("iPhone") || ua.contains("iPad") || ua.contains("iPod") {
+            Some("iOS")
+        } else if ua.contains("Windows") {
+            Some("Windows")
+        } else if ua.contains("CrOS") {
+            Some("Chrome OS")
+        } else if ua.contains("Macintosh") || ua.contains("Mac OS X") {
+            Some("macOS")
+        } else if ua.contains("Linux") || ua.contains("X11") {
+            Some("Linux")
+        } else {
+            None
+        };
+        Self {
+            browser,
+            mobile: ua.contains("Mobile") || ua.contains("Android") && !ua.contains("Tablet"),
+            platform,
+        }
+    }
+
+    /// Blink (Chrome, Edge) and WebKit browsers: `eval` is 33 characters and productSub
+    /// 20030107; Gecko: 37 and 20100101.
+    pub fn engine(self) -> Option<(u32, &'static str)> {
+        match self.browser {
+            Browser::Chrome | Browser::Edge | Browser::Safari => Some((33, "20030107")),
+            Browser::Firefox => Some((37, "20100101")),
+            Browser::Other => None,
+        }
+    }
+}
+
+/// Headless browsers that say so.
+pub fn headless_marker(ua: &str) -> Option<&'static str> {
+    [
+        "HeadlessChrome",
+        "PhantomJS",
+        "SlimerJS",
+        "HtmlUnit",
+        "Electron/",
+    ]
+    .into_iter()
+    .find(|m| ua.contains(m))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CHROME: &str = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36";
+
+    fn patterns() -> BotPatterns {
+        BotPatterns::parse(
+            "# test\ncua\tAI crawler\tGPTBot\ncua\tHTTP library\tpython-requests\nisbot\tbot\t(?<!cu)bots?(?:\\b|_)\nisbot\tbot\tcrawl",
+        )
+        .unwrap()
+    }
+
+    /// `category` as the engine calls it.
+    fn cat<'a>(p: &'a BotPatterns, ua: &str) -> Option<&'a str> {
+        p.category(ua, &ua.to_lowercase())
+    }
+
+    #[test]
+    fn categories_and_generic_bots() {
+        let p = patterns();
+        // crawler-user-agents patterns are case-sensitive, as that list means them.
+        assert_eq!(cat(&p, "xGptbotx"), None);
+        let c = |ua: &str| cat(&p, ua).map(str::to_owned);
+        assert_eq!(
+            c("Mozilla/5.0 (compatible; GPTBot/1.1)").as_deref(),
+            Some("AI crawler")
+        );
+        assert_eq!(c("python-requests/2.31").as_deref(), Some("HTTP library"));
+        assert_eq!(c("SomeCrawler/1.0").as_deref(), Some("bot"));
+        assert_eq!(c("Mozilla/5.0 (X11) mybot").as_deref(), Some("bot"));
+        assert_eq!(c(CHROME), None);
+        // The look-behind keeps "cubot" (a phone maker) a browser.
+        assert_eq!(c("Mozilla/5.0 (Linux; Android 9; CUBOT X19)"), None);
+    }
+
+    #[test]
+    fn required_literals_prefilter_look_around_patterns() {
+        assert_eq!(
+            required_literal(r"(?:^|[^g])news(?!sapphire)").as_deref(),
+            Some("news")
+        );
+        assert_eq!(
+            required_literal(r"(?<! cu)bots?(?:\b|_)").as_deref(),
+            Some("bot")
+        );
+        assert_eq!(required_literal(r"java(?!;)").as_deref(), Some("java"));
+        assert_eq!(required_literal(r"a|bcd"), None);
+        assert_eq!(required_literal(r"\bab\d"), None);
+    }
+
+    #[test]
+    fn javascript_class_hyphens_are_literal() {
+        assert_eq!(js_class_hyphens(r"[\w\d-.]+"), r"[\w\d\-.]+");
+        assert_eq!(js_class_hyphens(r"[a-z]\d-x"), r"[a-z]\d-x");
+        let p = BotPatterns::parse(
+            "isbot\tbot\t^mozilla/\\d\\.\\d\\s\\((?:\\s?[\\w\\d-.]+[\\s/]\\d+\\.\\d+)?\\)$",
+        )
+        .unwrap();
+        assert_eq!(cat(&p, "Mozilla/5.0 (my-tool/1.2)"), Some("bot"));
+    }
+
+    #[test]
+    fn claims() {
+        let c = Claim::of(CHROME);
+        assert_eq!(
+            (c.browser, c.mobile, c.platform),
+            (Browser::Chrome, false, Some("Windows"))
+        );
+        let f = Claim::of("Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0");
+        assert_eq!(
+            (f.browser, f.engine()),
+            (Browser::Firefox, Some((37, "20100101")))
+        );
+        let s = Claim::of(
+            "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.0 Mobile/15E148 Safari/604.1",
+        );
+        assert_eq!(
+            (s.browser, s.mobile, s.platform),
+            (Browser::Safari, true, Some("iOS"))
+        );
+        assert_eq!(
+            headless_marker("Mozilla/5.0 HeadlessChrome/120.0"),
+            Some("HeadlessChrome")
+        );
+    }
+}
