@@ -69,9 +69,11 @@ sam-build: tools ## sam build: the template's functions with cargo-lambda into .
 deploy: tools ## Build and deploy the stack with SAM (asks for stack name, region, ... the first time)
 	$(TOOLS_ENV) sam build --beta-features && $(TOOLS_ENV) sam deploy --guided
 
-bench: ## Benchmarks: vigil serve req/s under wrk, webhook latency and dispatcher throughput
+bench: ## Benchmarks: vigil serve req/s, webhook latency and dispatch, detection speed and memory
 	benches/serve_rps.sh 10 32
 	cargo bench --bench webhook_latency
+	cargo bench --bench detect
+	benches/evaluate_vs_isbot.sh 300000
 
 data: ## Rebuild data/ (bot patterns, IP ranges, countries, zones) from pinned registry packages
 	$(PY) scripts/data.py

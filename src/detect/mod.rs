@@ -187,14 +187,22 @@ impl Engine {
             )),
             _ => {}
         }
-        for candidate in [ua, js_ua].into_iter().flatten() {
-            if let Some(marker) = headless_marker(candidate) {
-                out.push(Reason::new(
-                    Code::HeadlessBrowser,
-                    format!("the user agent names a headless browser ({marker})"),
-                ));
-                break;
-            }
+        let headless_brand = e
+            .signals
+            .as_ref()
+            .and_then(|s| s.ua_data.as_ref())
+            .and_then(|d| d.brands.iter().find(|b| b.brand.contains("Headless")))
+            .map(|b| b.brand.as_str());
+        let marker = [ua, js_ua]
+            .into_iter()
+            .flatten()
+            .find_map(headless_marker)
+            .or(headless_brand);
+        if let Some(marker) = marker {
+            out.push(Reason::new(
+                Code::HeadlessBrowser,
+                format!("a headless browser says so ({})", truncate(marker, 40)),
+            ));
         }
         let bot = ua
             .filter(|u| !u.is_empty())
