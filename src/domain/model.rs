@@ -88,7 +88,8 @@ pub struct Plan {
 }
 
 /// An account: owns API keys, projects and one plan.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Account {
     pub id: AccountId,
     pub plan: Plan,

@@ -815,7 +815,7 @@ impl AdminStore for DynamoStore {
                 "attribute_exists(pk) OR attribute_not_exists(pk)",
             )?,
         ];
-        let moved_from = old.map(|o| o.project.account_id);
+        let moved_from = old.map(|o| o.value.project.account_id);
         if moved_from.as_ref() != Some(&project.account_id) {
             tx.push(self.add_to_project_count(&project.account_id, 1)?);
             if let Some(from) = moved_from {

@@ -29,7 +29,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::domain::{
-    Account, AccountId, CheckResult, Delivery, DeliveryStatus, NewResult, Plan, Project, ProjectId,
+    Account, AccountId, CheckResult, Delivery, DeliveryStatus, NewResult, Project, ProjectId,
     ResultPosition, Score, SessionId, SessionScore, Timestamp, Webhook, WebhookId, WebhookType,
     WebhookUrl,
 };
@@ -219,29 +219,52 @@ impl SessionItem {
     }
 }
 
-/// A project as stored: the domain value and its keys. [`Project`] hides its owner when shown, so
-/// the item writes `accountId` itself; on reading, the attribute goes to the project.
+/// An item that stores a domain value whole: its keys, its kind, and the value's own fields.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ProjectItem {
+pub struct Keyed<T> {
     pub pk: String,
     pub sk: String,
     pub entity: Entity,
+    #[serde(flatten)]
+    pub value: T,
+}
+
+impl<T> Keyed<T> {
+    pub fn new(pk: String, sk: &str, entity: Entity, value: T) -> Self {
+        Self {
+            pk,
+            sk: sk.to_owned(),
+            entity,
+            value,
+        }
+    }
+}
+
+/// A project with its owner. [`Project`] hides its owner when shown, so the item writes
+/// `accountId` itself; on reading, the attribute goes to the project.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OwnedProject {
     #[serde(rename = "accountId", skip_deserializing)]
     owner: Option<AccountId>,
     #[serde(flatten)]
     pub project: Project,
 }
 
+pub type ProjectItem = Keyed<OwnedProject>;
+
 impl From<&Project> for ProjectItem {
     fn from(p: &Project) -> Self {
-        Self {
-            pk: project_pk(&p.id),
-            sk: PROJECT_SK.to_owned(),
-            entity: Entity::Project,
+        let owned = OwnedProject {
             owner: Some(p.account_id.clone()),
             project: p.clone(),
-        }
+        };
+        Keyed::new(project_pk(&p.id), PROJECT_SK, Entity::Project, owned)
+    }
+}
+
+impl From<ProjectItem> for Project {
+    fn from(i: ProjectItem) -> Self {
+        i.value.project
     }
 }
 
@@ -288,12 +311,6 @@ pub struct CounterItem {
     pub count: u64,
     /// Epoch seconds after which the table may delete it.
     pub ttl: i64,
-}
-
-impl From<ProjectItem> for Project {
-    fn from(i: ProjectItem) -> Self {
-        i.project
-    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -378,34 +395,17 @@ impl WebhookCountItem {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct AccountItem {
-    pub pk: String,
-    pub sk: String,
-    pub entity: Entity,
-    pub id: AccountId,
-    pub plan: Plan,
-}
+pub type AccountItem = Keyed<Account>;
 
 impl From<&Account> for AccountItem {
     fn from(a: &Account) -> Self {
-        Self {
-            pk: account_pk(&a.id),
-            sk: ACCOUNT_SK.to_owned(),
-            entity: Entity::Account,
-            id: a.id.clone(),
-            plan: a.plan.clone(),
-        }
+        Keyed::new(account_pk(&a.id), ACCOUNT_SK, Entity::Account, a.clone())
     }
 }
 
 impl From<AccountItem> for Account {
     fn from(i: AccountItem) -> Self {
-        Self {
-            id: i.id,
-            plan: i.plan,
-        }
+        i.value
     }
 }
 

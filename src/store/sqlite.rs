@@ -355,7 +355,7 @@ impl ProjectStore for SqliteStore {
             let Some(old) = get::<ProjectItem>(tx, &item.pk, &item.sk)? else {
                 return Ok(false);
             };
-            if old.project.account_id != project.account_id {
+            if old.value.project.account_id != project.account_id {
                 return Ok(false);
             }
             put(tx, &item.pk, &item.sk, Some(&old), &item)?;
@@ -556,7 +556,7 @@ impl AdminStore for SqliteStore {
             put(tx, &item.pk, &item.sk, old.as_ref(), &item)?;
             let listed = ProjectItem::listed(&project);
             upsert(tx, &listed.pk, &listed.sk, &listed)?;
-            let moved_from = old.map(|o| o.project.account_id);
+            let moved_from = old.map(|o| o.value.project.account_id);
             if moved_from.as_ref() != Some(&project.account_id) {
                 if let Some(from) = moved_from {
                     // The seed gave the project another account: it leaves the old one's list.
