@@ -435,3 +435,40 @@ async fn vigil_projects_create_and_list_on_the_command_line() {
     ]);
     assert!(!out.status.success());
 }
+
+#[tokio::test]
+async fn two_server_processes_on_one_database_share_the_per_second_limit() {
+    let first = start(plan("active", 5, 1_000_000, 5));
+    // A second process on the same SQLite file: the counters are in the file, not the process.
+    let second = Server::start(&first.db, None);
+    let burst = (0..30).map(|i| {
+        let srv = if i % 2 == 0 { &first } else { &second };
+        srv.get(KEY, "/v1/plan")
+    });
+    let answers = futures_util::future::join_all(burst).await;
+    // Each admitted answer says how many requests its second had left: `r = 5 - counted`. Per
+    // second, the counted positions 1..=5 are each taken once, so over a burst that spans at
+    // most two seconds no position appears more than twice, and none is beyond the limit.
+    let mut taken = [0usize; 6];
+    for a in answers.iter().filter(|a| a.status == 200) {
+        let rate = a.header_value("ratelimit");
+        let r: usize = rate
+            .trim_start_matches("\"burst\";r=")
+            .split(';')
+            .next()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{rate}"));
+        assert!(r < 5, "{rate}");
+        taken[5 - r] += 1;
+    }
+    let allowed: usize = taken.iter().sum();
+    assert!((5..=10).contains(&allowed), "{allowed} allowed: {taken:?}");
+    assert!(
+        taken[1..].iter().all(|&n| (1..=2).contains(&n)),
+        "{taken:?}"
+    );
+    assert_eq!(
+        answers.iter().filter(|a| a.status == 429).count(),
+        30 - allowed
+    );
+}
