@@ -422,6 +422,9 @@ fn print_demo(addr: &SocketAddr, key: &ApiKey) {
          curl -si -H 'Authorization: Bearer {key}' '{base}/results/prj_demo/sess_long?limit=20'\n\
          curl -si -H 'Authorization: Bearer {key}' -H 'Content-Type: application/json' \\\n  \
          -d '{{\"type\":\"proxy_vpn_detect\",\"url\":\"https://hooks.shop.example/vigil\"}}' {base}/projects/prj_demo/webhooks\n\
-         curl -s -H 'Authorization: Bearer {key}' {base}/projects/prj_demo/webhooks\n"
+         curl -s -H 'Authorization: Bearer {key}' {base}/projects/prj_demo/webhooks\n\
+         curl -s -H 'Authorization: Bearer {key}' {base}/usage\n\
+         curl -si -H 'Authorization: Bearer {key}' -H 'Content-Type: application/json' \\\n  \
+         -d '{{\"name\":\"Blog\",\"domain\":\"blog.example\"}}' {base}/projects\n"
     );
 }
