@@ -7,6 +7,7 @@ use std::fmt::Debug;
 use std::time::Duration;
 
 use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::client::Waiters;
 use aws_sdk_dynamodb::error::{BuildError, ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
@@ -483,7 +484,14 @@ impl DynamoStore {
             .send()
             .await
             .map_err(|e| sdk_error("CreateTable", e))?;
-        // Counters of past windows and periods expire by TTL (the template sets the same).
+        // TTL can be set once the table is active. Counters of past windows and periods expire by
+        // it (the template sets the same).
+        self.client
+            .wait_until_table_exists()
+            .table_name(&self.table)
+            .wait(Duration::from_secs(120))
+            .await
+            .map_err(|e| StoreError::Backend(OpFailed::cause("waiting for the table", e)))?;
         self.client
             .update_time_to_live()
             .table_name(&self.table)
