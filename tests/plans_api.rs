@@ -37,6 +37,17 @@ fn start(plan: Value) -> Server {
     }))
 }
 
+/// `POST /v1/projects` with `name` and `domain`.
+async fn create(srv: &Server, name: &str, domain: &str) -> Resp {
+    send_json(
+        srv,
+        Method::POST,
+        "/v1/projects",
+        &json!({"name": name, "domain": domain}),
+    )
+    .await
+}
+
 async fn send_json(srv: &Server, method: Method, path: &str, body: &Value) -> Resp {
     let auth = bearer(KEY);
     srv.call(
@@ -127,13 +138,7 @@ async fn a_plan_not_in_force_refuses_everything_but_reading_the_plan() {
             (403, "Plan is not active")
         );
         assert!(a.header("ratelimit-policy").is_some());
-        let a = send_json(
-            &srv,
-            Method::POST,
-            "/v1/projects",
-            &json!({"name": "N", "domain": "n.example"}),
-        )
-        .await;
+        let a = create(&srv, "N", "n.example").await;
         assert_eq!(a.status, 403, "{status}");
         let read = srv.get(KEY, "/v1/plan").await;
         assert_eq!(read.status, 200, "{status}");
@@ -156,13 +161,7 @@ async fn a_plan_not_in_force_refuses_everything_but_reading_the_plan() {
 #[tokio::test]
 async fn projects_are_created_listed_and_changed_under_max_projects() {
     let srv = start(plan("trialing", 1000, 1000, 2));
-    let created = send_json(
-        &srv,
-        Method::POST,
-        "/v1/projects",
-        &json!({"name": " New shop ", "domain": "New.Example"}),
-    )
-    .await;
+    let created = create(&srv, " New shop ", "New.Example").await;
     assert_eq!(created.status, 201, "{:?}", created.body);
     let p = created.json()["data"].clone();
     let id = p["id"].as_str().unwrap().to_owned();
@@ -194,13 +193,7 @@ async fn projects_are_created_listed_and_changed_under_max_projects() {
         .map(|p| p["id"].as_str().unwrap())
         .collect();
     assert_eq!(ids, ["prj_1", id.as_str()], "oldest first");
-    let over = send_json(
-        &srv,
-        Method::POST,
-        "/v1/projects",
-        &json!({"name": "Third", "domain": "third.example"}),
-    )
-    .await;
+    let over = create(&srv, "Third", "third.example").await;
     assert_eq!(
         (over.status, over.message().as_str()),
         (403, "Project limit reached")
