@@ -22,6 +22,7 @@ use tokio::sync::Semaphore;
 use tracing::Instrument;
 
 use crate::domain::token::time_ordered_token;
+use crate::http::extract::UnreadableBody;
 use crate::http::{ApiError, Resolved, Router, auth};
 use crate::service::Vigil;
 use crate::store::Store;
@@ -161,13 +162,25 @@ async fn answer<S: Store>(
         Ok(a) => a,
         Err(e) => return ApiError::from(e).into_response(),
     };
-    let (parts, body) = req.into_parts();
-    let bytes =
-        match tokio::time::timeout(body_timeout, Limited::new(body, MAX_BODY).collect()).await {
-            Ok(Ok(c)) => c.to_bytes(),
-            Ok(Err(_)) => return ApiError::PayloadTooLarge.into_response(),
-            Err(_) => return ApiError::RequestTimeout.into_response(),
-        };
+    let (mut parts, body) = req.into_parts();
+    // A body that cannot be read is answered by the pipeline's body step, after the plan stage,
+    // like every other bad body (and with the same rate-limit headers).
+    let collected = tokio::time::timeout(body_timeout, Limited::new(body, MAX_BODY).collect());
+    let bytes = match collected.await {
+        Ok(Ok(c)) => c.to_bytes(),
+        Ok(Err(_)) => {
+            parts
+                .extensions
+                .insert(UnreadableBody(ApiError::PayloadTooLarge));
+            Bytes::new()
+        }
+        Err(_) => {
+            parts
+                .extensions
+                .insert(UnreadableBody(ApiError::RequestTimeout));
+            Bytes::new()
+        }
+    };
     let mut query: HashMap<String, Vec<String>> = HashMap::new();
     for (k, v) in url::form_urlencoded::parse(parts.uri.query().unwrap_or("").as_bytes()) {
         query

@@ -113,6 +113,8 @@ async fn a_body_that_never_arrives_is_408_in_the_api_shape() {
     s.write_all(head.as_bytes()).unwrap();
     let answer = read_to_close(&mut s);
     assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    // An authenticated answer: it carries the plan's rate-limit fields.
+    assert!(answer.contains("ratelimit-policy: "), "{answer}");
     assert!(
         answer.ends_with(r#"{"message":"Request body was not received in time"}"#),
         "{answer}"

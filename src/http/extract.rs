@@ -75,6 +75,11 @@ impl FromBody for () {
     }
 }
 
+/// Set by `vigil serve` on a request whose body it could not read (too large for the server, or
+/// not received in time); the pipeline's body step answers with it.
+#[derive(Debug, Clone)]
+pub struct UnreadableBody(pub ApiError);
+
 /// A request document: its size bound and how it is read from parsed JSON.
 pub trait JsonBody: Sized {
     /// Largest body accepted, in bytes.

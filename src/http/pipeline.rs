@@ -20,7 +20,7 @@ use lambda_http::request::RequestContext;
 use lambda_http::{Body, Request, RequestExt, Response};
 use serde::Serialize;
 
-use super::extract::{FromBody, FromPath};
+use super::extract::{FromBody, FromPath, UnreadableBody};
 use super::routes::{Route, with_routes};
 use super::{ApiError, auth, json_response, set_header};
 use crate::domain::plan::{Refusal, Standing, Terms, seconds_until};
@@ -133,7 +133,7 @@ where
     let standing = match app.admit(&account, &terms, E::WITHOUT_PLAN_IN_FORCE).await {
         Ok(standing) => standing,
         Err(e) => {
-            let refused = refused_standing(&e, &terms, now);
+            let refused = refused_remaining(&e, &terms, now);
             let mut res = ApiError::from(e).into_response();
             rate_limit_headers(&mut res, &terms, now, refused);
             return res;
@@ -141,6 +141,9 @@ where
     };
     let reply = async {
         let path = E::Path::from_path(&req)?;
+        if let Some(UnreadableBody(e)) = req.extensions().get::<UnreadableBody>() {
+            return Err(e.clone());
+        }
         let body = E::Body::from_body(&req)?;
         let call = Call {
             account,
@@ -152,39 +155,57 @@ where
         E::handle(app, call).await?.into_response()
     };
     let mut res = reply.await.unwrap_or_else(ApiError::into_response);
-    rate_limit_headers(&mut res, &terms, now, Some(standing));
+    rate_limit_headers(&mut res, &terms, now, Some(standing.into()));
     res
 }
 
-/// What the headers of a refusal can say: nothing remains of the limit that refused it.
-fn refused_standing(e: &ServiceError, terms: &Terms, now: Timestamp) -> Option<Standing> {
+/// What the `RateLimit` field says: the requests left under each limit, where known.
+struct Remaining {
+    burst: Option<u32>,
+    monthly: Option<u64>,
+    /// Seconds until the period ends.
+    reset: u64,
+}
+
+impl From<Standing> for Remaining {
+    fn from(s: Standing) -> Self {
+        Self {
+            burst: Some(s.rps_remaining),
+            monthly: Some(s.period_remaining),
+            reset: s.period_reset,
+        }
+    }
+}
+
+/// What the headers of a refusal can say: nothing remains of the limit that refused it, and the
+/// other limit was not counted.
+fn refused_remaining(e: &ServiceError, terms: &Terms, now: Timestamp) -> Option<Remaining> {
     let ServiceError::Refused(refusal) = e else {
         return None;
     };
     let reset = seconds_until(now, terms.period(now).end);
     match refusal {
         Refusal::PlanInactive => None,
-        Refusal::RateLimited(_) => Some(Standing {
-            rps_remaining: 0,
-            period_remaining: u64::MAX,
-            period_reset: reset,
+        Refusal::RateLimited(_) => Some(Remaining {
+            burst: Some(0),
+            monthly: None,
+            reset,
         }),
-        Refusal::QuotaExceeded(_) => Some(Standing {
-            rps_remaining: u32::MAX,
-            period_remaining: 0,
-            period_reset: reset,
+        Refusal::QuotaExceeded(_) => Some(Remaining {
+            burst: None,
+            monthly: Some(0),
+            reset,
         }),
     }
 }
 
 /// `RateLimit-Policy` and `RateLimit` (IETF httpapi rate-limit header fields): a "burst" policy of
-/// `maxRps` per second and a "monthly" one of `maxRequests` per billing period. A remaining count
-/// that is unknown (`MAX`: the other limit refused first) is left out.
+/// `maxRps` per second and a "monthly" one of `maxRequests` per billing period.
 fn rate_limit_headers(
     res: &mut Response<Body>,
     terms: &Terms,
     now: Timestamp,
-    standing: Option<Standing>,
+    remaining: Option<Remaining>,
 ) {
     let period = terms.period(now);
     let window = (period.end.unix_seconds() - period.start.unix_seconds()).max(1);
@@ -193,19 +214,14 @@ fn rate_limit_headers(
         terms.max_rps, terms.max_requests
     );
     set_header(res, RATELIMIT_POLICY.clone(), &policy);
-    let Some(s) = standing else {
+    let Some(r) = remaining else {
         return;
     };
-    let mut items = Vec::with_capacity(2);
-    if s.rps_remaining != u32::MAX {
-        items.push(format!("\"burst\";r={};t=1", s.rps_remaining));
-    }
-    if s.period_remaining != u64::MAX {
-        items.push(format!(
-            "\"monthly\";r={};t={}",
-            s.period_remaining, s.period_reset
-        ));
-    }
+    let burst = r.burst.map(|n| format!("\"burst\";r={n};t=1"));
+    let monthly = r
+        .monthly
+        .map(|n| format!("\"monthly\";r={n};t={}", r.reset));
+    let items: Vec<String> = burst.into_iter().chain(monthly).collect();
     set_header(res, RATELIMIT.clone(), &items.join(", "));
 }
 
