@@ -150,8 +150,11 @@ impl Engine {
         let js_ua = signals.and_then(|s| s.user_agent.as_deref());
         let country = e.ip_address.and_then(|ip| self.geo.country(ip));
 
-        self.user_agent_reasons(ua, js_ua, e, &mut reasons);
-        self.address_reasons(e.ip_address, ua.or(js_ua), &mut reasons);
+        // Lower-cased once: the bot patterns and the crawler claims both read it.
+        let agent_lower = ua.or(js_ua).map(str::to_lowercase);
+        let ua_lower = ua.and(agent_lower.as_deref());
+        self.user_agent_reasons(ua, ua_lower, js_ua, e, &mut reasons);
+        self.address_reasons(e.ip_address, agent_lower.as_deref(), &mut reasons);
         if let Some(s) = signals {
             browser_reasons(s, ua.or(js_ua), &mut reasons);
             self.place_reasons(s, country, &mut reasons);
@@ -171,6 +174,7 @@ impl Engine {
     fn user_agent_reasons(
         &self,
         ua: Option<&str>,
+        ua_lower: Option<&str>,
         js_ua: Option<&str>,
         e: &Evidence,
         out: &mut Vec<Reason>,
@@ -205,8 +209,9 @@ impl Engine {
             ));
         }
         let bot = ua
-            .filter(|u| !u.is_empty())
-            .and_then(|u| self.bots.category(u, &u.to_lowercase()));
+            .zip(ua_lower)
+            .filter(|(u, _)| !u.is_empty())
+            .and_then(|(u, lower)| self.bots.category(u, lower));
         if let Some(category) = bot {
             // A headless browser is reported as such, not twice.
             if !out.iter().any(|r| r.code == Code::HeadlessBrowser) {
@@ -227,10 +232,15 @@ impl Engine {
         }
     }
 
-    fn address_reasons(&self, ip: Option<IpAddr>, ua: Option<&str>, out: &mut Vec<Reason>) {
+    /// `agent_lower`: the user agent (header, else JavaScript's), lower-cased.
+    fn address_reasons(
+        &self,
+        ip: Option<IpAddr>,
+        agent_lower: Option<&str>,
+        out: &mut Vec<Reason>,
+    ) {
         let label = ip.and_then(|ip| self.ranges.lookup(ip));
-        let claimed = ua.and_then(|ua| {
-            let lower = ua.to_ascii_lowercase();
+        let claimed = agent_lower.and_then(|lower| {
             OPERATORS
                 .iter()
                 .find(|(token, _)| lower.contains(token))
