@@ -118,6 +118,13 @@ pub enum Command {
         /// Deadline for each request's head, and again for its body (e.g. 10s, 500ms).
         #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
         read_timeout: std::time::Duration,
+        /// Take the visitor's address from the last X-Forwarded-For entry (behind a proxy you
+        /// run); otherwise it is the connection's peer.
+        #[arg(long)]
+        trust_proxy: bool,
+        /// Load the detection engine's data from this folder instead of the built-in copy.
+        #[arg(long, env = "VIGIL_DATA_DIR")]
+        data: Option<PathBuf>,
     },
     /// Load a seed file into the store.
     Seed {
@@ -242,6 +249,8 @@ async fn run_on<S: Store + ChangeFeed>(
             allow_loopback_webhooks,
             max_connections,
             read_timeout,
+            trust_proxy,
+            data,
         } => {
             let policy = UrlPolicy {
                 allow_loopback: allow_loopback_webhooks,
@@ -249,10 +258,16 @@ async fn run_on<S: Store + ChangeFeed>(
             let sender =
                 Sender::new(policy, Arc::new(SystemResolver)).map_err(CliError::WebhookClient)?;
             let dispatcher = Arc::new(Dispatcher::new(store.clone(), sender, config));
-            let app = Arc::new(Vigil::new(store.clone(), policy));
+            let engine = match &data {
+                Some(dir) => crate::detect::Engine::load(dir),
+                None => crate::detect::Engine::embedded(),
+            }
+            .map_err(CliError::DetectionData)?;
+            let app = Arc::new(Vigil::new(store.clone(), policy).with_engine(Arc::new(engine)));
             let limits = crate::server::Limits {
                 max_connections,
                 read_timeout,
+                trust_proxy,
             };
             serve(app, store, addr, seed, dispatcher, limits).await
         }
@@ -298,6 +313,7 @@ async fn run_on<S: Store + ChangeFeed>(
                     ip_address: ip,
                     created_at: created_at.unwrap_or_else(Timestamp::now),
                 },
+                evaluation: None,
             };
             let at = app.add_result(&result).await?;
             println!(
@@ -425,6 +441,11 @@ fn print_demo(addr: &SocketAddr, key: &ApiKey) {
          curl -s -H 'Authorization: Bearer {key}' {base}/projects/prj_demo/webhooks\n\
          curl -s -H 'Authorization: Bearer {key}' {base}/usage\n\
          curl -si -H 'Authorization: Bearer {key}' -H 'Content-Type: application/json' \\\n  \
-         -d '{{\"name\":\"Blog\",\"domain\":\"blog.example\"}}' {base}/projects\n"
+         -d '{{\"name\":\"Blog\",\"domain\":\"blog.example\"}}' {base}/projects\n\
+         curl -si -H 'Authorization: Bearer {key}' -H 'Content-Type: application/json' \\\n  \
+         -d '{{\"ipAddress\":\"185.220.101.1\",\"userAgent\":\"curl/8.5.0\"}}' {base}/projects/prj_demo/sessions/sess_new/events\n\
+         \nOpen the demo page, which sends your own browser's visit with the agent:\n\n  \
+         http://localhost:{port}/demo\n",
+        port = addr.port()
     );
 }

@@ -75,6 +75,7 @@ impl From<SeedResult> for NewResult {
                 ip_address: r.ip_address,
                 created_at: r.created_at,
             },
+            evaluation: None,
         }
     }
 }
@@ -342,13 +343,17 @@ fn demo_id<T: std::str::FromStr<Err = crate::domain::IdError>>(s: &str) -> Resul
     s.parse().map_err(|e| invalid(format!("demo id {s}: {e}")))
 }
 
+/// The demo account and project, which `vigil serve`'s `/demo` page reads.
+pub const DEMO_ACCOUNT: &str = "acc_demo";
+pub const DEMO_PROJECT: &str = "prj_demo";
+
 /// The demo data `vigil serve` creates on an empty store: one account with a fresh key, one project
 /// and a few sessions. Returns the key, which is shown once and never stored.
 pub async fn demo<S: Store>(app: &Vigil<S>) -> Result<ApiKey, SeedError> {
     let key = ApiKey::generate();
     let now = Timestamp::now();
     let account = Account {
-        id: demo_id("acc_demo")?,
+        id: demo_id(DEMO_ACCOUNT)?,
         plan: Plan {
             id: PlanId::parse("plan_trial").map_err(|e| invalid(e.to_string()))?,
             name: "Trial".into(),
@@ -363,12 +368,14 @@ pub async fn demo<S: Store>(app: &Vigil<S>) -> Result<ApiKey, SeedError> {
         },
     };
     let project = Project {
-        id: demo_id("prj_demo")?,
+        id: demo_id(DEMO_PROJECT)?,
         account_id: account.id.clone(),
         name: "Demo shop".into(),
         api_key_public: format!("pk_{}", crate::domain::token::random_base62(24)),
         api_key_private: format!("sk_{}", crate::domain::token::random_base62(32)),
-        domain: "shop.example".into(),
+        // A local project: its pages may be any loopback origin, so vigil serve's /demo page
+        // can send visits with the agent.
+        domain: "localhost".into(),
         disabled: false,
         created_at: now,
     };
@@ -400,6 +407,7 @@ pub async fn demo<S: Store>(app: &Vigil<S>) -> Result<ApiKey, SeedError> {
                 ip_address: ip.parse().map_err(|_| invalid(format!("demo ip {ip}")))?,
                 created_at,
             },
+            evaluation: None,
         })
         .await?;
     }

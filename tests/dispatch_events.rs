@@ -172,7 +172,8 @@ fn assert_delivery(hit: &Hit, hook: &str, session: &str, result: &str) {
 }
 
 /// The `data` members after the ids of the crossing in webhook-dispatch-crossing.json.
-const CROSSING_RESULT: &str = r#""scoreBot":0.05,"scoreProxyVpn":0.8,"ipAddress":"198.51.100.23","createdAt":"2026-11-21T10:05:00.000Z""#;
+/// The crossing result, and its event: the summary's second write, unevaluated (no reasons).
+const CROSSING_RESULT: &str = r#""scoreBot":0.05,"scoreProxyVpn":0.8,"ipAddress":"198.51.100.23","createdAt":"2026-11-21T10:05:00.000Z","id":"evt_1795255500000_2","reasons":[]"#;
 
 // ---------------------------------------------------------------------------------------------
 // The event files
@@ -292,11 +293,13 @@ fn write_record(session: &str, pvs: &[f64], seq: usize) -> Value {
     })
 }
 
-/// The data members of the result written `seq`-th (bot 0.1 * seq) with proxy/VPN score `pv`.
+/// The data members of the result written `seq`-th (bot 0.1 * seq) with proxy/VPN score `pv`,
+/// and its event's id (created at 10:00:`seq`, the session's `seq`-th write).
 fn written(seq: u32, pv: &str) -> String {
     let bot = ((0.1 * seq as f64) * 10.0).round() / 10.0;
+    let millis = 1_795_255_200_000u64 + u64::from(seq) * 1000;
     format!(
-        r#""scoreBot":{bot},"scoreProxyVpn":{pv},"ipAddress":"192.0.2.1","createdAt":"2026-11-21T10:00:{seq:02}.000Z""#
+        r#""scoreBot":{bot},"scoreProxyVpn":{pv},"ipAddress":"192.0.2.1","createdAt":"2026-11-21T10:00:{seq:02}.000Z","id":"evt_{millis}_{seq}","reasons":[]"#
     )
 }
 

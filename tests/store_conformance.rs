@@ -45,6 +45,7 @@ fn result(project: &str, session: &str, bot: f64, pv: f64, at: &str) -> NewResul
             ip_address: "203.0.113.7".parse().unwrap(),
             created_at: ts(at),
         },
+        evaluation: None,
     }
 }
 

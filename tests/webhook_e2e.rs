@@ -305,8 +305,14 @@ fn assert_body(hit: &Hit, session: &str, bot: &str, pv: &str, created_at: &str) 
         age >= chrono::Duration::zero() && age < chrono::Duration::seconds(120),
         "timestamp {ts} is not now"
     );
+    // The event's id is its createdAt (epoch ms) and the session's write count.
+    let id = v["data"]["id"].as_str().unwrap_or_default();
+    let millis = chrono::DateTime::parse_from_rfc3339(created_at)
+        .unwrap()
+        .timestamp_millis();
+    assert!(id.starts_with(&format!("evt_{millis}_")), "{id}");
     let expected = format!(
-        r#"{{"type":"proxy_vpn_detect","timestamp":"{ts}","data":{{"projectId":"{PROJECT}","sessionId":"{session}","scoreBot":{bot},"scoreProxyVpn":{pv},"ipAddress":"{IP}","createdAt":"{created_at}"}}}}"#
+        r#"{{"type":"proxy_vpn_detect","timestamp":"{ts}","data":{{"projectId":"{PROJECT}","sessionId":"{session}","scoreBot":{bot},"scoreProxyVpn":{pv},"ipAddress":"{IP}","createdAt":"{created_at}","id":"{id}","reasons":[]}}}}"#
     );
     assert_eq!(hit.body, expected, "body of the request to {}", hit.path);
     assert_eq!(hit.method, "POST");

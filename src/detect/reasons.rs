@@ -3,10 +3,10 @@
 //! Each score is `logistic(bias + sum of the weights of the reasons that fired)`. With no reason
 //! a score is `logistic(BIAS)` (about 0.018); a deterministic reason alone reaches 0.99 or more.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Which score a reason counts towards.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Target {
     #[serde(rename = "bot")]
     Bot,
@@ -20,7 +20,7 @@ pub const BIAS: f64 = -4.0;
 macro_rules! reasons {
     ($($code:ident => $target:ident, $weight:expr, $why:literal;)*) => {
         /// A stable reason code, shown in snake_case.
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
         #[serde(rename_all = "snake_case")]
         pub enum Code {
             $($code),*
@@ -77,7 +77,7 @@ impl Code {
 }
 
 /// A reason that fired, with the evidence in words.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Reason {
     pub code: Code,
     pub score: Target,

@@ -4,7 +4,8 @@
 //! change has `before < threshold <= after` is that moment, and its result is the one that made it
 //! cross. Changes of other items never cross.
 
-use crate::domain::{CheckResult, ProjectId, Score, SessionChanged};
+use crate::detect::Reason;
+use crate::domain::{CheckResult, EventId, ProjectId, Score, SessionChanged};
 
 /// A session that has just crossed the threshold, with the result that made it cross.
 #[derive(Debug, Clone, PartialEq)]
@@ -12,6 +13,8 @@ pub struct Crossing {
     pub project_id: ProjectId,
     pub session_id: crate::domain::SessionId,
     pub result: CheckResult,
+    pub event_id: EventId,
+    pub reasons: Vec<Reason>,
 }
 
 /// The crossing this change represents, if any.
@@ -20,6 +23,8 @@ pub fn crossing(change: &SessionChanged, threshold: Score) -> Option<Crossing> {
         project_id: change.project.clone(),
         session_id: change.session.clone(),
         result: change.last.clone(),
+        event_id: change.last_id,
+        reasons: change.last_reasons.clone(),
     })
 }
 
@@ -56,6 +61,11 @@ mod tests {
             after: before.map_or(SessionScore::of(last), |s| s.with(last)),
             before,
             last: last.clone(),
+            last_id: crate::domain::EventId::new(crate::domain::ResultPosition {
+                created_at: last.created_at,
+                seq: pvs.len() as u64,
+            }),
+            last_reasons: Vec::new(),
         }
     }
 

@@ -64,6 +64,9 @@ struct PayloadData<'a> {
     session_id: &'a SessionId,
     #[serde(flatten)]
     result: &'a crate::domain::CheckResult,
+    /// The event that made the session cross, and why (empty for an unevaluated result).
+    id: crate::domain::EventId,
+    reasons: &'a [crate::detect::Reason],
 }
 
 /// The notification body. Serialising can only fail on a bug; the caller must then not send (a
@@ -76,6 +79,8 @@ pub fn payload(c: &Crossing, now: Timestamp) -> Result<String, serde_json::Error
             project_id: &c.project_id,
             session_id: &c.session_id,
             result: &c.result,
+            id: c.event_id,
+            reasons: &c.reasons,
         },
     };
     serde_json::to_string(&p)

@@ -2,9 +2,11 @@
 //! stores turn their feed records (DynamoDB stream records, the SQLite change feed) into these;
 //! nothing downstream knows an item layout.
 
+use super::event::EventId;
 use super::ids::{ProjectId, SessionId};
 use super::model::{CheckResult, SessionScore};
 use super::score::Score;
+use crate::detect::Reason;
 
 /// A write to a session: its overall score before (None for its first result) and after, and the
 /// result that was written.
@@ -15,6 +17,9 @@ pub struct SessionChanged {
     pub before: Option<SessionScore>,
     pub after: SessionScore,
     pub last: CheckResult,
+    /// The id of the written result's event, and the reasons the engine gave for it.
+    pub last_id: EventId,
+    pub last_reasons: Vec<Reason>,
 }
 
 /// One record of the change feed.

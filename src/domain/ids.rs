@@ -18,6 +18,9 @@ pub enum IdError {
     TooLong,
     #[error("may only contain letters, digits and _ . : -")]
     BadChar,
+    /// The id has the characters of an id but not the form of its kind.
+    #[error("must be {0}")]
+    Malformed(&'static str),
 }
 
 fn check(s: &str) -> Result<(), IdError> {

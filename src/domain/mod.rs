@@ -3,6 +3,7 @@
 pub mod change;
 pub mod cursor;
 pub mod delivery;
+pub mod event;
 pub mod ids;
 pub mod model;
 pub mod net;
@@ -15,6 +16,7 @@ pub mod webhook;
 
 pub use change::{FeedEvent, SessionChanged};
 pub use delivery::{Attempt, AttemptOutcome, Delivery, DeliveryStatus, DeliveryView};
+pub use event::{Evaluation, Event, EventId};
 pub use ids::{AccountId, DeliveryId, IdError, PlanId, ProjectId, SessionId, WebhookId};
 pub use model::{
     Account, CheckResult, NewResult, Plan, PlanStatus, Project, ResultPosition, SessionScore,

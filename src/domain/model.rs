@@ -4,6 +4,7 @@ use std::net::IpAddr;
 
 use serde::{Deserialize, Serialize};
 
+use super::event::Evaluation;
 use super::ids::{AccountId, PlanId, ProjectId, SessionId};
 use super::score::Score;
 use super::time::Timestamp;
@@ -24,6 +25,8 @@ pub struct NewResult {
     pub project_id: ProjectId,
     pub session_id: SessionId,
     pub result: CheckResult,
+    /// The engine's reasons, when the result comes from evaluating a visit.
+    pub evaluation: Option<Evaluation>,
 }
 
 /// The overall score of a session (interface 2.2): the maximum of every result's scores.

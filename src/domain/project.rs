@@ -63,6 +63,38 @@ impl fmt::Display for Domain {
     }
 }
 
+/// Whether a page at `origin` (an `Origin` header: `scheme://host[:port]`) belongs to a project of
+/// `domain`: `https://` and the domain or one of its subdomains, on any port. A project whose
+/// domain is `localhost` is a local one: it accepts any loopback origin, over http too, so a
+/// developer (and `vigil serve`'s demo page) can try the agent without a certificate.
+pub fn origin_allowed(domain: &str, origin: &str) -> bool {
+    let Ok(url) = url::Url::parse(origin) else {
+        return false;
+    };
+    if url.path() != "/" || url.query().is_some() || url.username() != "" {
+        return false;
+    }
+    let Some(host) = url.host() else {
+        return false;
+    };
+    if domain == "localhost" {
+        let loopback = match host {
+            url::Host::Domain(d) => d == "localhost" || d.ends_with(".localhost"),
+            url::Host::Ipv4(ip) => ip.is_loopback(),
+            url::Host::Ipv6(ip) => ip.is_loopback(),
+        };
+        return loopback && matches!(url.scheme(), "http" | "https");
+    }
+    let url::Host::Domain(name) = host else {
+        return false;
+    };
+    url.scheme() == "https"
+        && (name == domain
+            || name
+                .strip_suffix(domain)
+                .is_some_and(|sub| sub.ends_with('.')))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -77,6 +109,41 @@ mod tests {
                 Err(ProjectFieldError::Name),
                 "{bad:?}"
             );
+        }
+    }
+
+    #[test]
+    fn origins() {
+        for ok in [
+            "https://shop.example",
+            "https://www.shop.example",
+            "https://a.b.shop.example:8443",
+            "HTTPS://Shop.Example",
+        ] {
+            assert!(origin_allowed("shop.example", ok), "{ok}");
+        }
+        for bad in [
+            "http://shop.example",
+            "https://evilshop.example",
+            "https://shop.example.evil",
+            "https://shop.example/path",
+            "https://user@shop.example",
+            "null",
+            "",
+            "https://203.0.113.7",
+            "http://localhost:8080",
+        ] {
+            assert!(!origin_allowed("shop.example", bad), "{bad}");
+        }
+        for ok in [
+            "http://localhost:8080",
+            "http://127.0.0.1:9",
+            "http://[::1]:1",
+        ] {
+            assert!(origin_allowed("localhost", ok), "{ok}");
+        }
+        for bad in ["http://10.0.0.1", "https://shop.example", "file://"] {
+            assert!(!origin_allowed("localhost", bad), "{bad}");
         }
     }
 

@@ -42,12 +42,15 @@ pub fn feed_event(record: &EventRecord) -> FeedEvent {
             Err(e) => return unreadable("old", e),
         }
     };
+    let last_id = after.last_id();
     FeedEvent::SessionChanged(SessionChanged {
         before,
         after: after.score(),
         project: after.project_id,
+        last_id,
         session: after.session_id,
         last: after.last,
+        last_reasons: after.last_reasons,
     })
 }
 
@@ -71,6 +74,7 @@ pub(crate) mod tests {
                 ip_address: "198.51.100.7".parse().unwrap(),
                 created_at: at.parse::<Timestamp>().unwrap(),
             },
+            evaluation: None,
         }
     }
 

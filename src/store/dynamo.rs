@@ -28,7 +28,7 @@ use super::{
 use crate::domain::plan::{Counted, Period};
 use crate::domain::webhook::MAX_WEBHOOKS_PER_PROJECT;
 use crate::domain::{
-    Account, AccountId, Delivery, NewResult, Project, ProjectId, ResultPosition, SessionId,
+    Account, AccountId, Delivery, Event, NewResult, Project, ProjectId, ResultPosition, SessionId,
     SessionScore, Timestamp, Webhook, WebhookId,
 };
 
@@ -536,6 +536,7 @@ impl ProjectStore for DynamoStore {
         let items = [
             to_item(&ProjectItem::from(project))?,
             to_item(&ProjectItem::listed(project))?,
+            to_item(&ProjectItem::by_public_key(project))?,
         ];
         let counter = (account_pk(&project.account_id), PROJECT_COUNT_SK);
         match self
@@ -548,6 +549,12 @@ impl ProjectStore for DynamoStore {
                 format!("project id {} already exists", project.id).into(),
             )),
         }
+    }
+
+    async fn project_by_public_key(&self, key: &str) -> Result<Option<Project>, StoreError> {
+        let item: Option<ProjectItem> = self.get(&public_key_pk(key), PROJECT_SK, false).await?;
+        // A copy left behind by a key a seed replaced never authenticates.
+        Ok(item.map(Project::from).filter(|p| p.api_key_public == key))
     }
 
     async fn account_projects(&self, account: &AccountId) -> Result<Vec<Project>, StoreError> {
@@ -573,7 +580,15 @@ impl ProjectStore for DynamoStore {
                 s(project.account_id.as_str()),
             )]));
         }
-        let tx = vec![owned, self.put(to_item(&listed)?, "attribute_exists(pk)")?];
+        let by_key = ProjectItem::by_public_key(project);
+        let tx = vec![
+            owned,
+            self.put(to_item(&listed)?, "attribute_exists(pk)")?,
+            self.put(
+                to_item(&by_key)?,
+                "attribute_exists(pk) OR attribute_not_exists(pk)",
+            )?,
+        ];
         for attempt in 0..MAX_WRITE_ATTEMPTS {
             match self.transact(tx.clone()).await? {
                 TxOutcome::Done => return Ok(true),
@@ -656,6 +671,18 @@ impl ResultStore for DynamoStore {
             .query_prefix(pk, results_prefix(session), false, Some(limit + 1), start)
             .await?;
         Ok(ResultPage::from_rows(rows, limit))
+    }
+
+    async fn event(
+        &self,
+        project: &ProjectId,
+        session: &SessionId,
+        at: ResultPosition,
+    ) -> Result<Option<Event>, StoreError> {
+        let item: Option<ResultItem> = self
+            .get(&project_pk(project), &result_sk(session, at), false)
+            .await?;
+        Ok(item.map(ResultItem::event))
     }
 
     async fn session_score(
@@ -822,7 +849,25 @@ impl AdminStore for DynamoStore {
                 to_item(&ProjectItem::listed(project))?,
                 "attribute_exists(pk) OR attribute_not_exists(pk)",
             )?,
+            self.put(
+                to_item(&ProjectItem::by_public_key(project))?,
+                "attribute_exists(pk) OR attribute_not_exists(pk)",
+            )?,
         ];
+        if let Some(old_key) = old
+            .as_ref()
+            .map(|o| &o.value.project.api_key_public)
+            .filter(|k| *k != &project.api_key_public)
+        {
+            // The seed replaced the public key: the old one must stop finding the project.
+            let delete = build(
+                Delete::builder()
+                    .table_name(&self.table)
+                    .set_key(Some(key(public_key_pk(old_key), PROJECT_SK)))
+                    .build(),
+            )?;
+            tx.push(TransactWriteItem::builder().delete(delete).build());
+        }
         let moved_from = old.map(|o| o.value.project.account_id);
         if moved_from.as_ref() != Some(&project.account_id) {
             tx.push(self.add_to_project_count(&project.account_id, 1)?);

@@ -16,6 +16,7 @@
 //! | rate window     | `ACCOUNT#{account}` | `RATE#{unix second}` (expires by `ttl`)   |
 //! | period usage    | `ACCOUNT#{account}` | `USAGE#{period start}` (expires by `ttl`) |
 //! | API key         | `APIKEY#{sha256}`   | `APIKEY`                                  |
+//! | public key      | `PUBLICKEY#{apiKeyPublic}` | `PROJECT` (a copy, for the collect route) |
 //! | checkpoint      | `CHECKPOINT#{name}` | `CHECKPOINT`                              |
 //!
 //! Pending deliveries also carry `due` and `dueAt`, the keys of the sparse `due` index that the
@@ -28,10 +29,11 @@ use std::net::IpAddr;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::detect::Reason;
 use crate::domain::{
-    Account, AccountId, CheckResult, Delivery, DeliveryStatus, NewResult, Project, ProjectId,
-    ResultPosition, Score, SessionId, SessionScore, Timestamp, Webhook, WebhookId, WebhookType,
-    WebhookUrl,
+    Account, AccountId, CheckResult, Delivery, DeliveryStatus, Event, EventId, NewResult, Project,
+    ProjectId, ResultPosition, Score, SessionId, SessionScore, Timestamp, Webhook, WebhookId,
+    WebhookType, WebhookUrl,
 };
 
 pub const PK: &str = "pk";
@@ -58,6 +60,9 @@ pub fn project_pk(p: &ProjectId) -> String {
 }
 pub fn account_pk(a: &AccountId) -> String {
     format!("ACCOUNT#{a}")
+}
+pub fn public_key_pk(key: &str) -> String {
+    format!("PUBLICKEY#{key}")
 }
 pub fn key_pk(hash: &str) -> String {
     format!("APIKEY#{hash}")
@@ -118,6 +123,7 @@ pub enum Entity {
     Delivery,
     Checkpoint,
     AccountProject,
+    PublicKeyProject,
     ProjectCount,
     Counter,
 }
@@ -135,6 +141,11 @@ pub struct ResultItem {
     pub score_proxy_vpn: Score,
     pub ip_address: IpAddr,
     pub created_at: Timestamp,
+    /// The engine's reasons; absent for a result written without evaluation.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reasons: Vec<Reason>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine_version: Option<String>,
 }
 
 impl ResultItem {
@@ -154,6 +165,12 @@ impl ResultItem {
             score_proxy_vpn: r.result.score_proxy_vpn,
             ip_address: r.result.ip_address,
             created_at: r.result.created_at,
+            reasons: r
+                .evaluation
+                .as_ref()
+                .map(|e| e.reasons.clone())
+                .unwrap_or_default(),
+            engine_version: r.evaluation.as_ref().map(|e| e.engine_version.clone()),
         }
     }
 
@@ -164,12 +181,16 @@ impl ResultItem {
         }
     }
 
-    pub fn result(&self) -> CheckResult {
-        CheckResult {
+    pub fn event(self) -> Event {
+        Event {
+            id: EventId::new(self.position()),
+            session_id: self.session_id,
+            created_at: self.created_at,
+            ip_address: self.ip_address,
             score_bot: self.score_bot,
             score_proxy_vpn: self.score_proxy_vpn,
-            ip_address: self.ip_address,
-            created_at: self.created_at,
+            reasons: self.reasons,
+            engine_version: self.engine_version,
         }
     }
 }
@@ -189,6 +210,9 @@ pub struct SessionItem {
     pub score_bot: Score,
     pub score_proxy_vpn: Score,
     pub last: CheckResult,
+    /// The reasons of the latest write's result, so a webhook can say why the session crossed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub last_reasons: Vec<Reason>,
 }
 
 impl SessionItem {
@@ -208,7 +232,20 @@ impl SessionItem {
             score_bot: score.score_bot,
             score_proxy_vpn: score.score_proxy_vpn,
             last: r.result.clone(),
+            last_reasons: r
+                .evaluation
+                .as_ref()
+                .map(|e| e.reasons.clone())
+                .unwrap_or_default(),
         }
+    }
+
+    /// The id of the latest write's event.
+    pub fn last_id(&self) -> EventId {
+        EventId::new(ResultPosition {
+            created_at: self.last.created_at,
+            seq: self.seq,
+        })
     }
 
     pub fn score(&self) -> SessionScore {
@@ -275,6 +312,16 @@ impl ProjectItem {
             pk: account_pk(&p.account_id),
             sk: account_project_sk(&p.id),
             entity: Entity::AccountProject,
+            ..Self::from(p)
+        }
+    }
+
+    /// The copy under the project's public key, which the collect route finds it by.
+    pub fn by_public_key(p: &Project) -> Self {
+        Self {
+            pk: public_key_pk(&p.api_key_public),
+            sk: PROJECT_SK.to_owned(),
+            entity: Entity::PublicKeyProject,
             ..Self::from(p)
         }
     }

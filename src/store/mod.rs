@@ -5,8 +5,8 @@ use std::future::Future;
 
 use crate::domain::plan::{Counted, Period};
 use crate::domain::{
-    Account, AccountId, CheckResult, Delivery, NewResult, Project, ProjectId, ResultPosition,
-    SessionId, SessionScore, Timestamp, Webhook, WebhookId,
+    Account, AccountId, Delivery, Event, NewResult, Project, ProjectId, ResultPosition, SessionId,
+    SessionScore, Timestamp, Webhook, WebhookId,
 };
 
 pub mod change;
@@ -58,7 +58,7 @@ impl OpFailed {
 /// A page of a session's results, newest first.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ResultPage {
-    pub results: Vec<(ResultPosition, CheckResult)>,
+    pub results: Vec<(ResultPosition, Event)>,
     /// Whether results exist beyond this page.
     pub more: bool,
 }
@@ -70,7 +70,10 @@ impl ResultPage {
         let more = rows.len() > limit;
         rows.truncate(limit);
         Self {
-            results: rows.iter().map(|r| (r.position(), r.result())).collect(),
+            results: rows
+                .into_iter()
+                .map(|r| (r.position(), r.event()))
+                .collect(),
             more,
         }
     }
@@ -113,6 +116,10 @@ pub trait ProjectStore: Send + Sync {
         &self,
         account: &AccountId,
     ) -> impl Future<Output = Res<Vec<Project>>> + Send;
+
+    /// The project whose `apiKeyPublic` is `key`.
+    fn project_by_public_key(&self, key: &str)
+    -> impl Future<Output = Res<Option<Project>>> + Send;
 
     /// Replaces an existing project (same id and account); false when it does not exist.
     fn update_project(&self, project: &Project) -> impl Future<Output = Res<bool>> + Send;
@@ -163,6 +170,14 @@ pub trait ResultStore: Send + Sync {
         limit: usize,
         after: Option<ResultPosition>,
     ) -> impl Future<Output = Res<ResultPage>> + Send;
+
+    /// One result of the session, by its position.
+    fn event(
+        &self,
+        project: &ProjectId,
+        session: &SessionId,
+        at: ResultPosition,
+    ) -> impl Future<Output = Res<Option<Event>>> + Send;
 
     /// The session's maintained overall score, or `None` when it has no results.
     fn session_score(

@@ -24,7 +24,7 @@ use super::{
 use crate::domain::plan::{Counted, Period};
 use crate::domain::webhook::MAX_WEBHOOKS_PER_PROJECT;
 use crate::domain::{
-    Account, AccountId, Delivery, NewResult, Project, ProjectId, ResultPosition, SessionId,
+    Account, AccountId, Delivery, Event, NewResult, Project, ProjectId, ResultPosition, SessionId,
     SessionScore, Timestamp, Webhook, WebhookId,
 };
 
@@ -330,9 +330,21 @@ impl ProjectStore for SqliteStore {
             put(tx, &item.pk, &item.sk, None, &item)?;
             let listed = ProjectItem::listed(&project);
             put(tx, &listed.pk, &listed.sk, None, &listed)?;
+            let by_key = ProjectItem::by_public_key(&project);
+            upsert(tx, &by_key.pk, &by_key.sk, &by_key)?;
             let next = ProjectCountItem::new(&project.account_id, n + 1);
             put(tx, &next.pk, &next.sk, count.as_ref(), &next)?;
             Ok(ProjectInsert::Created)
+        })
+        .await
+    }
+
+    async fn project_by_public_key(&self, key: &str) -> Result<Option<Project>, StoreError> {
+        let (pk, key) = (public_key_pk(key), key.to_owned());
+        self.run(move |c| {
+            let item = get::<ProjectItem>(c, &pk, PROJECT_SK)?;
+            // A copy left behind by a key a seed replaced never authenticates.
+            Ok(item.map(Project::from).filter(|p| p.api_key_public == key))
         })
         .await
     }
@@ -361,6 +373,8 @@ impl ProjectStore for SqliteStore {
             put(tx, &item.pk, &item.sk, Some(&old), &item)?;
             let listed = ProjectItem::listed(&project);
             upsert(tx, &listed.pk, &listed.sk, &listed)?;
+            let by_key = ProjectItem::by_public_key(&project);
+            upsert(tx, &by_key.pk, &by_key.sk, &by_key)?;
             Ok(true)
         })
         .await
@@ -445,6 +459,17 @@ impl ResultStore for SqliteStore {
             Ok(ResultPage::from_rows(rows, limit))
         })
         .await
+    }
+
+    async fn event(
+        &self,
+        project: &ProjectId,
+        session: &SessionId,
+        at: ResultPosition,
+    ) -> Result<Option<Event>, StoreError> {
+        let (pk, sk) = (project_pk(project), result_sk(session, at));
+        self.run(move |c| Ok(get::<ResultItem>(c, &pk, &sk)?.map(ResultItem::event)))
+            .await
     }
 
     async fn session_score(
@@ -556,6 +581,19 @@ impl AdminStore for SqliteStore {
             put(tx, &item.pk, &item.sk, old.as_ref(), &item)?;
             let listed = ProjectItem::listed(&project);
             upsert(tx, &listed.pk, &listed.sk, &listed)?;
+            let by_key = ProjectItem::by_public_key(&project);
+            upsert(tx, &by_key.pk, &by_key.sk, &by_key)?;
+            if let Some(old_key) = old
+                .as_ref()
+                .map(|o| o.value.project.api_key_public.clone())
+                .filter(|k| k != &project.api_key_public)
+            {
+                // The seed replaced the public key: the old one must stop finding the project.
+                let stale = public_key_pk(&old_key);
+                if let Some(gone) = get::<ProjectItem>(tx, &stale, PROJECT_SK)? {
+                    delete(tx, &stale, PROJECT_SK, &gone)?;
+                }
+            }
             let moved_from = old.map(|o| o.value.project.account_id);
             if moved_from.as_ref() != Some(&project.account_id) {
                 if let Some(from) = moved_from {
