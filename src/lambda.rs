@@ -122,9 +122,36 @@ pub async fn run_sweep() -> Result<(), Error> {
 /// Runs one endpoint as a Lambda function behind API Gateway, through the shared pipeline.
 pub async fn run_http<E: Endpoint<DynamoStore>>() -> Result<(), Error> {
     init_tracing();
-    let app = app().await?;
+    serve_http::<E>(app().await?).await
+}
+
+/// Runs an endpoint that evaluates visits: the same, with the detection engine built at the cold
+/// start from the data compiled into the binary (no file is read).
+pub async fn run_http_detecting<E: Endpoint<DynamoStore>>() -> Result<(), Error> {
+    init_tracing();
+    let config = Config::from_env()?;
+    // The engine is built on a blocking thread while the DynamoDB connection warms.
+    let (store, engine) = tokio::join!(
+        store(&config),
+        tokio::task::spawn_blocking(crate::detect::Engine::embedded)
+    );
+    let engine = engine.map_err(|e| format!("building the engine: {e}"))??;
+    let app = Vigil::new(store, UrlPolicy::default()).with_engine(Arc::new(engine));
+    serve_http::<E>(Box::leak(Box::new(app))).await
+}
+
+async fn serve_http<E: Endpoint<DynamoStore>>(app: &'static App) -> Result<(), Error> {
     lambda_http::run(service_fn(move |req: Request| async move {
         Ok::<_, std::convert::Infallible>(answer::<E, _>(app, req).await)
+    }))
+    .await
+}
+
+/// Runs the agent-script function: a static answer, no store, no engine.
+pub async fn run_agent_script() -> Result<(), Error> {
+    init_tracing();
+    lambda_http::run(service_fn(|req: Request| async move {
+        Ok::<_, std::convert::Infallible>(crate::http::ingest::agent_script(&req))
     }))
     .await
 }

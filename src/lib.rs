@@ -6,6 +6,7 @@
 
 pub mod cli;
 pub mod config;
+pub mod demo;
 pub mod detect;
 pub mod dispatch;
 pub mod domain;

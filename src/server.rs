@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 use std::convert::Infallible;
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -23,6 +24,7 @@ use tracing::Instrument;
 
 use crate::domain::token::time_ordered_token;
 use crate::http::extract::UnreadableBody;
+use crate::http::ingest::DirectPeer;
 use crate::http::{ApiError, Resolved, Router, auth};
 use crate::service::Vigil;
 use crate::store::Store;
@@ -40,6 +42,9 @@ pub struct Limits {
     pub max_connections: usize,
     /// For the head of each request, and again for its body.
     pub read_timeout: Duration,
+    /// Whether a proxy in front of the server is trusted to name the client: the visitor's
+    /// address is then the last `X-Forwarded-For` entry (the one that proxy added), not the peer.
+    pub trust_proxy: bool,
 }
 
 impl Default for Limits {
@@ -47,6 +52,7 @@ impl Default for Limits {
         Self {
             max_connections: 1024,
             read_timeout: Duration::from_secs(10),
+            trust_proxy: false,
         }
     }
 }
@@ -74,7 +80,7 @@ pub async fn serve<S: Store>(
             },
             () = &mut shutdown => return Ok(()),
         };
-        let (stream, _) = tokio::select! {
+        let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(conn) => conn,
                 Err(e) => {
@@ -87,11 +93,15 @@ pub async fn serve<S: Store>(
         };
         let _ = stream.set_nodelay(true);
         let (app, router, http) = (app.clone(), router.clone(), http.clone());
-        let body_timeout = limits.read_timeout;
+        let conn = Connection {
+            peer: peer.ip(),
+            body_timeout: limits.read_timeout,
+            trust_proxy: limits.trust_proxy,
+        };
         tokio::spawn(async move {
             let service = hyper::service::service_fn(move |req| {
                 let (app, router) = (app.clone(), router.clone());
-                async move { Ok::<_, Infallible>(handle(&app, &router, req, body_timeout).await) }
+                async move { Ok::<_, Infallible>(handle(&app, &router, req, conn).await) }
             });
             if let Err(e) = http.serve_connection(TokioIo::new(stream), service).await {
                 tracing::debug!(error = %e, "connection ended with an error");
@@ -101,17 +111,42 @@ pub async fn serve<S: Store>(
     }
 }
 
+/// What a request's handling knows of its connection.
+#[derive(Debug, Clone, Copy)]
+struct Connection {
+    peer: IpAddr,
+    body_timeout: Duration,
+    trust_proxy: bool,
+}
+
+impl Connection {
+    /// The visitor's address: the peer, or the entry the trusted proxy added.
+    fn client(&self, headers: &http::HeaderMap) -> IpAddr {
+        if !self.trust_proxy {
+            return self.peer;
+        }
+        headers
+            .get_all("x-forwarded-for")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(','))
+            .filter_map(|a| a.trim().parse::<IpAddr>().ok())
+            .next_back()
+            .unwrap_or(self.peer)
+    }
+}
+
 async fn handle<S: Store>(
     app: &Vigil<S>,
     router: &Router,
     req: hyper::Request<Incoming>,
-    body_timeout: Duration,
+    conn: Connection,
 ) -> hyper::Response<Full<Bytes>> {
     let request_id = time_ordered_token();
     let span = tracing::debug_span!("request", id = %request_id, method = %req.method(), path = %req.uri().path());
     async {
         let started = Instant::now();
-        let res = answer(app, router, req, &request_id, body_timeout).await;
+        let res = answer(app, router, req, &request_id, conn).await;
         tracing::debug!(
             status = res.status().as_u16(),
             micros = started.elapsed().as_micros() as u64,
@@ -145,8 +180,11 @@ async fn answer<S: Store>(
     router: &Router,
     req: hyper::Request<Incoming>,
     request_id: &str,
-    body_timeout: Duration,
+    conn: Connection,
 ) -> http::Response<Body> {
+    if let Some(res) = crate::demo::answer(app, req.method(), req.uri().path()).await {
+        return res;
+    }
     let (route, params) = match router.resolve_full(req.method(), req.uri().path()) {
         Resolved::Found(route, params) => (route, params),
         Resolved::NotFound => return ApiError::NotFound("Not found").into_response(),
@@ -158,14 +196,23 @@ async fn answer<S: Store>(
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok());
-    let principal = match auth::authorize(app, auth_header).await {
-        Ok(a) => a,
-        Err(e) => return ApiError::from(e).into_response(),
+    // The public routes run without the authorizer under API Gateway, and so here.
+    let principal = if route.is_public() {
+        None
+    } else {
+        match auth::authorize(app, auth_header).await {
+            Ok(a) => Some(a),
+            Err(e) => return ApiError::from(e).into_response(),
+        }
     };
+    let client = conn.client(req.headers());
     let (mut parts, body) = req.into_parts();
     // A body that cannot be read is answered by the pipeline's body step, after the plan stage,
     // like every other bad body (and with the same rate-limit headers).
-    let collected = tokio::time::timeout(body_timeout, Limited::new(body, MAX_BODY).collect());
+    if !conn.trust_proxy {
+        parts.extensions.insert(DirectPeer);
+    }
+    let collected = tokio::time::timeout(conn.body_timeout, Limited::new(body, MAX_BODY).collect());
     let bytes = match collected.await {
         Ok(Ok(c)) => c.to_bytes(),
         Ok(Err(_)) => {
@@ -192,8 +239,9 @@ async fn answer<S: Store>(
     ctx.request_id = Some(request_id.to_owned());
     ctx.stage = Some("v1".to_owned());
     ctx.http_method = parts.method.clone();
+    ctx.identity.source_ip = Some(client.to_string());
     // The same context the authorizer function returns to API Gateway.
-    if let Value::Object(fields) = auth::context(&principal) {
+    if let Some(Value::Object(fields)) = principal.as_ref().map(auth::context) {
         ctx.authorizer.fields.extend(fields);
     }
     let body = if bytes.is_empty() {

@@ -32,12 +32,15 @@
 
 use std::path::{Path, PathBuf};
 
+use std::sync::Arc;
+
 use aws_lambda_events::apigw::ApiGatewayCustomAuthorizerRequest;
 use http::{HeaderMap, StatusCode, header};
 use lambda_http::request::RequestContext;
 use lambda_http::{Body, Request, RequestExt, Response};
 use serde_json::{Value, json};
 use tempfile::TempDir;
+use vigil::detect::Engine;
 use vigil::domain::{Timestamp, UrlPolicy, WebhookId};
 use vigil::http::{self as http_api, handlers};
 use vigil::seed::{self, SeedReport};
@@ -61,6 +64,11 @@ const HTTP_EVENTS: &[(&str, &str)] = &[
     ("list-projects.json", "list-projects"),
     ("update-project.json", "update-project"),
     ("get-usage.json", "get-usage"),
+    ("create-event.json", "create-event"),
+    ("list-events.json", "list-events"),
+    ("get-event.json", "get-event"),
+    ("collect.json", "collect"),
+    ("agent-script.json", "agent-script"),
     ("fallback.json", "fallback"),
     ("fallback-wrong-method.json", "fallback"),
 ];
@@ -119,6 +127,10 @@ fn authorizer_event(name: &str) -> ApiGatewayCustomAuthorizerRequest {
     serde_json::from_str(&event_text(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 
+/// The engine, built once for the whole binary: it is immutable, so tests still share no data.
+static ENGINE: std::sync::LazyLock<Arc<Engine>> =
+    std::sync::LazyLock::new(|| Arc::new(Engine::embedded().expect("the committed data loads")));
+
 /// A fresh store in its own temporary directory, loaded with `events/seed.json`.
 struct Fixture {
     app: Vigil<SqliteStore>,
@@ -128,7 +140,7 @@ struct Fixture {
 async fn fixture() -> Fixture {
     let dir = tempfile::tempdir().expect("temporary directory");
     let store = SqliteStore::open(dir.path().join("vigil.db")).expect("sqlite store");
-    let app = Vigil::new(store, UrlPolicy::default());
+    let app = Vigil::new(store, UrlPolicy::default()).with_engine(ENGINE.clone());
     let report = seed::load(&app, &event_text("seed.json"))
         .await
         .expect("events/seed.json loads");
@@ -260,7 +272,12 @@ fn every_event_file_is_known_and_parses_like_lambda_http() {
             raw["requestContext"]["requestId"].as_str(),
             "{file}"
         );
-        let expected_account = if *file == "list-results-no-auth-context.json" {
+        let anonymous = [
+            "list-results-no-auth-context.json",
+            "collect.json",
+            "agent-script.json",
+        ];
+        let expected_account = if anonymous.contains(file) {
             None
         } else {
             Some(&json!("acc_1"))
@@ -827,4 +844,143 @@ async fn get_usage_counts_the_period() {
     );
     assert_eq!(d["maxRequests"], 100_000);
     assert!(d["periodStart"].as_str().unwrap() < d["periodEnd"].as_str().unwrap());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Ingestion: create-event, list-events, get-event, collect, agent-script
+
+/// The seeded result of sess_1, as an event: no reasons, no engine.
+fn sess_1_event() -> Value {
+    let mut e = sess_1_result();
+    e["id"] = json!("evt_1795255200000_1");
+    e["sessionId"] = json!("sess_1");
+    e["reasons"] = json!([]);
+    e["engineVersion"] = Value::Null;
+    e
+}
+
+#[tokio::test]
+async fn create_event_evaluates_stores_and_locates_the_event() {
+    let f = fixture().await;
+    let a = answer(
+        http_api::answer::<handlers::CreateEvent, _>(&f.app, request("create-event.json")).await,
+    );
+    assert_eq!(a.status, StatusCode::CREATED, "{}", a.body);
+    let event = &a.body["data"];
+    let id = event["id"].as_str().unwrap();
+    assert_eq!(
+        a.header(header::LOCATION),
+        Some(format!("/v1/projects/prj_1/sessions/sess_2/events/{id}").as_str())
+    );
+    assert_eq!(event["ipAddress"], "185.220.101.1");
+    assert_eq!(event["sessionId"], "sess_2");
+    assert!(event["scoreBot"].as_f64().unwrap() > 0.99, "{event}");
+    assert!(event["scoreProxyVpn"].as_f64().unwrap() > 0.99, "{event}");
+    let codes: Vec<&str> = event["reasons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["code"].as_str().unwrap())
+        .collect();
+    for code in ["headless_browser", "webdriver", "tor_exit"] {
+        assert!(codes.contains(&code), "{code}: {codes:?}");
+    }
+    // The same event through get-event, as its Location names it.
+    let mut get = event_json("get-event.json");
+    get["path"] = json!(format!("/projects/prj_1/sessions/sess_2/events/{id}"));
+    get["pathParameters"]["sessionId"] = json!("sess_2");
+    get["pathParameters"]["eventId"] = json!(id);
+    let read = answer(http_api::answer::<handlers::GetEvent, _>(&f.app, request_from(&get)).await);
+    assert_eq!(read.status, StatusCode::OK);
+    assert_eq!(&read.body["data"], event);
+
+    // Nothing is written for a body the route refuses.
+    let mut bad = event_json("create-event.json");
+    bad["body"] = json!(r#"{"ipAddress":"203.0.113.7","scoreBot":1}"#);
+    bad["pathParameters"]["sessionId"] = json!("sess_9");
+    let refused =
+        answer(http_api::answer::<handlers::CreateEvent, _>(&f.app, request_from(&bad)).await);
+    assert_eq!(refused.status, StatusCode::BAD_REQUEST);
+    let mut list = event_json("list-events.json");
+    list["pathParameters"]["sessionId"] = json!("sess_9");
+    let listed =
+        answer(http_api::answer::<handlers::ListEvents, _>(&f.app, request_from(&list)).await);
+    assert_eq!(listed.body, json!({"data": []}));
+}
+
+#[tokio::test]
+async fn list_and_get_event_show_a_seeded_result_as_an_event() {
+    let f = fixture().await;
+    let listed = answer(
+        http_api::answer::<handlers::ListEvents, _>(&f.app, request("list-events.json")).await,
+    );
+    assert_eq!(listed.status, StatusCode::OK);
+    assert_eq!(listed.body, json!({"data": [sess_1_event()]}));
+    let one =
+        answer(http_api::answer::<handlers::GetEvent, _>(&f.app, request("get-event.json")).await);
+    assert_eq!(one.status, StatusCode::OK);
+    assert_eq!(one.body, json!({"data": sess_1_event()}));
+}
+
+#[tokio::test]
+async fn collect_takes_the_visit_from_the_request_and_answers_only_the_id() {
+    let f = fixture().await;
+    let a = answer(http_api::answer::<handlers::Collect, _>(&f.app, request("collect.json")).await);
+    assert_eq!(a.status, StatusCode::ACCEPTED, "{}", a.body);
+    assert_eq!(
+        a.header(header::ACCESS_CONTROL_ALLOW_ORIGIN),
+        Some("https://www.shop.example")
+    );
+    let id = a.body["data"]["id"].as_str().unwrap().to_owned();
+    assert_eq!(a.body, json!({"data": {"id": id}}));
+
+    // Stored under the project of the public key, from requestContext.identity.sourceIp; the
+    // edge's own headers (Via, X-Forwarded-For) are not evidence, so a clean browser scores low.
+    let mut list = event_json("list-events.json");
+    list["pathParameters"]["sessionId"] = json!("sess_3");
+    let listed =
+        answer(http_api::answer::<handlers::ListEvents, _>(&f.app, request_from(&list)).await);
+    let event = &listed.body["data"][0];
+    assert_eq!(event["id"], json!(id));
+    assert_eq!(event["ipAddress"], "81.2.69.142");
+    assert!(event["scoreBot"].as_f64().unwrap() < 0.5, "{event}");
+    assert!(event["scoreProxyVpn"].as_f64().unwrap() < 0.5, "{event}");
+
+    // A foreign origin and an unknown key are refused, without a CORS grant.
+    let mut foreign = event_json("collect.json");
+    foreign["headers"]["Origin"] = json!("https://evil.example");
+    foreign["multiValueHeaders"]["Origin"] = json!(["https://evil.example"]);
+    let r = answer(http_api::answer::<handlers::Collect, _>(&f.app, request_from(&foreign)).await);
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+    assert_eq!(r.header(header::ACCESS_CONTROL_ALLOW_ORIGIN), None);
+    let mut unknown = event_json("collect.json");
+    unknown["body"] = json!(r#"{"publicKey":"pk_nope","sessionId":"sess_3"}"#);
+    let r = answer(http_api::answer::<handlers::Collect, _>(&f.app, request_from(&unknown)).await);
+    assert_eq!(r.status, StatusCode::UNAUTHORIZED);
+    assert_eq!(r.body, message("Unauthorized"));
+}
+
+#[test]
+fn agent_script_is_served_with_its_etag() {
+    let res = vigil::http::ingest::agent_script(&request("agent-script.json"));
+    assert_eq!(res.status(), StatusCode::OK);
+    assert_eq!(
+        res.headers()[header::CONTENT_TYPE],
+        "text/javascript; charset=utf-8"
+    );
+    let etag = res.headers()[header::ETAG].to_str().unwrap().to_owned();
+    assert!(
+        std::str::from_utf8(res.body().as_ref())
+            .unwrap()
+            .contains("Vigil.collect")
+            || std::str::from_utf8(res.body().as_ref())
+                .unwrap()
+                .contains("collect: collect")
+    );
+    let mut again = event_json("agent-script.json");
+    again["headers"]["If-None-Match"] = json!(etag);
+    again["multiValueHeaders"]["If-None-Match"] = json!([etag]);
+    let res = vigil::http::ingest::agent_script(&request_from(&again));
+    assert_eq!(res.status(), StatusCode::NOT_MODIFIED);
+    assert!(res.body().as_ref().is_empty());
 }

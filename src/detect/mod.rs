@@ -100,6 +100,23 @@ impl Engine {
         )
     }
 
+    /// The engine over the data committed under `data/`, built into the binary: a Lambda function
+    /// carries its data with it, and nothing is read from disk at a cold start.
+    pub fn embedded() -> Result<Self, DataError> {
+        const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/data/");
+        Self::from_data(
+            include_str!(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/data/bot-patterns.tsv"
+            )),
+            include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/data/ip-ranges.tsv")),
+            include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/data/country.mmdb")).to_vec(),
+            include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/data/zones.tsv")),
+            include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/data/MANIFEST")),
+        )
+        .map_err(|e| DataError::Format(format!("{DATA}: {e}")))
+    }
+
     pub fn from_data(
         patterns: &str,
         ranges: &str,

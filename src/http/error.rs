@@ -125,6 +125,17 @@ impl From<ServiceError> for ApiError {
             ServiceError::Refused(Refusal::QuotaExceeded(s)) => {
                 ApiError::TooManyRequests("Monthly request quota exceeded", s)
             }
+            ServiceError::EventNotFound => ApiError::NotFound("Event not found"),
+            ServiceError::ProjectDisabled => ApiError::Forbidden("Project is disabled"),
+            ServiceError::UnknownPublicKey => ApiError::Unauthorized,
+            ServiceError::OriginNotAllowed => {
+                ApiError::Forbidden("Origin is not allowed for this project")
+            }
+            ServiceError::NoAddress => ApiError::bad_request("`ipAddress` is required"),
+            e @ (ServiceError::NoEngine | ServiceError::EngineFault(_)) => {
+                tracing::error!(error = %Chain(&e), "answering 500");
+                ApiError::Internal
+            }
             ServiceError::Store(e) => e.into(),
         }
     }

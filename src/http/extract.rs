@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 
 use super::ApiError;
 use super::routes::BASE;
-use crate::domain::{IdError, ProjectId, ResultPosition, SessionId, WebhookId, cursor};
+use crate::domain::{EventId, IdError, ProjectId, ResultPosition, SessionId, WebhookId, cursor};
 
 /// An id that a route carries in its path, under one name shared by the route table
 /// ([`super::routes`]) and API Gateway's path parameters.
@@ -41,6 +41,7 @@ path_param! {
     ProjectId => "projectId",
     SessionId => "sessionId",
     WebhookId => "webhookId",
+    EventId => "eventId",
 }
 
 fn param<T: PathParam>(req: &Request) -> Result<T, ApiError> {
@@ -61,6 +62,12 @@ impl FromPath for () {
 impl<A: PathParam, B: PathParam> FromPath for (A, B) {
     fn from_path(req: &Request) -> Result<Self, ApiError> {
         Ok((param(req)?, param(req)?))
+    }
+}
+
+impl<A: PathParam, B: PathParam, C: PathParam> FromPath for (A, B, C) {
+    fn from_path(req: &Request) -> Result<Self, ApiError> {
+        Ok((param(req)?, param(req)?, param(req)?))
     }
 }
 
@@ -93,25 +100,48 @@ pub struct Json<T>(pub T);
 
 impl<T: JsonBody> FromBody for Json<T> {
     fn from_body(req: &Request) -> Result<Self, ApiError> {
-        if !is_json(req) {
+        if !has_media_type(req, &["application/json"]) {
             return Err(ApiError::UnsupportedMediaType);
         }
-        let body = req.body().as_ref();
-        if body.len() > T::MAX_BYTES {
-            return Err(ApiError::PayloadTooLarge);
-        }
-        let value: Value = serde_json::from_slice(body)
-            .map_err(|_| ApiError::bad_request("Request body must be valid JSON"))?;
-        T::from_json(value).map(Json)
+        T::from_json(json_value(req, T::MAX_BYTES)?).map(Json)
     }
 }
 
-fn is_json(req: &Request) -> bool {
+/// The body as a JSON value: 413 over `max` bytes, 400 when it is not JSON.
+pub fn json_value(req: &Request, max: usize) -> Result<Value, ApiError> {
+    if let Some(UnreadableBody(e)) = req.extensions().get::<UnreadableBody>() {
+        return Err(e.clone());
+    }
+    let body = req.body().as_ref();
+    if body.len() > max {
+        return Err(ApiError::PayloadTooLarge);
+    }
+    serde_json::from_slice(body)
+        .map_err(|_| ApiError::bad_request("Request body must be valid JSON"))
+}
+
+/// Whether the request's `Content-Type` is one of `types` (parameters such as charset aside).
+pub fn has_media_type(req: &Request, types: &[&str]) -> bool {
     req.headers()
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.split(';').next())
-        .is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json"))
+        .is_some_and(|m| types.iter().any(|t| m.trim().eq_ignore_ascii_case(t)))
+}
+
+/// Reads a JSON value as `T`, naming the member that is wrong: "`signals.plugins`: invalid
+/// type: string \"five\", expected u32".
+pub fn typed<T: serde::de::DeserializeOwned>(value: Value, name: &str) -> Result<T, ApiError> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        let at = if path == "." {
+            name.to_owned()
+        } else {
+            format!("{name}.{path}")
+        };
+        let inner: String = e.into_inner().to_string().chars().take(160).collect();
+        ApiError::bad_request(format!("`{at}`: {inner}"))
+    })
 }
 
 /// The members of a JSON object body, read with messages that name the member.
@@ -151,6 +181,11 @@ impl Members {
                 "`{name}` must be true or false"
             ))),
         }
+    }
+
+    /// Takes a member out (absent or null: None).
+    pub fn take(&mut self, name: &str) -> Option<Value> {
+        self.0.remove(name).filter(|v| !v.is_null())
     }
 
     /// A required string member.

@@ -23,6 +23,7 @@ use crate::store::{
 };
 
 pub use super::extract::MAX_PAGE;
+pub use super::ingest::{Collect, CreateEvent, GetEvent, ListEvents};
 /// Largest webhook creation body accepted.
 pub const MAX_WEBHOOK_BODY: usize = 8 * 1024;
 
@@ -45,7 +46,7 @@ impl<S: ProjectStore + ResultStore> Endpoint<S> for ListResults {
             .results(&call.account, project, session, paging.limit, paging.after)
             .await?;
         let next = page.results.last().filter(|_| page.more).map(|(at, _)| *at);
-        let results: Vec<CheckResult> = page.results.into_iter().map(|(_, r)| r).collect();
+        let results: Vec<CheckResult> = page.results.iter().map(|(_, e)| e.result()).collect();
         let reply = Reply::ok((!results.is_empty()).then_some(results));
         Ok(match next {
             Some(last) => {

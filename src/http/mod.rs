@@ -8,6 +8,7 @@ pub mod auth;
 pub mod error;
 pub mod extract;
 pub mod handlers;
+pub mod ingest;
 pub mod pipeline;
 pub mod routes;
 

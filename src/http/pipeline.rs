@@ -3,7 +3,8 @@
 //!
 //! 1. route: API Gateway (or the local router) picked the endpoint; unknown paths are 404 and known
 //!    paths with another method 405, before anything here runs;
-//! 2. authentication: the account the authorizer put in the request context, else 401;
+//! 2. the caller: the account the authorizer put in the request context, else 401 (the collect
+//!    route instead finds the project by its public key and checks the page's origin: 401, 403);
 //! 3. the plan: 403 when it is not in force (but for reading the plan), 429 over `maxRps` or
 //!    `maxRequests`; otherwise the request is counted. Every answer from here on carries the
 //!    `RateLimit-Policy` and `RateLimit` headers;
@@ -15,7 +16,9 @@
 
 use std::future::Future;
 
-use http::{HeaderName, StatusCode, header};
+use std::sync::Arc;
+
+use http::{HeaderName, HeaderValue, StatusCode, header};
 use lambda_http::request::RequestContext;
 use lambda_http::{Body, Request, RequestExt, Response};
 use serde::Serialize;
@@ -24,9 +27,9 @@ use super::extract::{FromBody, FromPath, UnreadableBody};
 use super::routes::{Route, with_routes};
 use super::{ApiError, auth, json_response, set_header};
 use crate::domain::plan::{Refusal, Standing, Terms, seconds_until};
-use crate::domain::{AccountId, Timestamp};
+use crate::domain::{AccountId, Project, Timestamp};
 use crate::service::{ServiceError, Vigil};
-use crate::store::{AccountStore, Store, UsageStore};
+use crate::store::{AccountStore, ProjectStore, Store, UsageStore};
 
 /// One route: what it extracts from the request, and its handler.
 pub trait Endpoint<S>: 'static {
@@ -37,16 +40,38 @@ pub trait Endpoint<S>: 'static {
     type Body: FromBody + Send + Sync;
     type Data: Serialize;
 
+    /// Who the request acts for: by default the developer key's account.
+    fn caller(
+        app: &Vigil<S>,
+        req: &Request,
+    ) -> impl Future<Output = Result<Caller, ApiError>> + Send
+    where
+        S: AccountStore + ProjectStore + Sync,
+    {
+        developer(app, req)
+    }
+
     fn handle(
         app: &Vigil<S>,
         call: Call<'_, Self::Path, Self::Body>,
     ) -> impl Future<Output = Result<Reply<Self::Data>, ApiError>> + Send;
 }
 
+/// Who a request acts for, and under which plan.
+pub struct Caller {
+    pub account: AccountId,
+    pub terms: Terms,
+    /// For a browser route: the project its public key named, and the page's origin, which every
+    /// answer from then on allows (CORS).
+    pub visitor: Option<(Arc<Project>, HeaderValue)>,
+}
+
 /// A request that passed every step before the handler.
 pub struct Call<'a, P, B> {
     pub account: AccountId,
     pub terms: Terms,
+    /// The project of a browser route's public key.
+    pub project: Option<Arc<Project>>,
     pub path: P,
     pub body: B,
     pub req: &'a Request,
@@ -78,6 +103,15 @@ impl<T: Serialize> Reply<T> {
         }
     }
 
+    /// 202 with `data`: taken in, nothing more to say.
+    pub fn accepted(data: T) -> Self {
+        Self {
+            status: StatusCode::ACCEPTED,
+            data,
+            headers: Vec::new(),
+        }
+    }
+
     pub fn with_header(mut self, name: HeaderName, value: String) -> Self {
         self.headers.push((name, value));
         self
@@ -102,61 +136,85 @@ impl<T: Serialize> Reply<T> {
 
 /// The account the authorizer put into the request context (401 without it), and its plan's
 /// terms, read from the store when the context predates them.
-async fn authenticated<S: AccountStore>(
-    app: &Vigil<S>,
-    req: &Request,
-) -> Result<(AccountId, Terms), ApiError> {
+pub async fn developer<S: AccountStore>(app: &Vigil<S>, req: &Request) -> Result<Caller, ApiError> {
     let Some(RequestContext::ApiGatewayV1(ctx)) = req.request_context_ref() else {
         return Err(ApiError::Unauthorized);
     };
-    match auth::from_context(&ctx.authorizer.fields) {
-        Some((account, Some(terms))) => Ok((account, terms)),
+    let (account, terms) = match auth::from_context(&ctx.authorizer.fields) {
+        Some((account, Some(terms))) => (account, terms),
         Some((account, None)) => {
             let terms = app.terms(&account).await?;
-            Ok((account, terms))
+            (account, terms)
         }
-        None => Err(ApiError::Unauthorized),
-    }
+        None => return Err(ApiError::Unauthorized),
+    };
+    Ok(Caller {
+        account,
+        terms,
+        visitor: None,
+    })
 }
 
 /// Answers one request of endpoint `E` (steps 2 to 6 above).
 pub async fn answer<E, S>(app: &Vigil<S>, req: Request) -> Response<Body>
 where
     E: Endpoint<S>,
-    S: AccountStore + UsageStore + Sync,
+    S: AccountStore + ProjectStore + UsageStore + Sync,
 {
-    let (account, terms) = match authenticated(app, &req).await {
-        Ok(principal) => principal,
+    let Caller {
+        account,
+        terms,
+        visitor,
+    } = match E::caller(app, &req).await {
+        Ok(caller) => caller,
         Err(e) => return e.into_response(),
     };
+    let (project, origin) = visitor.unzip();
     let now = app.now();
-    let standing = match app.admit(&account, &terms, E::WITHOUT_PLAN_IN_FORCE).await {
-        Ok(standing) => standing,
+    let mut res = match app.admit(&account, &terms, E::WITHOUT_PLAN_IN_FORCE).await {
+        Ok(standing) => {
+            let reply = async {
+                let path = E::Path::from_path(&req)?;
+                if let Some(UnreadableBody(e)) = req.extensions().get::<UnreadableBody>() {
+                    return Err(e.clone());
+                }
+                let body = E::Body::from_body(&req)?;
+                let call = Call {
+                    account,
+                    terms,
+                    project,
+                    path,
+                    body,
+                    req: &req,
+                };
+                E::handle(app, call).await?.into_response()
+            };
+            let mut res = reply.await.unwrap_or_else(ApiError::into_response);
+            rate_limit_headers(&mut res, &terms, now, Some(standing.into()));
+            res
+        }
         Err(e) => {
             let refused = refused_remaining(&e, &terms, now);
             let mut res = ApiError::from(e).into_response();
             rate_limit_headers(&mut res, &terms, now, refused);
-            return res;
+            res
         }
     };
-    let reply = async {
-        let path = E::Path::from_path(&req)?;
-        if let Some(UnreadableBody(e)) = req.extensions().get::<UnreadableBody>() {
-            return Err(e.clone());
-        }
-        let body = E::Body::from_body(&req)?;
-        let call = Call {
-            account,
-            terms,
-            path,
-            body,
-            req: &req,
-        };
-        E::handle(app, call).await?.into_response()
-    };
-    let mut res = reply.await.unwrap_or_else(ApiError::into_response);
-    rate_limit_headers(&mut res, &terms, now, Some(standing.into()));
+    if let Some(origin) = origin {
+        allow_origin(&mut res, origin);
+    }
     res
+}
+
+/// CORS for a browser route's answer: this origin only, and the headers a page may read.
+fn allow_origin(res: &mut Response<Body>, origin: HeaderValue) {
+    let h = res.headers_mut();
+    h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);
+    h.insert(header::VARY, HeaderValue::from_static("Origin"));
+    h.insert(
+        header::ACCESS_CONTROL_EXPOSE_HEADERS,
+        HeaderValue::from_static("RateLimit, RateLimit-Policy, Retry-After"),
+    );
 }
 
 /// What the `RateLimit` field says: the requests left under each limit, where known.
@@ -235,6 +293,7 @@ pub async fn route<S: Store>(app: &Vigil<S>, route: Route, req: Request) -> Resp
         ($($name:ident),* $(,)?) => {
             match route {
                 $(Route::$name => answer::<super::handlers::$name, S>(app, req).await,)*
+                Route::AgentScript => super::ingest::agent_script(&req),
             }
         };
     }

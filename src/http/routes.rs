@@ -5,7 +5,7 @@ use const_format::concatcp;
 use http::Method;
 
 use super::extract::PathParam;
-use crate::domain::{ProjectId, SessionId, WebhookId};
+use crate::domain::{EventId, ProjectId, SessionId, WebhookId};
 
 /// Calls macro `$m` with the name of every route: the one list that the [`Route`] enum and the
 /// pipeline's match of routes to endpoints (named like their routes) are made from.
@@ -24,6 +24,10 @@ macro_rules! with_routes {
             ListProjects,
             UpdateProject,
             GetUsage,
+            CreateEvent,
+            ListEvents,
+            GetEvent,
+            Collect,
         }
     };
 }
@@ -34,11 +38,13 @@ macro_rules! route_enum {
         /// Every route of the interface (and its extensions).
         #[derive(Debug, Clone, Copy, PartialEq, Eq)]
         pub enum Route {
-            $($name),*
+            $($name,)*
+            /// The browser agent: a static script, outside the pipeline (no key, no plan).
+            AgentScript,
         }
 
         impl Route {
-            pub const ALL: &[Route] = &[$(Route::$name),*];
+            pub const ALL: &[Route] = &[$(Route::$name,)* Route::AgentScript];
         }
     };
 }
@@ -48,6 +54,7 @@ with_routes!(route_enum);
 const PROJECT: &str = concatcp!("{", ProjectId::NAME, "}");
 const SESSION: &str = concatcp!("{", SessionId::NAME, "}");
 const WEBHOOK: &str = concatcp!("{", WebhookId::NAME, "}");
+const EVENT: &str = concatcp!("{", EventId::NAME, "}");
 
 /// Paths are relative to the `/v1` base, with `{name}` parameters.
 #[rustfmt::skip]
@@ -64,7 +71,20 @@ pub const ROUTES: &[(Method, &str, Route)] = &[
     (Method::GET,    "/projects",                                                         Route::ListProjects),
     (Method::PATCH,  concatcp!("/projects/", PROJECT),                                    Route::UpdateProject),
     (Method::GET,    "/usage",                                                            Route::GetUsage),
+    (Method::POST,   concatcp!("/projects/", PROJECT, "/sessions/", SESSION, "/events"),  Route::CreateEvent),
+    (Method::GET,    concatcp!("/projects/", PROJECT, "/sessions/", SESSION, "/events"),  Route::ListEvents),
+    (Method::GET,    concatcp!("/projects/", PROJECT, "/sessions/", SESSION, "/events/", EVENT), Route::GetEvent),
+    (Method::POST,   "/collect",                                                          Route::Collect),
+    (Method::GET,    "/agent.js",                                                         Route::AgentScript),
 ];
+
+impl Route {
+    /// Whether the route is called without a developer key: the collect route (public key and
+    /// origin instead) and the agent script. API Gateway runs them without the authorizer.
+    pub fn is_public(self) -> bool {
+        matches!(self, Route::Collect | Route::AgentScript)
+    }
+}
 
 /// The base path every route sits under.
 pub const BASE: &str = "/v1";
@@ -158,6 +178,11 @@ mod tests {
                 "/projects",
                 "/projects/{projectId}",
                 "/usage",
+                "/projects/{projectId}/sessions/{sessionId}/events",
+                "/projects/{projectId}/sessions/{sessionId}/events",
+                "/projects/{projectId}/sessions/{sessionId}/events/{eventId}",
+                "/collect",
+                "/agent.js",
             ]
         );
     }
@@ -169,7 +194,8 @@ mod tests {
             let concrete = p
                 .replace("{projectId}", "p")
                 .replace("{sessionId}", "s")
-                .replace("{webhookId}", "w");
+                .replace("{webhookId}", "w")
+                .replace("{eventId}", "evt_1_1");
             match router.resolve(m, &concrete) {
                 Resolved::Found(found, _) => assert_eq!(found, *r, "{p}"),
                 other => panic!("{p}: {other:?}"),

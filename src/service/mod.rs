@@ -2,9 +2,11 @@
 //! answer; this layer decides; stores persist.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use quick_cache::sync::Cache;
 
+use crate::detect::Engine;
 use crate::domain::plan::{Principal, Refusal, Terms};
 use crate::domain::token::ApiKey;
 use crate::domain::webhook::{UrlPolicy, WebhookType, WebhookUrl};
@@ -19,6 +21,7 @@ use crate::store::{
 };
 
 pub mod admin;
+pub mod events;
 pub mod plans;
 pub mod projects;
 
@@ -44,6 +47,20 @@ pub enum ServiceError {
     Refused(Refusal),
     #[error("the account has the most projects its plan allows")]
     ProjectLimit,
+    #[error("event not found")]
+    EventNotFound,
+    #[error("the project is disabled")]
+    ProjectDisabled,
+    #[error("no project has this public key")]
+    UnknownPublicKey,
+    #[error("the page's origin is not the project's domain")]
+    OriginNotAllowed,
+    #[error("the visit has no address")]
+    NoAddress,
+    #[error("this process was started without the detection engine")]
+    NoEngine,
+    #[error("the engine gave a score outside [0, 1]: {0}")]
+    EngineFault(f64),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -56,6 +73,11 @@ pub struct Vigil<S> {
     owners: Cache<ProjectId, AccountId>,
     url_policy: UrlPolicy,
     clock: Arc<dyn Clock>,
+    engine: Option<Arc<Engine>>,
+    /// Projects as read for ingestion, with when they were read.
+    projects: Cache<ProjectId, (Instant, Arc<Project>)>,
+    /// Projects by public key, for the collect route.
+    visitors: Cache<String, events::Visited>,
 }
 
 impl<S> Vigil<S> {
@@ -65,7 +87,16 @@ impl<S> Vigil<S> {
             owners: Cache::new(OWNER_CACHE_SIZE),
             url_policy,
             clock: Arc::new(SystemClock),
+            engine: None,
+            projects: Cache::new(OWNER_CACHE_SIZE),
+            visitors: Cache::new(OWNER_CACHE_SIZE),
         }
+    }
+
+    /// The same service evaluating visits with `engine` (the events and collect routes need it).
+    pub fn with_engine(mut self, engine: Arc<Engine>) -> Self {
+        self.engine = Some(engine);
+        self
     }
 
     /// The same service reading the time from `clock` (tests set it to reach exact boundaries).

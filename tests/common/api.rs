@@ -106,6 +106,33 @@ impl Server {
         }
     }
 
+    /// A request with any headers and no developer key (the browser routes).
+    pub async fn anonymous(
+        &self,
+        method: Method,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Option<String>,
+    ) -> Resp {
+        let what = format!("{method} {path} (headers {headers:?})");
+        let mut req = self
+            .client
+            .request(method, format!("{}{path}", self.origin));
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        if let Some(b) = body {
+            req = req.body(b);
+        }
+        let res = req.send().await.unwrap_or_else(|e| panic!("{what}: {e}"));
+        Resp {
+            what,
+            status: res.status().as_u16(),
+            headers: res.headers().clone(),
+            body: res.text().await.unwrap(),
+        }
+    }
+
     pub async fn get(&self, key: &str, path: &str) -> Resp {
         self.call(Method::GET, path, Some(&bearer(key)), None, None)
             .await

@@ -1,0 +1,329 @@
+//! The ingestion endpoints: the server-side events route and its readers, the browser's collect
+//! route, and the agent script that calls it.
+
+use std::net::IpAddr;
+use std::sync::LazyLock;
+
+use http::{HeaderValue, StatusCode, header};
+use lambda_http::request::RequestContext;
+use lambda_http::{Body, Request, RequestExt, Response};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use super::ApiError;
+use super::extract::{
+    FromBody, Json, JsonBody, Members, Paging, has_media_type, json_value, typed,
+};
+use super::pipeline::{Call, Caller, Endpoint, Reply};
+use super::routes::BASE;
+use crate::detect::{Evidence, Headers, Signals};
+use crate::domain::{Event, EventId, ProjectId, SessionId};
+use crate::service::Vigil;
+use crate::store::{AccountStore, ProjectStore, ResultStore};
+
+/// Largest evidence document accepted, by either door.
+pub const MAX_EVIDENCE_BODY: usize = 16 * 1024;
+
+/// The events route's body: the engine's evidence, `ipAddress` required.
+pub struct NewEvent(pub Evidence);
+
+impl JsonBody for NewEvent {
+    const MAX_BYTES: usize = MAX_EVIDENCE_BODY;
+
+    fn from_json(value: Value) -> Result<Self, ApiError> {
+        let mut m = Members::only(value, &["ipAddress", "userAgent", "headers", "signals"])?;
+        let ip = m
+            .take("ipAddress")
+            .ok_or_else(|| ApiError::bad_request("`ipAddress` is required"))?;
+        Ok(Self(Evidence {
+            ip_address: Some(typed(ip, "ipAddress")?),
+            user_agent: m
+                .take("userAgent")
+                .map(|v| typed(v, "userAgent"))
+                .transpose()?,
+            headers: m.take("headers").map(|v| typed(v, "headers")).transpose()?,
+            signals: m.take("signals").map(|v| typed(v, "signals")).transpose()?,
+        }))
+    }
+}
+
+fn event_location(project: &ProjectId, session: &SessionId, id: EventId) -> String {
+    format!("{BASE}/projects/{project}/sessions/{session}/events/{id}")
+}
+
+/// POST /projects/{projectId}/sessions/{sessionId}/events: evaluates a visit and stores it.
+pub struct CreateEvent;
+
+impl<S: ProjectStore + ResultStore> Endpoint<S> for CreateEvent {
+    type Path = (ProjectId, SessionId);
+    type Body = Json<NewEvent>;
+    type Data = Event;
+
+    async fn handle(
+        app: &Vigil<S>,
+        call: Call<'_, Self::Path, Self::Body>,
+    ) -> Result<Reply<Event>, ApiError> {
+        let (project, session) = &call.path;
+        let Json(NewEvent(evidence)) = &call.body;
+        let event = app
+            .record_event(&call.account, project, session, evidence)
+            .await?;
+        let location = event_location(project, session, event.id);
+        Ok(Reply::created(event, location))
+    }
+}
+
+/// GET /projects/{projectId}/sessions/{sessionId}/events: the session's events, newest first.
+pub struct ListEvents;
+
+impl<S: ProjectStore + ResultStore> Endpoint<S> for ListEvents {
+    type Path = (ProjectId, SessionId);
+    type Body = ();
+    type Data = Vec<Event>;
+
+    async fn handle(
+        app: &Vigil<S>,
+        call: Call<'_, Self::Path, ()>,
+    ) -> Result<Reply<Vec<Event>>, ApiError> {
+        let (project, session) = &call.path;
+        let paging = Paging::read(call.req, project, session)?;
+        let page = app
+            .events(&call.account, project, session, paging.limit, paging.after)
+            .await?;
+        let next = page.results.last().filter(|_| page.more).map(|(at, _)| *at);
+        let events: Vec<Event> = page.results.into_iter().map(|(_, e)| e).collect();
+        let reply = Reply::ok(events);
+        Ok(match next {
+            Some(last) => {
+                let path = format!("/projects/{project}/sessions/{session}/events");
+                reply.with_header(
+                    header::LINK,
+                    paging.next_link(&path, project, session, last),
+                )
+            }
+            None => reply,
+        })
+    }
+}
+
+/// GET /projects/{projectId}/sessions/{sessionId}/events/{eventId}
+pub struct GetEvent;
+
+impl<S: ProjectStore + ResultStore> Endpoint<S> for GetEvent {
+    type Path = (ProjectId, SessionId, EventId);
+    type Body = ();
+    type Data = Event;
+
+    async fn handle(
+        app: &Vigil<S>,
+        call: Call<'_, Self::Path, ()>,
+    ) -> Result<Reply<Event>, ApiError> {
+        let (project, session, id) = &call.path;
+        Ok(Reply::ok(
+            app.event(&call.account, project, session, *id).await?,
+        ))
+    }
+}
+
+/// The media types the collect route reads: the agent sends `text/plain`, which keeps its
+/// cross-origin request "simple" (no preflight round trip); JSON is accepted too.
+const COLLECT_TYPES: &[&str] = &["text/plain", "application/json"];
+
+/// The collect route's body: exactly `publicKey`, `sessionId` and `signals`.
+pub struct Visit {
+    pub session: SessionId,
+    pub signals: Option<Signals>,
+}
+
+impl FromBody for Visit {
+    fn from_body(req: &Request) -> Result<Self, ApiError> {
+        let value = collect_body(req)?;
+        let mut m = Members::only(value, &["publicKey", "sessionId", "signals"])?;
+        m.string("publicKey")?;
+        let session = m.string("sessionId")?;
+        let session = SessionId::parse(session)
+            .map_err(|e| ApiError::bad_request(format!("sessionId {e}")))?;
+        let signals = m.take("signals").map(|v| typed(v, "signals")).transpose()?;
+        Ok(Self { session, signals })
+    }
+}
+
+fn collect_body(req: &Request) -> Result<Value, ApiError> {
+    if !has_media_type(req, COLLECT_TYPES) {
+        return Err(ApiError::UnsupportedMediaType);
+    }
+    json_value(req, MAX_EVIDENCE_BODY)
+}
+
+/// Headers that the serving infrastructure (API Gateway and CloudFront, or the proxy that
+/// `vigil serve --trust-proxy` trusts) adds to every request: evidence of our edge, not of the
+/// visitor's route, so the engine is not shown them.
+fn added_by_edge(name: &str) -> bool {
+    matches!(name, "via" | "forwarded" | "x-forwarded-for")
+        || name.starts_with("x-forwarded-")
+        || name.starts_with("cloudfront-")
+        || name.starts_with("x-amz")
+}
+
+/// Set by `vigil serve` on a request that reached it straight from the visitor (no trusted
+/// proxy): every header the request carries is then the visitor's own.
+#[derive(Debug, Clone, Copy)]
+pub struct DirectPeer;
+
+/// What the request itself says of the visit: the connection's address (never the body's), the
+/// user agent and headers as received.
+fn request_evidence(req: &Request) -> Result<Evidence, ApiError> {
+    let ip: Option<IpAddr> = match req.request_context_ref() {
+        Some(RequestContext::ApiGatewayV1(ctx)) => ctx
+            .identity
+            .source_ip
+            .as_deref()
+            .and_then(|s| s.parse().ok()),
+        _ => None,
+    };
+    let Some(ip) = ip else {
+        // API Gateway and vigil serve always set it: its absence is a deployment fault.
+        tracing::error!("collect request without a source address in its context");
+        return Err(ApiError::Internal);
+    };
+    let direct = req.extensions().get::<DirectPeer>().is_some();
+    let headers = Headers::from_pairs(req.headers().iter().filter_map(|(k, v)| {
+        let name = k.as_str();
+        let skip = matches!(name, "cookie" | "authorization") || (!direct && added_by_edge(name));
+        if skip {
+            return None;
+        }
+        Some((name.to_owned(), v.to_str().ok()?.to_owned()))
+    }));
+    Ok(Evidence {
+        ip_address: Some(ip),
+        user_agent: req
+            .headers()
+            .get(header::USER_AGENT)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned),
+        headers: Some(headers),
+        signals: None,
+    })
+}
+
+/// The id of a stored visit; the scores are never shown to the page.
+#[derive(Serialize)]
+pub struct Collected {
+    pub id: EventId,
+}
+
+/// POST /collect: a visit reported by the browser agent on a customer's page.
+pub struct Collect;
+
+impl<S: ProjectStore + ResultStore> Endpoint<S> for Collect {
+    type Path = ();
+    type Body = Visit;
+    type Data = Collected;
+
+    /// The project whose public key the body names, if the page's origin is its domain.
+    async fn caller(app: &Vigil<S>, req: &Request) -> Result<Caller, ApiError>
+    where
+        S: AccountStore + ProjectStore + Sync,
+    {
+        #[derive(Deserialize)]
+        struct KeyOnly<'a> {
+            #[serde(rename = "publicKey", borrow)]
+            public_key: Option<std::borrow::Cow<'a, str>>,
+        }
+        if !has_media_type(req, COLLECT_TYPES) {
+            return Err(ApiError::UnsupportedMediaType);
+        }
+        if let Some(super::extract::UnreadableBody(e)) = req.extensions().get() {
+            return Err(e.clone());
+        }
+        let body = req.body().as_ref();
+        if body.len() > MAX_EVIDENCE_BODY {
+            return Err(ApiError::PayloadTooLarge);
+        }
+        let key: KeyOnly<'_> = serde_json::from_slice(body).map_err(|_| {
+            ApiError::bad_request("Request body must be a JSON object with a string `publicKey`")
+        })?;
+        let key = key
+            .public_key
+            .ok_or_else(|| ApiError::bad_request("`publicKey` is required"))?;
+        let origin = req
+            .headers()
+            .get(header::ORIGIN)
+            .and_then(|v| v.to_str().ok());
+        let visited = app.visitor(&key, origin).await?;
+        let origin =
+            origin
+                .and_then(|o| HeaderValue::from_str(o).ok())
+                .ok_or(ApiError::Forbidden(
+                    "Origin is not allowed for this project",
+                ))?;
+        Ok(Caller {
+            account: visited.project.account_id.clone(),
+            terms: visited.terms,
+            visitor: Some((visited.project, origin)),
+        })
+    }
+
+    async fn handle(
+        app: &Vigil<S>,
+        call: Call<'_, (), Visit>,
+    ) -> Result<Reply<Collected>, ApiError> {
+        let project = call.project.as_deref().ok_or(ApiError::Internal)?;
+        let mut evidence = request_evidence(call.req)?;
+        evidence.signals = call.body.signals;
+        let id = app
+            .record_visit(project, &call.body.session, &evidence)
+            .await?;
+        Ok(Reply::accepted(Collected { id }))
+    }
+}
+
+/// The browser agent, as served.
+pub const AGENT_JS: &str = include_str!("../../agent/vigil.js");
+
+/// The agent's entity tag: its content's hash, so a new build is fetched at once.
+static AGENT_ETAG: LazyLock<String> = LazyLock::new(|| {
+    let digest = Sha256::digest(AGENT_JS.as_bytes());
+    format!("\"{}\"", hex::encode(&digest[..12]))
+});
+
+/// GET /agent.js: the agent script, public and cacheable (no key, no plan: it carries no data).
+pub fn agent_script(req: &Request) -> Response<Body> {
+    let etag = AGENT_ETAG.as_str();
+    let fresh = req
+        .headers()
+        .get_all(header::IF_NONE_MATCH)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|t| {
+            let t = t.trim();
+            t == "*" || t.trim_start_matches("W/") == etag
+        });
+    let (status, body) = if fresh {
+        (StatusCode::NOT_MODIFIED, Body::Empty)
+    } else {
+        (StatusCode::OK, Body::Text(AGENT_JS.to_owned()))
+    };
+    let mut res = Response::new(body);
+    *res.status_mut() = status;
+    let h = res.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/javascript; charset=utf-8"),
+    );
+    h.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("public, max-age=3600, stale-while-revalidate=86400"),
+    );
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    if let Ok(v) = HeaderValue::from_str(etag) {
+        h.insert(header::ETAG, v);
+    }
+    res
+}

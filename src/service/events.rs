@@ -1,0 +1,190 @@
+//! Ingestion: a visit's evidence is evaluated by the engine and stored as an event of its session
+//! (which is also a v1 result, so summaries and webhooks work as for any result). Two doors: the
+//! server-side events route (developer key) and the browser's collect route (public key, origin).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::{ServiceError, ServiceResult, Vigil};
+use crate::detect::{ENGINE_VERSION, Evidence};
+use crate::domain::plan::Terms;
+use crate::domain::project::origin_allowed;
+use crate::domain::{
+    AccountId, CheckResult, Evaluation, Event, EventId, NewResult, Project, ProjectId, Score,
+    SessionId,
+};
+use crate::store::{AccountStore, ProjectStore, ResultPage, ResultStore};
+
+/// How long a warm instance trusts what it read of a project (its domain, whether it is disabled)
+/// and of its account's plan: a change made through the API applies to new visits within this.
+pub const VISITOR_CACHE_TTL: Duration = Duration::from_secs(60);
+/// Longest public key looked up; anything longer is not a key and costs no read.
+const MAX_PUBLIC_KEY: usize = 128;
+
+/// A project as the collect route needs it, read once per [`VISITOR_CACHE_TTL`].
+#[derive(Clone)]
+pub struct Visited {
+    pub project: Arc<Project>,
+    pub terms: Terms,
+    read_at: Instant,
+}
+
+impl<S: ProjectStore + ResultStore> Vigil<S> {
+    /// Evaluates a visit that a customer's backend reports and stores it as an event.
+    pub async fn record_event(
+        &self,
+        account: &AccountId,
+        project: &ProjectId,
+        session: &SessionId,
+        evidence: &Evidence,
+    ) -> ServiceResult<Event> {
+        let p = self.fresh_project(project).await?;
+        if &p.account_id != account {
+            return Err(ServiceError::ProjectNotFound);
+        }
+        if p.disabled {
+            return Err(ServiceError::ProjectDisabled);
+        }
+        self.evaluate_and_store(project, session, evidence).await
+    }
+
+    /// Evaluates a visit the browser agent reports for `project` (already checked by
+    /// [`Vigil::visitor`]) and stores it as an event.
+    pub async fn record_visit(
+        &self,
+        project: &Project,
+        session: &SessionId,
+        evidence: &Evidence,
+    ) -> ServiceResult<EventId> {
+        Ok(self
+            .evaluate_and_store(&project.id, session, evidence)
+            .await?
+            .id)
+    }
+
+    async fn evaluate_and_store(
+        &self,
+        project: &ProjectId,
+        session: &SessionId,
+        evidence: &Evidence,
+    ) -> ServiceResult<Event> {
+        let engine = self.engine.as_deref().ok_or(ServiceError::NoEngine)?;
+        let ip_address = evidence.ip_address.ok_or(ServiceError::NoAddress)?;
+        let verdict = engine.evaluate(evidence);
+        // The engine's scores are probabilities rounded to 4 places; outside [0, 1] is a bug.
+        let score = |v: f64| Score::new(v).map_err(|_| ServiceError::EngineFault(v));
+        let new = NewResult {
+            project_id: project.clone(),
+            session_id: session.clone(),
+            result: CheckResult {
+                score_bot: score(verdict.score_bot)?,
+                score_proxy_vpn: score(verdict.score_proxy_vpn)?,
+                ip_address,
+                created_at: self.now(),
+            },
+            evaluation: Some(Evaluation {
+                reasons: verdict.reasons,
+                engine_version: ENGINE_VERSION.to_owned(),
+            }),
+        };
+        let at = self.store.add_result(&new).await?;
+        let evaluation = new.evaluation.unwrap_or_else(|| Evaluation {
+            reasons: Vec::new(),
+            engine_version: ENGINE_VERSION.to_owned(),
+        });
+        Ok(Event {
+            id: EventId::new(at),
+            session_id: new.session_id,
+            created_at: new.result.created_at,
+            ip_address,
+            score_bot: new.result.score_bot,
+            score_proxy_vpn: new.result.score_proxy_vpn,
+            reasons: evaluation.reasons,
+            engine_version: Some(evaluation.engine_version),
+        })
+    }
+
+    /// A page of the session's events, newest first (the same order and cursors as results).
+    pub async fn events(
+        &self,
+        account: &AccountId,
+        project: &ProjectId,
+        session: &SessionId,
+        limit: usize,
+        after: Option<crate::domain::ResultPosition>,
+    ) -> ServiceResult<ResultPage> {
+        self.results(account, project, session, limit, after).await
+    }
+
+    pub async fn event(
+        &self,
+        account: &AccountId,
+        project: &ProjectId,
+        session: &SessionId,
+        id: EventId,
+    ) -> ServiceResult<Event> {
+        self.check_owner(account, project).await?;
+        self.store
+            .event(project, session, id.position())
+            .await?
+            .ok_or(ServiceError::EventNotFound)
+    }
+
+    /// The project, as read within the last [`VISITOR_CACHE_TTL`].
+    async fn fresh_project(&self, id: &ProjectId) -> ServiceResult<Arc<Project>> {
+        if let Some((read_at, p)) = self.projects.get(id)
+            && read_at.elapsed() < VISITOR_CACHE_TTL
+        {
+            return Ok(p);
+        }
+        let p = Arc::new(
+            self.store
+                .project(id)
+                .await?
+                .ok_or(ServiceError::ProjectNotFound)?,
+        );
+        self.projects
+            .insert(id.clone(), (Instant::now(), p.clone()));
+        Ok(p)
+    }
+}
+
+impl<S: ProjectStore + AccountStore> Vigil<S> {
+    /// The project a browser's request is for: its public key must be a project's, the project
+    /// enabled, and the page's origin one of the project's domain. Warm instances answer from
+    /// memory for [`VISITOR_CACHE_TTL`].
+    pub async fn visitor(&self, public_key: &str, origin: Option<&str>) -> ServiceResult<Visited> {
+        let visited = self.visited(public_key).await?;
+        if visited.project.disabled {
+            return Err(ServiceError::ProjectDisabled);
+        }
+        match origin {
+            Some(o) if origin_allowed(&visited.project.domain, o) => Ok(visited),
+            _ => Err(ServiceError::OriginNotAllowed),
+        }
+    }
+
+    async fn visited(&self, public_key: &str) -> ServiceResult<Visited> {
+        if let Some(v) = self.visitors.get(public_key)
+            && v.read_at.elapsed() < VISITOR_CACHE_TTL
+        {
+            return Ok(v);
+        }
+        if public_key.is_empty() || public_key.len() > MAX_PUBLIC_KEY {
+            return Err(ServiceError::UnknownPublicKey);
+        }
+        let project = self
+            .store
+            .project_by_public_key(public_key)
+            .await?
+            .ok_or(ServiceError::UnknownPublicKey)?;
+        let terms = self.terms(&project.account_id).await?;
+        let v = Visited {
+            project: Arc::new(project),
+            terms,
+            read_at: Instant::now(),
+        };
+        self.visitors.insert(public_key.to_owned(), v.clone());
+        Ok(v)
+    }
+}
