@@ -5,11 +5,13 @@ SHELL := /bin/bash
 CACHE      := .cache
 VENV_TEST  := $(CACHE)/venv-test
 VENV_TOOLS := $(CACHE)/venv-tools
+VENV_BROWSER := $(CACHE)/venv-browser
 PY         ?= python3
 
 # The Lambda functions: one binary each (src/bin/), one function each in template.yaml.
 LAMBDAS       := list-results session-score get-plan get-project create-webhook list-webhooks \
                  delete-webhook list-deliveries create-project list-projects update-project get-usage \
+                 create-event list-events get-event collect agent-script \
                  authorizer fallback webhook-dispatch webhook-sweep
 LAMBDA_TARGET := aarch64-unknown-linux-gnu
 # The tools venv first on PATH: cargo finds `cargo lambda` there, cargo-lambda finds zig
@@ -18,7 +20,7 @@ TOOLS_ENV     := PATH="$(CURDIR)/$(VENV_TOOLS)/bin:$$PATH" SAM_CLI_TELEMETRY=0
 # `sam validate` and `sam build` need a region but no account or credentials.
 SAM_OFFLINE   := $(TOOLS_ENV) AWS_REGION=us-east-1 AWS_DEFAULT_REGION=us-east-1
 
-.PHONY: help run test test-unit lint fmt build sizes sam-build deploy tools clean bench data eval
+.PHONY: help run test test-unit test-browser lint fmt build sizes sam-build deploy tools clean bench data eval
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -33,6 +35,16 @@ $(VENV_TEST)/.installed: requirements-test.txt
 
 test: $(VENV_TEST)/.installed ## Every test: unit, handlers, both stores (DynamoDB via a local moto_server), black-box HTTP
 	scripts/with-moto.sh $(VENV_TEST) cargo test --all-targets --locked
+
+$(VENV_BROWSER)/.installed: requirements-browser.txt
+	$(PY) -m venv $(VENV_BROWSER)
+	$(VENV_BROWSER)/bin/pip install --quiet --disable-pip-version-check -r requirements-browser.txt
+	touch $@
+
+test-browser: $(VENV_BROWSER)/.installed ## The agent in a real browser: Debian's chromium (installed if missing), headless and under Xvfb
+	scripts/browser-deps.sh
+	cargo build --bin vigil --locked
+	$(VENV_BROWSER)/bin/python tests/browser/demo.py
 
 test-unit: ## Unit tests only (no emulator)
 	cargo test --lib --locked
