@@ -77,7 +77,11 @@ async fn app(log: &CallLog) -> (Vigil<DynamoStore>, String) {
     let seeder = Vigil::new(store.clone(), UrlPolicy::default());
     vigil::seed::load(&seeder, SEED).await.unwrap();
     log.take();
-    (Vigil::new(store, UrlPolicy::default()), table)
+    let engine = Arc::new(vigil::detect::Engine::embedded().unwrap());
+    (
+        Vigil::new(store, UrlPolicy::default()).with_engine(engine),
+        table,
+    )
 }
 
 /// A request with the context the authorizer returned (the account and its plan's terms).
@@ -208,6 +212,98 @@ async fn round_trips_per_request() {
         "DELETE webhook (warm: read + transaction)",
         s,
         StatusCode::OK,
+        &["UpdateItem", "UpdateItem", "GetItem", "TransactWriteItems"],
+    );
+
+    // Ingestion: one transaction (the result and the session summary) after one read of the
+    // summary; the project (for its owner and whether it is disabled) is read once per instance
+    // and kept for a minute.
+    let ev = [("projectId", "prj_1"), ("sessionId", "sess_9")];
+    let visit = r#"{"ipAddress":"185.220.101.1","userAgent":"curl/8.5.0"}"#;
+    let s = answer::<handlers::CreateEvent, _>(&app, req(&ev, Body::Text(visit.into())))
+        .await
+        .status();
+    check(
+        "POST events (cold: project + summary + tx)",
+        s,
+        StatusCode::CREATED,
+        &[
+            "UpdateItem",
+            "UpdateItem",
+            "GetItem",
+            "GetItem",
+            "TransactWriteItems",
+        ],
+    );
+    let created =
+        answer::<handlers::CreateEvent, _>(&app, req(&ev, Body::Text(visit.into()))).await;
+    check(
+        "POST events (warm: summary + tx)",
+        created.status(),
+        StatusCode::CREATED,
+        &["UpdateItem", "UpdateItem", "GetItem", "TransactWriteItems"],
+    );
+    let event_id = created.headers()["location"]
+        .to_str()
+        .unwrap()
+        .rsplit('/')
+        .next()
+        .unwrap()
+        .to_owned();
+    let s = answer::<handlers::ListEvents, _>(&app, req(&ev, Body::Empty))
+        .await
+        .status();
+    check(
+        "GET events (warm)",
+        s,
+        StatusCode::OK,
+        &["UpdateItem", "UpdateItem", "Query"],
+    );
+    let one = [
+        ("projectId", "prj_1"),
+        ("sessionId", "sess_9"),
+        ("eventId", event_id.as_str()),
+    ];
+    let s = answer::<handlers::GetEvent, _>(&app, req(&one, Body::Empty))
+        .await
+        .status();
+    check(
+        "GET event (warm)",
+        s,
+        StatusCode::OK,
+        &["UpdateItem", "UpdateItem", "GetItem"],
+    );
+    // The browser route: the public key's project and its account's plan, once per instance
+    // and minute; then the same summary read and transaction.
+    let collect = || {
+        let text =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/events/collect.json"))
+                .unwrap();
+        lambda_http::request::from_str(&text).unwrap()
+    };
+    let s = answer::<handlers::Collect, _>(&app, collect())
+        .await
+        .status();
+    check(
+        "POST collect (cold: key + plan + summary + tx)",
+        s,
+        StatusCode::ACCEPTED,
+        &[
+            "GetItem",
+            "GetItem",
+            "UpdateItem",
+            "UpdateItem",
+            "GetItem",
+            "TransactWriteItems",
+        ],
+    );
+    let s = answer::<handlers::Collect, _>(&app, collect())
+        .await
+        .status();
+    check(
+        "POST collect (warm: summary + tx)",
+        s,
+        StatusCode::ACCEPTED,
         &["UpdateItem", "UpdateItem", "GetItem", "TransactWriteItems"],
     );
 

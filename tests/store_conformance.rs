@@ -72,8 +72,8 @@ fn project(id: &str, account: &str) -> Project {
         id: pid(id),
         account_id: AccountId::parse(account).unwrap(),
         name: "Shop".into(),
-        api_key_public: "pk_x".into(),
-        api_key_private: "sk_x".into(),
+        api_key_public: format!("pk_{id}"),
+        api_key_private: format!("sk_{id}"),
         domain: "shop.example".into(),
         disabled: false,
         created_at: ts("2026-11-21T00:00:00Z"),
@@ -778,6 +778,88 @@ async fn the_service_enforces_plans_at_exact_boundaries<S: Store>(store: S) {
     }
 }
 
+/// Events keep their reasons and engine version and are read back by id; projects are found by
+/// their public key, through every write path, and a replaced key stops finding them.
+async fn events_and_public_keys_round_trip<S: Store>(store: S) {
+    store.put_account(&account("acc_1")).await.unwrap();
+    let mut p = project("p", "acc_1");
+    p.api_key_public = "pk_first".into();
+    store.put_project(&p).await.unwrap();
+    let found = store.project_by_public_key("pk_first").await.unwrap();
+    assert_eq!(found.as_ref().map(|p| p.id.as_str()), Some("p"));
+
+    // A seed that replaces the key: the old one finds nothing.
+    p.api_key_public = "pk_second".into();
+    store.put_project(&p).await.unwrap();
+    assert_eq!(store.project_by_public_key("pk_first").await.unwrap(), None);
+    p.disabled = true;
+    assert!(store.update_project(&p).await.unwrap());
+    let found = store
+        .project_by_public_key("pk_second")
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(found.disabled, "an update reaches the key's copy");
+    let mut created = project("q", "acc_1");
+    created.api_key_public = "pk_created".into();
+    store.create_project(&created, 10).await.unwrap();
+    assert_eq!(
+        store
+            .project_by_public_key("pk_created")
+            .await
+            .unwrap()
+            .map(|p| p.id),
+        Some(pid("q"))
+    );
+    assert_eq!(store.project_by_public_key("pk_nope").await.unwrap(), None);
+
+    let reason = vigil::detect::Reason::new(
+        vigil::detect::Code::Webdriver,
+        "navigator.webdriver is true",
+    );
+    let mut evaluated = result("p", "s", 0.99, 0.1, "2026-11-21T10:00:00Z");
+    evaluated.evaluation = Some(vigil::domain::Evaluation {
+        reasons: vec![reason.clone()],
+        engine_version: "vigil-detect/test".into(),
+    });
+    let at = store.add_result(&evaluated).await.unwrap();
+    let plain = result("p", "s", 0.1, 0.2, "2026-11-21T10:00:00Z");
+    let at_plain = store.add_result(&plain).await.unwrap();
+
+    let e = store
+        .event(&pid("p"), &sid("s"), at)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(e.id, vigil::domain::EventId::new(at));
+    assert_eq!(e.reasons, vec![reason]);
+    assert_eq!(e.engine_version.as_deref(), Some("vigil-detect/test"));
+    assert_eq!(e.result(), evaluated.result);
+    let e = store
+        .event(&pid("p"), &sid("s"), at_plain)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((e.reasons.len(), e.engine_version), (0, None));
+    assert_eq!(
+        at_plain.seq,
+        at.seq + 1,
+        "same createdAt, told apart by the write count"
+    );
+    let missing = vigil::domain::ResultPosition {
+        created_at: at.created_at,
+        seq: 99,
+    };
+    assert_eq!(
+        store.event(&pid("p"), &sid("s"), missing).await.unwrap(),
+        None
+    );
+    assert_eq!(
+        store.event(&pid("p"), &sid("other"), at).await.unwrap(),
+        None
+    );
+}
+
 macro_rules! conformance {
     ($($name:ident),* $(,)?) => {
         mod sqlite_store {
@@ -815,6 +897,7 @@ conformance!(
     concurrent_requests_allow_exactly_max_rps,
     projects_are_limited_listed_and_updated,
     the_service_enforces_plans_at_exact_boundaries,
+    events_and_public_keys_round_trip,
 );
 
 // ---- SQLite only ----------------------------------------------------------------------------------

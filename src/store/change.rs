@@ -115,6 +115,29 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn the_change_names_the_written_event_and_its_reasons() {
+        let mut r = result(0.9, "2026-11-21T10:00:00Z");
+        let reason = crate::detect::Reason::new(crate::detect::Code::TorExit, "a Tor exit node");
+        r.evaluation = Some(crate::domain::Evaluation {
+            reasons: vec![reason.clone()],
+            engine_version: "vigil-detect/test".into(),
+        });
+        let mut rec = EventRecord::default();
+        rec.event_name = "INSERT".into();
+        rec.change.new_image = serde_dynamo::to_item(SessionItem::next(None, &r)).unwrap();
+        let FeedEvent::SessionChanged(c) = feed_event(&rec) else {
+            panic!("not a session change")
+        };
+        assert_eq!(c.last_reasons, vec![reason]);
+        assert_eq!(c.last_id.to_string(), "evt_1795255200000_1");
+        // Before reasons were kept, a summary has none: still readable, with no reasons.
+        let FeedEvent::SessionChanged(old) = feed_event(&record_after(&[0.9])) else {
+            panic!("not a session change")
+        };
+        assert!(old.last_reasons.is_empty());
+    }
+
+    #[test]
     fn other_items_and_removals_are_other() {
         let mut rec = record_after(&[0.9]);
         rec.event_name = "REMOVE".into();

@@ -545,6 +545,10 @@ impl ProjectStore for DynamoStore {
         {
             Limited::Created => Ok(ProjectInsert::Created),
             Limited::LimitReached => Ok(ProjectInsert::LimitReached),
+            // Items 0 and 1 are the project and its account copy; 2 is its public key's copy.
+            Limited::Exists(2) => Err(StoreError::Backend(
+                format!("the public key of project {} is another's", project.id).into(),
+            )),
             Limited::Exists(_) => Err(StoreError::Backend(
                 format!("project id {} already exists", project.id).into(),
             )),

@@ -331,7 +331,12 @@ impl ProjectStore for SqliteStore {
             let listed = ProjectItem::listed(&project);
             put(tx, &listed.pk, &listed.sk, None, &listed)?;
             let by_key = ProjectItem::by_public_key(&project);
-            upsert(tx, &by_key.pk, &by_key.sk, &by_key)?;
+            if get::<ProjectItem>(tx, &by_key.pk, &by_key.sk)?.is_some() {
+                return Err(StoreError::Backend(
+                    format!("the public key of project {} is another's", project.id).into(),
+                ));
+            }
+            put(tx, &by_key.pk, &by_key.sk, None, &by_key)?;
             let next = ProjectCountItem::new(&project.account_id, n + 1);
             put(tx, &next.pk, &next.sk, count.as_ref(), &next)?;
             Ok(ProjectInsert::Created)
