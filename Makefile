@@ -20,7 +20,7 @@ TOOLS_ENV     := PATH="$(CURDIR)/$(VENV_TOOLS)/bin:$$PATH" SAM_CLI_TELEMETRY=0
 # `sam validate` and `sam build` need a region but no account or credentials.
 SAM_OFFLINE   := $(TOOLS_ENV) AWS_REGION=us-east-1 AWS_DEFAULT_REGION=us-east-1
 
-.PHONY: help run test test-unit test-browser lint fmt build sizes sam-build deploy tools clean bench data eval
+.PHONY: help run test test-unit test-browser test-api lint fmt build sizes sam-build deploy tools clean bench data eval
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -46,6 +46,10 @@ test-browser: $(VENV_BROWSER)/.installed ## The agent in a real browser: Debian'
 	cargo build --bin vigil --locked
 	$(VENV_BROWSER)/bin/python tests/browser/demo.py
 
+test-api: $(VENV_TEST)/.installed ## Schemathesis against vigil serve on SQLite and on the emulator (every check, stateful links)
+	cargo build --bin vigil --locked
+	scripts/with-moto.sh $(VENV_TEST) scripts/test-api.sh $(VENV_TEST)
+
 test-unit: ## Unit tests only (no emulator)
 	cargo test --lib --locked
 
@@ -61,17 +65,22 @@ lint: $(VENV_TOOLS)/.installed ## rustfmt check, clippy (warnings are errors), s
 	cargo fmt --check
 	cargo clippy --all-targets --locked -- -D warnings
 	$(SAM_OFFLINE) sam validate --lint
+	$(VENV_TOOLS)/bin/openapi-spec-validator openapi.yaml
 
 build: tools ## Cross-compile the Lambda functions for arm64: target/lambda/<name>/bootstrap
 	$(TOOLS_ENV) cargo lambda build --release --arm64 --locked $(addprefix --bin ,$(LAMBDAS))
 	@$(MAKE) --no-print-directory sizes
 
-sizes: ## Print the size of each Lambda bootstrap (budget: 6 MB each)
+# The functions that evaluate visits carry the engine's data (8.2 MB, mostly the country database).
+DETECTING := create-event collect
+
+sizes: ## Print the size of each Lambda bootstrap (budget: 6 MB each, 6 MB + the data for those that evaluate)
 	@for b in $(LAMBDAS); do \
 	  f=target/lambda/$$b/bootstrap; \
+	  budget=6e6; case " $(DETECTING) " in *" $$b "*) budget=15e6;; esac; \
 	  if [ -f $$f ]; then \
-	    stat -c %s $$f | awk -v b=$$b '{ printf "  %-15s %9d bytes  %5.2f MB%s\n", b, $$1, $$1 / 1e6, \
-	      ($$1 > 6e6 ? "  over the 6 MB budget" : "") }'; \
+	    stat -c %s $$f | awk -v b=$$b -v max=$$budget '{ printf "  %-15s %9d bytes  %5.2f MB%s\n", b, $$1, $$1 / 1e6, \
+	      ($$1 > max ? "  over its budget" : "") }'; \
 	  else printf '  %-15s (not built: make build)\n' $$b; fi; \
 	done
 

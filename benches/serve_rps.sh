@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Requests per second of `vigil serve` (release build, SQLite store) under a loopback load generator
-# (wrk), for: a 100-result page, the plan, and an unknown route (router only: the ceiling of the
+# (wrk), for: a 100-result page, the plan, the browser agent's POST /collect with a realistic body
+# (events/collect.json's signals: public key and origin checks, one evaluation by the engine, one
+# event written, each to a fresh session), and an unknown route (router only: the ceiling of the
 # server itself). Every authenticated request passes the plan stage (one counter transaction); the
 # seeded plan's limits are too high to refuse any, so the figures include the counting, not 429s.
 # Server and load generator share this machine's cores, so the figures are a floor for a machine
@@ -39,6 +41,31 @@ json.dump({"accounts": [{"id": "acc_bench", "apiKeys": [key], "plan": plan}],
                          "createdAt": "2026-01-01T00:00:00.000Z"}],
            "results": results}, open(path, "w"))
 PY
+# The agent's request: its body as events/collect.json has it, a new session each time.
+python3 - "$dir/collect.lua" <<'PY'
+import json, sys
+event = json.load(open("events/collect.json"))
+body = json.loads(event["body"])
+body["publicKey"] = "pk_bench"
+body["sessionId"] = "SESSION"
+text = json.dumps(body, separators=(",", ":"))
+ua = event["headers"]["User-Agent"]
+lua = f"""
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "text/plain;charset=UTF-8"
+wrk.headers["Origin"] = "https://www.bench.example"
+wrk.headers["User-Agent"] = {json.dumps(ua)}
+wrk.headers["Accept-Language"] = "en-GB,en;q=0.9"
+local body = {json.dumps(text)}
+local n = 0
+request = function()
+  n = n + 1
+  local s = string.gsub(body, "SESSION", "s" .. math.random(1, 1000000000) .. "_" .. n)
+  return wrk.format(nil, nil, nil, s)
+end
+"""
+open(sys.argv[1], "w").write(lua)
+PY
 
 # bench NAME BINARY: starts BINARY on its own database and prints its table.
 bench() {
@@ -56,9 +83,11 @@ bench() {
   [ "$n" = 100 ] || { echo "$name: expected a 100-result page, got $n" >&2; exit 1; }
   echo "== $name ($bin)"
   printf '%-40s %12s %10s %10s\n' "endpoint" "req/s" "p50" "p99"
-  for target in "results/prj_demo/sess_long (100 results)" "plan" "nope (404, router only)"; do
+  for target in "results/prj_demo/sess_long (100 results)" "plan" "collect (agent POST, 202)" "nope (404, router only)"; do
     path=${target%% *}
-    out=$(wrk -t2 -c"$conns" -d"${secs}s" --latency -H "Authorization: Bearer $key" "$base/$path")
+    script=()
+    [ "$path" = collect ] && script=(-s "$dir/collect.lua")
+    out=$(wrk -t2 -c"$conns" -d"${secs}s" --latency "${script[@]}" -H "Authorization: Bearer $key" "$base/$path")
     rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
     p50=$(awk '$1=="50%" {print $2}' <<<"$out")
     p99=$(awk '$1=="99%" {print $2}' <<<"$out")

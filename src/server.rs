@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use aws_lambda_events::apigw::ApiGatewayProxyRequestContext;
 use bytes::Bytes;
+use futures_util::FutureExt;
 use http::header;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
@@ -146,7 +147,14 @@ async fn handle<S: Store>(
     let span = tracing::debug_span!("request", id = %request_id, method = %req.method(), path = %req.uri().path());
     async {
         let started = Instant::now();
-        let res = answer(app, router, req, &request_id, conn).await;
+        // A bug that panics costs its own request a 500, never the connection or the process.
+        let res = std::panic::AssertUnwindSafe(answer(app, router, req, &request_id, conn))
+            .catch_unwind()
+            .await
+            .unwrap_or_else(|_| {
+                tracing::error!("request handler panicked; answering 500");
+                ApiError::Internal.into_response()
+            });
         tracing::debug!(
             status = res.status().as_u16(),
             micros = started.elapsed().as_micros() as u64,

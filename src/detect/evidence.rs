@@ -60,8 +60,10 @@ pub struct Signals {
     /// IANA zone name, e.g. `Europe/Berlin`.
     pub time_zone: Option<String>,
     /// `Date.getTimezoneOffset()`: minutes, positive west of UTC.
+    #[serde(default, deserialize_with = "integral")]
     pub timezone_offset: Option<i32>,
     /// `navigator.plugins.length`.
+    #[serde(default, deserialize_with = "integral")]
     pub plugins: Option<u32>,
     pub outer_width: Option<f64>,
     pub outer_height: Option<f64>,
@@ -70,14 +72,41 @@ pub struct Signals {
     pub webgl_vendor: Option<String>,
     pub webgl_renderer: Option<String>,
     /// `eval.toString().length`: 33 in Blink and WebKit, 37 in Gecko.
+    #[serde(default, deserialize_with = "integral")]
     pub eval_length: Option<u32>,
     pub product_sub: Option<String>,
     /// Names of automation globals found in the page.
     pub automation_globals: Option<Vec<String>>,
     /// Addresses in the browser's WebRTC candidates.
     pub webrtc_ips: Option<Vec<String>>,
+    #[serde(default, deserialize_with = "integral")]
     pub hardware_concurrency: Option<u32>,
+    #[serde(default, deserialize_with = "integral")]
     pub max_touch_points: Option<u32>,
+}
+
+/// An integer signal, also when JSON spells it `8.0` (JSON has one number type; JSON Schema
+/// calls 8.0 an integer): a fraction or a value out of range is an error.
+fn integral<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: TryFrom<i64>,
+{
+    use serde::de::Error;
+    let Some(n) = Option::<serde_json::Number>::deserialize(d)? else {
+        return Ok(None);
+    };
+    let whole = match (n.as_i64(), n.as_f64()) {
+        (Some(i), _) => Some(i),
+        (None, Some(f)) if f.fract() == 0.0 && f.abs() < 9.0e15 => Some(f as i64),
+        _ => None,
+    };
+    whole
+        .and_then(|i| T::try_from(i).ok())
+        .map(Some)
+        .ok_or_else(|| {
+            D::Error::custom(format!("invalid value: {n}, expected an integer in range"))
+        })
 }
 
 /// `navigator.userAgentData`.
@@ -110,6 +139,30 @@ mod tests {
         .unwrap();
         assert_eq!(e.headers.unwrap().get("accept-language"), Some("de-DE"));
         assert_eq!(e.signals.unwrap().webdriver, Some(true));
+    }
+
+    #[test]
+    fn integer_signals_may_be_written_as_whole_floats() {
+        let s: Signals = serde_json::from_value(serde_json::json!({
+            "plugins": 5.0, "evalLength": 33, "timezoneOffset": -60.0, "maxTouchPoints": null
+        }))
+        .unwrap();
+        assert_eq!(
+            (s.plugins, s.eval_length, s.timezone_offset),
+            (Some(5), Some(33), Some(-60))
+        );
+        assert_eq!(s.max_touch_points, None);
+        for bad in [
+            serde_json::json!({"plugins": 5.5}),
+            serde_json::json!({"plugins": -1}),
+            serde_json::json!({"plugins": 1e20}),
+            serde_json::json!({"timezoneOffset": "60"}),
+        ] {
+            assert!(
+                serde_json::from_value::<Signals>(bad.clone()).is_err(),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

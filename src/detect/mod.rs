@@ -329,8 +329,10 @@ impl Engine {
             }
             return;
         }
-        // No zone name: the browser's current offset against every offset of the country.
-        if let Some(minutes_west) = s.timezone_offset
+        // No zone name: the browser's current offset against every offset of the country. Real
+        // offsets are within a day; anything else says nothing about a place (and cannot be
+        // negated safely: i32::MIN has no opposite).
+        if let Some(minutes_west) = s.timezone_offset.filter(|m| (-1440..=1440).contains(m))
             && !country_offsets.contains(&-minutes_west)
         {
             out.push(Reason::new(
@@ -906,6 +908,36 @@ mod tests {
 
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(200))]
+
+        /// Every number a signal can hold, extremes included (schemathesis found i32::MIN once).
+        #[test]
+        fn any_numbers_in_the_signals_never_panic(
+            offset in proptest::prelude::any::<Option<i32>>(),
+            n in proptest::prelude::any::<Option<u32>>(),
+            w in proptest::prelude::any::<Option<f64>>(),
+            zone in proptest::option::of("[A-Za-z/_]{0,20}"),
+        ) {
+            let e = Evidence {
+                ip_address: Some(HOME_DE.parse().expect("ip")),
+                signals: Some(Signals {
+                    timezone_offset: offset,
+                    time_zone: zone,
+                    plugins: n,
+                    eval_length: n,
+                    hardware_concurrency: n,
+                    max_touch_points: n,
+                    outer_width: w,
+                    outer_height: w,
+                    inner_width: w,
+                    inner_height: w,
+                    ..Signals::default()
+                }),
+                ..Evidence::default()
+            };
+            let v = ENGINE.evaluate(&e);
+            proptest::prop_assert!((0.0..=1.0).contains(&v.score_bot));
+            proptest::prop_assert!((0.0..=1.0).contains(&v.score_proxy_vpn));
+        }
 
         #[test]
         fn scores_stay_in_range_and_evidence_only_ever_adds(e in evidence_strategy(), pick in 0usize..7) {

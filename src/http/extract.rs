@@ -183,6 +183,14 @@ impl Members {
         }
     }
 
+    /// Refuses members that are null.
+    pub fn no_nulls(&self) -> Result<(), ApiError> {
+        match self.0.iter().find(|(_, v)| v.is_null()) {
+            Some((name, _)) => Err(ApiError::bad_request(format!("`{name}` must not be null"))),
+            None => Ok(()),
+        }
+    }
+
     /// Takes a member out (absent or null: None).
     pub fn take(&mut self, name: &str) -> Option<Value> {
         self.0.remove(name).filter(|v| !v.is_null())

@@ -273,6 +273,8 @@ impl JsonBody for ProjectChanges {
 
     fn from_json(value: Value) -> Result<Self, ApiError> {
         let members = Members::only(value, &["name", "domain", "disabled"])?;
+        // A member is a change: null would say nothing, so it is refused rather than ignored.
+        members.no_nulls()?;
         let changes = ProjectChanges {
             name: members
                 .optional_string("name")?

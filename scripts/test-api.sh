@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# make test-api: Schemathesis (every check, every phase: examples, coverage, fuzzing, and stateful
+# sequences through the document's links) against vigil serve, once on SQLite and once on the
+# DynamoDB emulator. Needs VIGIL_TEST_DYNAMODB_ENDPOINT (scripts/with-moto.sh sets it).
+# One worker: CPython 3.11's ast.parse is not thread-safe, and Hypothesis calls it to describe
+# filters (a worker pool fails at random with "AST constructor recursion depth mismatch").
+# Usage: scripts/test-api.sh VENV [MAX_EXAMPLES]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+venv=$1
+examples=${2:-${API_EXAMPLES:-25}}
+vigil=target/debug/vigil
+dir=$(mktemp -d)
+pids=()
+trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done; rm -rf "$dir"' EXIT
+
+# fuzz NAME ARGS...: serves the seed with `vigil ARGS serve` and runs Schemathesis against it.
+fuzz() {
+  local name=$1; shift
+  local port out
+  port=$("$venv/bin/python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  out="$dir/$name"
+  mkdir -p "$out"
+  "$vigil" "$@" serve --addr "127.0.0.1:$port" --seed tests/api/seed.json >"$out/stdout" 2>"$out/stderr" &
+  pids+=($!)
+  for _ in $(seq 1 150); do grep -q listening "$out/stdout" 2>/dev/null && break; sleep 0.2; done
+  grep -q listening "$out/stdout" || { echo "$name: vigil serve did not start" >&2; cat "$out/stderr" >&2; exit 1; }
+  echo "== schemathesis on $name ($examples examples per operation)"
+  if ! (cd tests/api && "$OLDPWD/$venv/bin/schemathesis" --config-file schemathesis.toml run \
+        "$OLDPWD/openapi.yaml" --url "http://127.0.0.1:$port/v1" \
+        -H "Authorization: Bearer vgl_fuzz_key" --checks all --max-examples "$examples" \
+        --workers 1 --seed 20261123 --no-color); then
+    cp "$out/stderr" "/tmp/test-api-$name.log"; echo "$name: schemathesis failed; the server's log:" >&2
+    grep -i "panicked\|error" "$out/stderr" | head -20 >&2 || true
+    exit 1
+  fi
+  # No answer of the run may have come from a panic.
+  if grep -q panicked "$out/stderr"; then echo "$name: the server panicked" >&2; exit 1; fi
+  cp "$out/stderr" "/tmp/test-api-$name.log" 2>/dev/null || true
+  kill "${pids[-1]}"
+}
+
+fuzz sqlite --db "$dir/fuzz.db"
+export VIGIL_TABLE="vigil-fuzz-$$" AWS_ENDPOINT_URL="$VIGIL_TEST_DYNAMODB_ENDPOINT"
+"$vigil" --dynamodb table create >/dev/null
+fuzz dynamodb --dynamodb
