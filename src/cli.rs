@@ -363,7 +363,9 @@ async fn projects<S: Store>(app: &Vigil<S>, action: ProjectsAction) -> Result<()
             domain,
         } => {
             let terms = app.terms(&account).await?;
-            let project = app.create_project(&account, &terms, name, domain).await?;
+            let project = app
+                .create_project(&account, &terms, name, domain, None)
+                .await?;
             serde_json::to_string_pretty(&project)
         }
         ProjectsAction::List { account } => {

@@ -376,3 +376,88 @@ async fn the_agent_is_served_cacheable_and_small() {
     let size = gz.finish().unwrap().len();
     assert!(size <= 4096, "agent.js is {size} bytes gzipped");
 }
+
+#[tokio::test]
+async fn an_idempotency_key_makes_a_creation_happen_once() {
+    let srv = Server::seeded(&fixture(vec![]));
+    let post = |key: &'static str, path: &'static str, body: Value, idem: &'static str| {
+        let srv = &srv;
+        async move {
+            srv.anonymous(
+                Method::POST,
+                path,
+                &[
+                    ("authorization", &bearer(key)),
+                    ("content-type", "application/json"),
+                    ("idempotency-key", idem),
+                ],
+                Some(body.to_string()),
+            )
+            .await
+        }
+    };
+    let visit = json!({"ipAddress": "185.220.101.1", "userAgent": "curl/8.5.0"});
+    let first = post(KEY1, EVENTS, visit.clone(), "k-1").await;
+    assert_eq!(first.status, 201, "{}", first.body);
+    // A retry: the first answer, nothing new written.
+    let again = post(KEY1, EVENTS, visit.clone(), "k-1").await;
+    assert_eq!(again.status, 201);
+    assert_eq!(again.body, first.body);
+    assert_eq!(again.header("location"), first.header("location"));
+    assert_eq!(events(&srv, EVENTS).await.len(), 1);
+    // The same key with another request is refused, and writes nothing.
+    let other = json!({"ipAddress": "203.0.113.9"});
+    post(KEY1, EVENTS, other.clone(), "k-1")
+        .await
+        .expect_error(422, "Idempotency-Key was already used with another request");
+    post(
+        KEY1,
+        "/v1/projects/prj_1/sessions/s9/events",
+        visit.clone(),
+        "k-1",
+    )
+    .await
+    .expect_error(422, "Idempotency-Key was already used with another request");
+    // Another key, or the same key of another account, is another creation.
+    assert_eq!(post(KEY1, EVENTS, visit.clone(), "k-2").await.status, 201);
+    assert_eq!(events(&srv, EVENTS).await.len(), 2);
+    let r = post(
+        KEY2,
+        "/v1/projects/prj_2/sessions/s1/events",
+        visit.clone(),
+        "k-1",
+    )
+    .await;
+    assert_eq!(
+        r.status, 403,
+        "prj_2 is disabled: the key was not taken: {}",
+        r.body
+    );
+    post(KEY1, EVENTS, visit.clone(), "bad key")
+        .await
+        .expect_error(
+            400,
+            "Idempotency-Key must be 1 to 255 visible ASCII characters",
+        );
+
+    // Projects too.
+    let project = json!({"name": "Blog", "domain": "blog.example"});
+    let created = post(KEY1, "/v1/projects", project.clone(), "p-1").await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let retried = post(KEY1, "/v1/projects", project.clone(), "p-1").await;
+    assert_eq!((retried.status, &retried.body), (201, &created.body));
+    let listed = srv.get(KEY1, "/v1/projects").await.json()["data"].clone();
+    assert_eq!(
+        listed.as_array().unwrap().len(),
+        3,
+        "prj_1, prj_1b and one new: {listed}"
+    );
+    post(
+        KEY1,
+        "/v1/projects",
+        json!({"name": "Other", "domain": "o.example"}),
+        "p-1",
+    )
+    .await
+    .expect_error(422, "Idempotency-Key was already used with another request");
+}

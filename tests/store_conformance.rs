@@ -860,6 +860,58 @@ async fn events_and_public_keys_round_trip<S: Store>(store: S) {
     );
 }
 
+/// A key's use is written with what it created, and a second use writes nothing, until it expires.
+async fn idempotency_keys_make_writes_happen_once<S: Store>(store: S) {
+    use vigil::domain::idempotency::{Created, IdempotencyKey, Once, Written};
+    store.put_account(&account("acc_1")).await.unwrap();
+    store.put_project(&project("p", "acc_1")).await.unwrap();
+    let acc = AccountId::parse("acc_1").unwrap();
+    let key = IdempotencyKey::parse("k").unwrap();
+    let now = ts("2026-11-21T10:00:00Z");
+    let once = Once::new(acc.clone(), key.clone(), &[b"request"], now);
+    let r = result("p", "s", 0.5, 0.5, "2026-11-21T10:00:00Z");
+    let Written::New(at) = store.add_result_once(&r, &once).await.unwrap() else {
+        panic!("the first use writes")
+    };
+    let Written::Before(used) = store.add_result_once(&r, &once).await.unwrap() else {
+        panic!("the second use writes nothing")
+    };
+    assert_eq!(used.fingerprint, once.fingerprint);
+    assert_eq!(used.created, Created::event(&pid("p"), &sid("s"), at));
+    assert_eq!(store.used_key(&acc, &key, now).await.unwrap(), Some(used));
+    let page = store.results(&pid("p"), &sid("s"), 10, None).await.unwrap();
+    assert_eq!(page.results.len(), 1);
+    // 24 hours later the key is forgotten (even before the table's TTL removes it).
+    let later = Timestamp::from_unix_millis(now.unix_millis() + 24 * 3_600_000 + 1000).unwrap();
+    assert_eq!(store.used_key(&acc, &key, later).await.unwrap(), None);
+    let reuse = Once::new(acc.clone(), key.clone(), &[b"request"], later);
+    assert!(matches!(
+        store.add_result_once(&r, &reuse).await.unwrap(),
+        Written::New(_)
+    ));
+
+    // Projects: the same, inside the maxProjects transaction.
+    let pkey = IdempotencyKey::parse("p").unwrap();
+    let once = Once::new(acc.clone(), pkey, &[b"project"], now);
+    let q = project("q", "acc_1");
+    assert!(matches!(
+        store.create_project_once(&q, 10, &once).await.unwrap(),
+        Written::New(ProjectInsert::Created)
+    ));
+    let mut q2 = project("q2", "acc_1");
+    q2.api_key_public = "pk_other".into();
+    let Written::Before(used) = store.create_project_once(&q2, 10, &once).await.unwrap() else {
+        panic!("the key was used")
+    };
+    assert_eq!(
+        used.created,
+        Created::Project {
+            project_id: pid("q")
+        }
+    );
+    assert_eq!(store.project(&pid("q2")).await.unwrap(), None);
+}
+
 macro_rules! conformance {
     ($($name:ident),* $(,)?) => {
         mod sqlite_store {
@@ -898,6 +950,7 @@ conformance!(
     projects_are_limited_listed_and_updated,
     the_service_enforces_plans_at_exact_boundaries,
     events_and_public_keys_round_trip,
+    idempotency_keys_make_writes_happen_once,
 );
 
 // ---- SQLite only ----------------------------------------------------------------------------------

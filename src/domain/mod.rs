@@ -4,6 +4,7 @@ pub mod change;
 pub mod cursor;
 pub mod delivery;
 pub mod event;
+pub mod idempotency;
 pub mod ids;
 pub mod model;
 pub mod net;

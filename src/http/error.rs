@@ -20,6 +20,8 @@ pub enum ApiError {
     MethodNotAllowed(String),
     Conflict(&'static str),
     Forbidden(&'static str),
+    /// Well-formed but not acceptable in this state (an idempotency key reused for another request).
+    Unprocessable(&'static str),
     /// Over a plan limit: the message and the `Retry-After` seconds.
     TooManyRequests(&'static str, u64),
     PayloadTooLarge,
@@ -44,6 +46,7 @@ impl ApiError {
             ApiError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
+            ApiError::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::TooManyRequests(..) => StatusCode::TOO_MANY_REQUESTS,
             ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
@@ -57,7 +60,10 @@ impl ApiError {
         match self {
             ApiError::BadRequest(m) => m,
             ApiError::Unauthorized => "Unauthorized",
-            ApiError::NotFound(m) | ApiError::Conflict(m) | ApiError::Forbidden(m) => m,
+            ApiError::NotFound(m)
+            | ApiError::Conflict(m)
+            | ApiError::Forbidden(m)
+            | ApiError::Unprocessable(m) => m,
             ApiError::TooManyRequests(m, _) => m,
             ApiError::MethodNotAllowed(_) => "Method not allowed",
             ApiError::PayloadTooLarge => "Request body is too large",
@@ -126,6 +132,9 @@ impl From<ServiceError> for ApiError {
                 ApiError::TooManyRequests("Monthly request quota exceeded", s)
             }
             ServiceError::EventNotFound => ApiError::NotFound("Event not found"),
+            ServiceError::IdempotencyMismatch => {
+                ApiError::Unprocessable("Idempotency-Key was already used with another request")
+            }
             ServiceError::ProjectDisabled => ApiError::Forbidden("Project is disabled"),
             ServiceError::UnknownPublicKey => ApiError::Unauthorized,
             ServiceError::OriginNotAllowed => {

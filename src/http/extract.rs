@@ -7,7 +7,10 @@ use serde_json::{Map, Value};
 
 use super::ApiError;
 use super::routes::BASE;
-use crate::domain::{EventId, IdError, ProjectId, ResultPosition, SessionId, WebhookId, cursor};
+use crate::domain::idempotency::{IdempotencyKey, KeyError, Once};
+use crate::domain::{
+    AccountId, EventId, IdError, ProjectId, ResultPosition, SessionId, Timestamp, WebhookId, cursor,
+};
 
 /// An id that a route carries in its path, under one name shared by the route table
 /// ([`super::routes`]) and API Gateway's path parameters.
@@ -262,6 +265,29 @@ impl Paging {
         };
         format!("<{BASE}{path}?cursor={c}{limit}>; rel=\"next\"")
     }
+}
+
+/// The request's `Idempotency-Key`, if any, with the request's fingerprint (method, path and
+/// body): 400 when the header is not a key.
+pub fn idempotency(
+    req: &Request,
+    account: &AccountId,
+    now: Timestamp,
+) -> Result<Option<Once>, ApiError> {
+    let Some(raw) = req.headers().get("idempotency-key") else {
+        return Ok(None);
+    };
+    let key = raw
+        .to_str()
+        .ok()
+        .and_then(|s| IdempotencyKey::parse(s).ok())
+        .ok_or_else(|| ApiError::bad_request(KeyError.to_string()))?;
+    let parts: [&[u8]; 3] = [
+        req.method().as_str().as_bytes(),
+        req.uri().path().as_bytes(),
+        req.body().as_ref(),
+    ];
+    Ok(Some(Once::new(account.clone(), key, &parts, now)))
 }
 
 /// A query parameter's first value.

@@ -6,7 +6,7 @@ use http::header;
 use serde_json::Value;
 
 use super::ApiError;
-use super::extract::{Json, JsonBody, Members, Paging};
+use super::extract::{Json, JsonBody, Members, Paging, idempotency};
 use super::pipeline::{Call, Endpoint, Reply};
 use super::routes::BASE;
 use crate::domain::project::{Domain, ProjectName};
@@ -19,7 +19,8 @@ use crate::service::Vigil;
 use crate::service::plans::Usage;
 use crate::service::projects::ProjectChanges;
 use crate::store::{
-    AccountStore, DeliveryStore, ProjectStore, ResultStore, UsageStore, WebhookStore,
+    AccountStore, DeliveryStore, IdempotencyStore, ProjectStore, ResultStore, UsageStore,
+    WebhookStore,
 };
 
 pub use super::extract::MAX_PAGE;
@@ -234,7 +235,7 @@ fn project_domain(s: &str) -> Result<Domain, ApiError> {
 /// POST /projects: 201 with the new project (its keys included) and its `Location`.
 pub struct CreateProject;
 
-impl<S: ProjectStore> Endpoint<S> for CreateProject {
+impl<S: ProjectStore + IdempotencyStore> Endpoint<S> for CreateProject {
     type Path = ();
     type Body = Json<NewProject>;
     type Data = Project;
@@ -243,9 +244,10 @@ impl<S: ProjectStore> Endpoint<S> for CreateProject {
         app: &Vigil<S>,
         call: Call<'_, (), Self::Body>,
     ) -> Result<Reply<Project>, ApiError> {
+        let once = idempotency(call.req, &call.account, app.now())?;
         let Json(NewProject { name, domain }) = call.body;
         let project = app
-            .create_project(&call.account, &call.terms, name, domain)
+            .create_project(&call.account, &call.terms, name, domain, once.as_ref())
             .await?;
         let location = format!("{BASE}/projects/{}", project.id);
         Ok(Reply::created(project, location))

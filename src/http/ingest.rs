@@ -13,14 +13,14 @@ use sha2::{Digest, Sha256};
 
 use super::ApiError;
 use super::extract::{
-    FromBody, Json, JsonBody, Members, Paging, has_media_type, json_value, typed,
+    FromBody, Json, JsonBody, Members, Paging, has_media_type, idempotency, json_value, typed,
 };
 use super::pipeline::{Call, Caller, Endpoint, Reply};
 use super::routes::BASE;
 use crate::detect::{Evidence, Headers, Signals};
 use crate::domain::{Event, EventId, ProjectId, SessionId};
 use crate::service::Vigil;
-use crate::store::{AccountStore, ProjectStore, ResultStore};
+use crate::store::{AccountStore, IdempotencyStore, ProjectStore, ResultStore};
 
 /// Largest evidence document accepted, by either door.
 pub const MAX_EVIDENCE_BODY: usize = 16 * 1024;
@@ -55,7 +55,7 @@ fn event_location(project: &ProjectId, session: &SessionId, id: EventId) -> Stri
 /// POST /projects/{projectId}/sessions/{sessionId}/events: evaluates a visit and stores it.
 pub struct CreateEvent;
 
-impl<S: ProjectStore + ResultStore> Endpoint<S> for CreateEvent {
+impl<S: ProjectStore + ResultStore + IdempotencyStore> Endpoint<S> for CreateEvent {
     type Path = (ProjectId, SessionId);
     type Body = Json<NewEvent>;
     type Data = Event;
@@ -65,9 +65,10 @@ impl<S: ProjectStore + ResultStore> Endpoint<S> for CreateEvent {
         call: Call<'_, Self::Path, Self::Body>,
     ) -> Result<Reply<Event>, ApiError> {
         let (project, session) = &call.path;
+        let once = idempotency(call.req, &call.account, app.now())?;
         let Json(NewEvent(evidence)) = &call.body;
         let event = app
-            .record_event(&call.account, project, session, evidence)
+            .record_event(&call.account, project, session, evidence, once.as_ref())
             .await?;
         let location = event_location(project, session, event.id);
         Ok(Reply::created(event, location))

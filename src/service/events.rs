@@ -7,13 +7,15 @@ use std::time::{Duration, Instant};
 
 use super::{ServiceError, ServiceResult, Vigil};
 use crate::detect::{ENGINE_VERSION, Evidence};
+use crate::domain::ResultPosition;
+use crate::domain::idempotency::{Created, Once, Used, Written};
 use crate::domain::plan::Terms;
 use crate::domain::project::origin_allowed;
 use crate::domain::{
     AccountId, CheckResult, Evaluation, Event, EventId, NewResult, Project, ProjectId, Score,
     SessionId,
 };
-use crate::store::{AccountStore, ProjectStore, ResultPage, ResultStore};
+use crate::store::{AccountStore, IdempotencyStore, ProjectStore, ResultPage, ResultStore};
 
 /// How long a warm instance trusts what it read of a project (its domain, whether it is disabled)
 /// and of its account's plan: a change made through the API applies to new visits within this.
@@ -29,15 +31,23 @@ pub struct Visited {
     read_at: Instant,
 }
 
-impl<S: ProjectStore + ResultStore> Vigil<S> {
-    /// Evaluates a visit that a customer's backend reports and stores it as an event.
+impl<S: ProjectStore + ResultStore + IdempotencyStore> Vigil<S> {
+    /// Evaluates a visit that a customer's backend reports and stores it as an event; once per
+    /// idempotency key when `once` is given (a retry gets the event the key created).
     pub async fn record_event(
         &self,
         account: &AccountId,
         project: &ProjectId,
         session: &SessionId,
         evidence: &Evidence,
+        once: Option<&Once>,
     ) -> ServiceResult<Event> {
+        // A used key is answered before anything else, as the first request was.
+        if let Some(o) = once
+            && let Some(used) = self.store.used_key(account, &o.key, o.at).await?
+        {
+            return self.replay_event(o, used).await;
+        }
         let p = self.fresh_project(project).await?;
         if &p.account_id != account {
             return Err(ServiceError::ProjectNotFound);
@@ -45,9 +55,37 @@ impl<S: ProjectStore + ResultStore> Vigil<S> {
         if p.disabled {
             return Err(ServiceError::ProjectDisabled);
         }
-        self.evaluate_and_store(project, session, evidence).await
+        match self
+            .evaluate_and_store(project, session, evidence, once)
+            .await?
+        {
+            Written::New(event) => Ok(event),
+            Written::Before(used) => match once {
+                Some(o) => self.replay_event(o, used).await,
+                None => Err(ServiceError::IdempotencyMismatch),
+            },
+        }
     }
 
+    /// The answer to a retry: the event the key created, if the request is the same.
+    async fn replay_event(&self, once: &Once, used: Used) -> ServiceResult<Event> {
+        match used.created {
+            Created::Event {
+                project_id,
+                session_id,
+                created_at,
+                seq,
+            } if used.fingerprint == once.fingerprint => self
+                .store
+                .event(&project_id, &session_id, ResultPosition { created_at, seq })
+                .await?
+                .ok_or(ServiceError::EventNotFound),
+            _ => Err(ServiceError::IdempotencyMismatch),
+        }
+    }
+}
+
+impl<S: ProjectStore + ResultStore> Vigil<S> {
     /// Evaluates a visit the browser agent reports for `project` (already checked by
     /// [`Vigil::visitor`]) and stores it as an event.
     pub async fn record_visit(
@@ -56,10 +94,13 @@ impl<S: ProjectStore + ResultStore> Vigil<S> {
         session: &SessionId,
         evidence: &Evidence,
     ) -> ServiceResult<EventId> {
-        Ok(self
-            .evaluate_and_store(&project.id, session, evidence)
+        match self
+            .evaluate_and_store(&project.id, session, evidence, None)
             .await?
-            .id)
+        {
+            Written::New(event) => Ok(event.id),
+            Written::Before(_) => Err(ServiceError::IdempotencyMismatch),
+        }
     }
 
     async fn evaluate_and_store(
@@ -67,7 +108,8 @@ impl<S: ProjectStore + ResultStore> Vigil<S> {
         project: &ProjectId,
         session: &SessionId,
         evidence: &Evidence,
-    ) -> ServiceResult<Event> {
+        once: Option<&Once>,
+    ) -> ServiceResult<Written<Event>> {
         let engine = self.engine.as_deref().ok_or(ServiceError::NoEngine)?;
         let ip_address = evidence.ip_address.ok_or(ServiceError::NoAddress)?;
         let verdict = engine.evaluate(evidence);
@@ -87,12 +129,18 @@ impl<S: ProjectStore + ResultStore> Vigil<S> {
                 engine_version: ENGINE_VERSION.to_owned(),
             }),
         };
-        let at = self.store.add_result(&new).await?;
+        let at = match once {
+            Some(o) => match self.store.add_result_once(&new, o).await? {
+                Written::New(at) => at,
+                Written::Before(used) => return Ok(Written::Before(used)),
+            },
+            None => self.store.add_result(&new).await?,
+        };
         let evaluation = new.evaluation.unwrap_or_else(|| Evaluation {
             reasons: Vec::new(),
             engine_version: ENGINE_VERSION.to_owned(),
         });
-        Ok(Event {
+        Ok(Written::New(Event {
             id: EventId::new(at),
             session_id: new.session_id,
             created_at: new.result.created_at,
@@ -101,7 +149,7 @@ impl<S: ProjectStore + ResultStore> Vigil<S> {
             score_proxy_vpn: new.result.score_proxy_vpn,
             reasons: evaluation.reasons,
             engine_version: Some(evaluation.engine_version),
-        })
+        }))
     }
 
     /// A page of the session's events, newest first (the same order and cursors as results).

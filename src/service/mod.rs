@@ -49,6 +49,8 @@ pub enum ServiceError {
     ProjectLimit,
     #[error("event not found")]
     EventNotFound,
+    #[error("the idempotency key was used with another request")]
+    IdempotencyMismatch,
     #[error("the project is disabled")]
     ProjectDisabled,
     #[error("no project has this public key")]

@@ -1,11 +1,12 @@
 //! An account's projects: created under its plan's `maxProjects`, listed, and changed.
 
 use super::{ServiceError, ServiceResult, Vigil};
+use crate::domain::idempotency::{Created, Once, Used, Written};
 use crate::domain::plan::Terms;
 use crate::domain::project::{Domain, ProjectName};
 use crate::domain::token::random_base62;
 use crate::domain::{AccountId, Project, ProjectId};
-use crate::store::{ProjectInsert, ProjectStore};
+use crate::store::{IdempotencyStore, ProjectInsert, ProjectStore};
 
 /// What a `PATCH` changes; absent fields stay as they are.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -15,15 +16,22 @@ pub struct ProjectChanges {
     pub disabled: Option<bool>,
 }
 
-impl<S: ProjectStore> Vigil<S> {
-    /// Creates a project with fresh id and keys, unless the account has its plan's most.
+impl<S: ProjectStore + IdempotencyStore> Vigil<S> {
+    /// Creates a project with fresh id and keys, unless the account has its plan's most; once per
+    /// idempotency key when `once` is given (a retry gets the project the key created).
     pub async fn create_project(
         &self,
         account: &AccountId,
         terms: &Terms,
         name: ProjectName,
         domain: Domain,
+        once: Option<&Once>,
     ) -> ServiceResult<Project> {
+        if let Some(o) = once
+            && let Some(used) = self.store.used_key(account, &o.key, o.at).await?
+        {
+            return self.replay_project(o, used).await;
+        }
         let project = Project {
             id: ProjectId::generate(),
             account_id: account.clone(),
@@ -34,19 +42,45 @@ impl<S: ProjectStore> Vigil<S> {
             disabled: false,
             created_at: self.now(),
         };
-        match self
-            .store
-            .create_project(&project, terms.max_projects)
-            .await?
-        {
-            ProjectInsert::Created => {
+        let written = match once {
+            Some(o) => {
+                self.store
+                    .create_project_once(&project, terms.max_projects, o)
+                    .await?
+            }
+            None => Written::New(
+                self.store
+                    .create_project(&project, terms.max_projects)
+                    .await?,
+            ),
+        };
+        match written {
+            Written::New(ProjectInsert::Created) => {
                 self.owners.insert(project.id.clone(), account.clone());
                 Ok(project)
             }
-            ProjectInsert::LimitReached => Err(ServiceError::ProjectLimit),
+            Written::New(ProjectInsert::LimitReached) => Err(ServiceError::ProjectLimit),
+            Written::Before(used) => match once {
+                Some(o) => self.replay_project(o, used).await,
+                None => Err(ServiceError::IdempotencyMismatch),
+            },
         }
     }
 
+    /// The answer to a retry: the project the key created, if the request is the same.
+    async fn replay_project(&self, once: &Once, used: Used) -> ServiceResult<Project> {
+        match used.created {
+            Created::Project { project_id } if used.fingerprint == once.fingerprint => self
+                .store
+                .project(&project_id)
+                .await?
+                .ok_or(ServiceError::ProjectNotFound),
+            _ => Err(ServiceError::IdempotencyMismatch),
+        }
+    }
+}
+
+impl<S: ProjectStore> Vigil<S> {
     /// The account's projects, oldest first.
     pub async fn projects(&self, account: &AccountId) -> ServiceResult<Vec<Project>> {
         let mut list = self.store.account_projects(account).await?;

@@ -21,10 +21,11 @@ use serde::de::DeserializeOwned;
 
 use super::items::*;
 use super::{
-    AccountStore, AdminStore, COUNTER_GRACE_SECONDS, DeliveryStore, KeyStore, OpFailed,
-    ProjectInsert, ProjectStore, RATE_WINDOW_TTL, ResultPage, ResultStore, StoreError, UsageStore,
-    WebhookInsert, WebhookStore,
+    AccountStore, AdminStore, COUNTER_GRACE_SECONDS, DeliveryStore, IdempotencyStore, KeyStore,
+    OpFailed, ProjectInsert, ProjectStore, RATE_WINDOW_TTL, ResultPage, ResultStore, StoreError,
+    UsageStore, WebhookInsert, WebhookStore,
 };
+use crate::domain::idempotency::{Created, IdempotencyKey, Once, Used, Written};
 use crate::domain::plan::{Counted, Period};
 use crate::domain::webhook::MAX_WEBHOOKS_PER_PROJECT;
 use crate::domain::{
@@ -118,6 +119,8 @@ enum Limited {
     /// The item at this index already exists.
     Exists(usize),
     LimitReached,
+    /// The idempotency key was in use: its record, when the backend returned it.
+    KeyUsed(Option<Item>),
 }
 
 /// How a transaction ended. A cancelled one says, per item, whether its condition failed and
@@ -277,6 +280,7 @@ impl DynamoStore {
         counter: (String, &str),
         max: u64,
         entity: &str,
+        key_use: Option<TransactWriteItem>,
     ) -> Result<Limited, StoreError> {
         for attempt in 0..MAX_WRITE_ATTEMPTS {
             let count = build(
@@ -298,9 +302,14 @@ impl DynamoStore {
                 .map(|item| self.put(item.clone(), "attribute_not_exists(pk)"))
                 .collect::<Result<Vec<_>, _>>()?;
             tx.push(TransactWriteItem::builder().update(count).build());
+            tx.extend(key_use.clone());
             match self.transact(tx).await? {
                 TxOutcome::Done => return Ok(Limited::Created),
                 TxOutcome::ConditionFailed(reasons) => {
+                    // A used key wins: the retry is answered, not refused.
+                    if let Some((true, item)) = reasons.get(N + 1) {
+                        return Ok(Limited::KeyUsed(item.clone()));
+                    }
                     return Ok(reasons
                         .iter()
                         .take(N)
@@ -378,6 +387,39 @@ impl DynamoStore {
                 .build(),
         )?;
         Ok(TransactWriteItem::builder().update(update).build())
+    }
+
+    /// Records the use of an idempotency key, unless it is in use and unexpired (the table's TTL
+    /// may not have removed an expired record yet); a failed condition returns the record.
+    fn put_key_use(&self, once: &Once, created: Created) -> Result<TransactWriteItem, StoreError> {
+        let put = build(
+            Put::builder()
+                .table_name(&self.table)
+                .set_item(Some(to_item(&IdempotencyItem::new(once, created))?))
+                .condition_expression("attribute_not_exists(pk) OR #t <= :now")
+                .expression_attribute_names("#t", TTL)
+                .expression_attribute_values(":now", n(once.at.unix_seconds()))
+                .return_values_on_condition_check_failure(
+                    ReturnValuesOnConditionCheckFailure::AllOld,
+                )
+                .build(),
+        )?;
+        Ok(TransactWriteItem::builder().put(put).build())
+    }
+
+    /// The use of `once`'s key that made a write's condition fail: the record the backend
+    /// returned, or read now.
+    async fn key_use(&self, once: &Once, returned: Option<Item>) -> Result<Used, StoreError> {
+        let item: Option<IdempotencyItem> = match returned {
+            Some(item) => Some(from_item(item)?),
+            None => {
+                self.get(&account_pk(&once.account), &idempotency_sk(&once.key), true)
+                    .await?
+            }
+        };
+        item.and_then(|i| i.used(once.at)).ok_or_else(|| {
+            StoreError::Backend(format!("idempotency key {} vanished", once.key).into())
+        })
     }
 
     fn put(&self, item: Item, condition: &str) -> Result<TransactWriteItem, StoreError> {
@@ -533,26 +575,21 @@ impl ProjectStore for DynamoStore {
         project: &Project,
         max_projects: u32,
     ) -> Result<ProjectInsert, StoreError> {
-        let items = [
-            to_item(&ProjectItem::from(project))?,
-            to_item(&ProjectItem::listed(project))?,
-            to_item(&ProjectItem::by_public_key(project))?,
-        ];
-        let counter = (account_pk(&project.account_id), PROJECT_COUNT_SK);
-        match self
-            .insert_under_limit(items, counter, u64::from(max_projects), "project_count")
-            .await?
-        {
-            Limited::Created => Ok(ProjectInsert::Created),
-            Limited::LimitReached => Ok(ProjectInsert::LimitReached),
-            // Items 0 and 1 are the project and its account copy; 2 is its public key's copy.
-            Limited::Exists(2) => Err(StoreError::Backend(
-                format!("the public key of project {} is another's", project.id).into(),
-            )),
-            Limited::Exists(_) => Err(StoreError::Backend(
-                format!("project id {} already exists", project.id).into(),
+        match self.insert_project(project, max_projects, None).await? {
+            Written::New(outcome) => Ok(outcome),
+            Written::Before(_) => Err(StoreError::Backend(
+                "a project without a key was a replay".into(),
             )),
         }
+    }
+
+    async fn create_project_once(
+        &self,
+        project: &Project,
+        max_projects: u32,
+        once: &Once,
+    ) -> Result<Written<ProjectInsert>, StoreError> {
+        self.insert_project(project, max_projects, Some(once)).await
     }
 
     async fn project_by_public_key(&self, key: &str) -> Result<Option<Project>, StoreError> {
@@ -601,6 +638,56 @@ impl ProjectStore for DynamoStore {
             }
         }
         Err(StoreError::Throttled("project update too contended".into()))
+    }
+}
+
+impl DynamoStore {
+    async fn insert_project(
+        &self,
+        project: &Project,
+        max_projects: u32,
+        once: Option<&Once>,
+    ) -> Result<Written<ProjectInsert>, StoreError> {
+        let key_use = once
+            .map(|o| {
+                let created = Created::Project {
+                    project_id: project.id.clone(),
+                };
+                self.put_key_use(o, created)
+            })
+            .transpose()?;
+        let items = [
+            to_item(&ProjectItem::from(project))?,
+            to_item(&ProjectItem::listed(project))?,
+            to_item(&ProjectItem::by_public_key(project))?,
+        ];
+        let counter = (account_pk(&project.account_id), PROJECT_COUNT_SK);
+        match self
+            .insert_under_limit(
+                items,
+                counter,
+                u64::from(max_projects),
+                "project_count",
+                key_use,
+            )
+            .await?
+        {
+            Limited::Created => Ok(Written::New(ProjectInsert::Created)),
+            Limited::LimitReached => Ok(Written::New(ProjectInsert::LimitReached)),
+            Limited::KeyUsed(item) => match once {
+                Some(o) => Ok(Written::Before(self.key_use(o, item).await?)),
+                None => Err(StoreError::Backend(
+                    "a key's condition without a key".into(),
+                )),
+            },
+            // Items 0 and 1 are the project and its account copy; 2 is its public key's copy.
+            Limited::Exists(2) => Err(StoreError::Backend(
+                format!("the public key of project {} is another's", project.id).into(),
+            )),
+            Limited::Exists(_) => Err(StoreError::Backend(
+                format!("project id {} already exists", project.id).into(),
+            )),
+        }
     }
 }
 
@@ -701,6 +788,45 @@ impl ResultStore for DynamoStore {
     }
 
     async fn add_result(&self, r: &NewResult) -> Result<ResultPosition, StoreError> {
+        match self.add(r, None).await? {
+            Written::New(at) => Ok(at),
+            Written::Before(_) => Err(StoreError::Backend(
+                "a result without a key was a replay".into(),
+            )),
+        }
+    }
+
+    async fn add_result_once(
+        &self,
+        r: &NewResult,
+        once: &Once,
+    ) -> Result<Written<ResultPosition>, StoreError> {
+        self.add(r, Some(once)).await
+    }
+}
+
+impl IdempotencyStore for DynamoStore {
+    async fn used_key(
+        &self,
+        account: &AccountId,
+        key: &IdempotencyKey,
+        now: Timestamp,
+    ) -> Result<Option<Used>, StoreError> {
+        let item: Option<IdempotencyItem> = self
+            .get(&account_pk(account), &idempotency_sk(key), true)
+            .await?;
+        Ok(item.and_then(|i| i.used(now)))
+    }
+}
+
+impl DynamoStore {
+    /// One result and its session's summary in one transaction (and the key's use, when given),
+    /// retried on contention.
+    async fn add(
+        &self,
+        r: &NewResult,
+        once: Option<&Once>,
+    ) -> Result<Written<ResultPosition>, StoreError> {
         let pk = project_pk(&r.project_id);
         let sk = session_sk(&r.session_id);
         // The first attempt reads the summary; a retry uses the current summary that the failed
@@ -731,9 +857,17 @@ impl ResultStore for DynamoStore {
             let put_session = TransactWriteItem::builder()
                 .put(build(put_session.build())?)
                 .build();
-            match self.transact(vec![put_result, put_session]).await? {
-                TxOutcome::Done => return Ok(result.position()),
+            let mut tx = vec![put_result, put_session];
+            if let Some(o) = once {
+                let created = Created::event(&r.project_id, &r.session_id, result.position());
+                tx.push(self.put_key_use(o, created)?);
+            }
+            match self.transact(tx).await? {
+                TxOutcome::Done => return Ok(Written::New(result.position())),
                 TxOutcome::ConditionFailed(reasons) => {
+                    if let (Some(o), Some((true, item))) = (once, reasons.get(2)) {
+                        return Ok(Written::Before(self.key_use(o, item.clone()).await?));
+                    }
                     if let Some((true, Some(current))) = reasons.into_iter().nth(1) {
                         known = Some(Some(from_item(current)?));
                     }
@@ -763,7 +897,7 @@ impl WebhookStore for DynamoStore {
         let counter = (item.pk.clone(), WEBHOOK_COUNT_SK);
         let max = MAX_WEBHOOKS_PER_PROJECT as u64;
         match self
-            .insert_under_limit(items, counter, max, "webhook_count")
+            .insert_under_limit(items, counter, max, "webhook_count", None)
             .await?
         {
             Limited::Created => Ok(WebhookInsert::Created),
@@ -773,6 +907,9 @@ impl WebhookStore for DynamoStore {
                 format!("webhook id {} already exists", item.id).into(),
             )),
             Limited::LimitReached => Ok(WebhookInsert::LimitReached),
+            Limited::KeyUsed(_) => Err(StoreError::Backend(
+                "a key's condition without a key".into(),
+            )),
         }
     }
 

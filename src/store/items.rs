@@ -18,6 +18,7 @@
 //! | API key         | `APIKEY#{sha256}`   | `APIKEY`                                  |
 //! | public key      | `PUBLICKEY#{apiKeyPublic}` | `PROJECT` (a copy, for the collect route) |
 //! | checkpoint      | `CHECKPOINT#{name}` | `CHECKPOINT`                              |
+//! | idempotency key | `ACCOUNT#{account}` | `IDEMPOTENCY#{key}` (expires by `ttl`)    |
 //!
 //! Pending deliveries also carry `due` and `dueAt`, the keys of the sparse `due` index that the
 //! retry sweep queries.
@@ -30,6 +31,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::detect::Reason;
+use crate::domain::idempotency::{Created, IdempotencyKey, Once, Used};
 use crate::domain::{
     Account, AccountId, CheckResult, Delivery, DeliveryStatus, Event, EventId, NewResult, Project,
     ProjectId, ResultPosition, Score, SessionId, SessionScore, Timestamp, Webhook, WebhookId,
@@ -124,6 +126,7 @@ pub enum Entity {
     Checkpoint,
     AccountProject,
     PublicKeyProject,
+    Idempotency,
     ProjectCount,
     Counter,
 }
@@ -608,5 +611,43 @@ mod tests {
             seq: 1,
         };
         assert!(!result_sk(&b, at).starts_with(&results_prefix(&a)));
+    }
+}
+
+/// A used idempotency key: the request's fingerprint and what it created. Expired by the table's
+/// TTL, which may lag by days, so readers also compare `ttl` with the time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IdempotencyItem {
+    pub pk: String,
+    pub sk: String,
+    pub entity: Entity,
+    pub fingerprint: String,
+    pub created: Created,
+    pub ttl: i64,
+}
+
+pub fn idempotency_sk(key: &IdempotencyKey) -> String {
+    format!("IDEMPOTENCY#{key}")
+}
+
+impl IdempotencyItem {
+    pub fn new(once: &Once, created: Created) -> Self {
+        Self {
+            pk: account_pk(&once.account),
+            sk: idempotency_sk(&once.key),
+            entity: Entity::Idempotency,
+            fingerprint: once.fingerprint.clone(),
+            created,
+            ttl: once.expires(),
+        }
+    }
+
+    /// The key's use, unless it has expired by `now`.
+    pub fn used(self, now: Timestamp) -> Option<Used> {
+        (self.ttl > now.unix_seconds()).then_some(Used {
+            fingerprint: self.fingerprint,
+            created: self.created,
+        })
     }
 }

@@ -3,6 +3,7 @@
 
 use std::future::Future;
 
+use crate::domain::idempotency::{IdempotencyKey, Once, Used, Written};
 use crate::domain::plan::{Counted, Period};
 use crate::domain::{
     Account, AccountId, Delivery, Event, NewResult, Project, ProjectId, ResultPosition, SessionId,
@@ -111,6 +112,15 @@ pub trait ProjectStore: Send + Sync {
         max_projects: u32,
     ) -> impl Future<Output = Res<ProjectInsert>> + Send;
 
+    /// [`ProjectStore::create_project`] once per idempotency key (see
+    /// [`ResultStore::add_result_once`]).
+    fn create_project_once(
+        &self,
+        project: &Project,
+        max_projects: u32,
+        once: &Once,
+    ) -> impl Future<Output = Res<Written<ProjectInsert>>> + Send;
+
     /// The account's projects, in no particular order.
     fn account_projects(
         &self,
@@ -189,6 +199,25 @@ pub trait ResultStore: Send + Sync {
     /// Writes one result and updates the session's overall score atomically, correct under
     /// concurrent writers. Returns the position the result was given.
     fn add_result(&self, result: &NewResult) -> impl Future<Output = Res<ResultPosition>> + Send;
+
+    /// [`ResultStore::add_result`] once per idempotency key: the key is recorded in the same
+    /// transaction, and when it is already in use (unexpired), nothing is written.
+    fn add_result_once(
+        &self,
+        result: &NewResult,
+        once: &Once,
+    ) -> impl Future<Output = Res<Written<ResultPosition>>> + Send;
+}
+
+/// Idempotency keys in use.
+pub trait IdempotencyStore: Send + Sync {
+    /// The use of `key` by `account`, unless it has expired by `now`.
+    fn used_key(
+        &self,
+        account: &AccountId,
+        key: &IdempotencyKey,
+        now: Timestamp,
+    ) -> impl Future<Output = Res<Option<Used>>> + Send;
 }
 
 pub trait WebhookStore: Send + Sync {
@@ -276,6 +305,7 @@ pub trait Store:
     + AdminStore
     + DeliveryStore
     + UsageStore
+    + IdempotencyStore
     + 'static
 {
 }
@@ -289,6 +319,7 @@ impl<T> Store for T where
         + AdminStore
         + DeliveryStore
         + UsageStore
+        + IdempotencyStore
         + 'static
 {
 }

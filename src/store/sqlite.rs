@@ -17,10 +17,11 @@ use serde::de::DeserializeOwned;
 
 use super::items::*;
 use super::{
-    AccountStore, AdminStore, COUNTER_GRACE_SECONDS, Cause, DeliveryStore, KeyStore, OpFailed,
-    ProjectInsert, ProjectStore, RATE_WINDOW_TTL, ResultPage, ResultStore, StoreError, UsageStore,
-    WebhookInsert, WebhookStore,
+    AccountStore, AdminStore, COUNTER_GRACE_SECONDS, Cause, DeliveryStore, IdempotencyStore,
+    KeyStore, OpFailed, ProjectInsert, ProjectStore, RATE_WINDOW_TTL, ResultPage, ResultStore,
+    StoreError, UsageStore, WebhookInsert, WebhookStore,
 };
+use crate::domain::idempotency::{Created, IdempotencyKey, Once, Used, Written};
 use crate::domain::plan::{Counted, Period};
 use crate::domain::webhook::MAX_WEBHOOKS_PER_PROJECT;
 use crate::domain::{
@@ -313,35 +314,22 @@ impl ProjectStore for SqliteStore {
         project: &Project,
         max_projects: u32,
     ) -> Result<ProjectInsert, StoreError> {
-        let project = project.clone();
-        self.write(move |tx| {
-            let count_pk = account_pk(&project.account_id);
-            let count: Option<ProjectCountItem> = get(tx, &count_pk, PROJECT_COUNT_SK)?;
-            let n = count.as_ref().map_or(0, |c| c.count);
-            if n >= max_projects {
-                return Ok(ProjectInsert::LimitReached);
-            }
-            let item = ProjectItem::from(&project);
-            if get::<ProjectItem>(tx, &item.pk, &item.sk)?.is_some() {
-                return Err(StoreError::Backend(
-                    format!("project id {} already exists", project.id).into(),
-                ));
-            }
-            put(tx, &item.pk, &item.sk, None, &item)?;
-            let listed = ProjectItem::listed(&project);
-            put(tx, &listed.pk, &listed.sk, None, &listed)?;
-            let by_key = ProjectItem::by_public_key(&project);
-            if get::<ProjectItem>(tx, &by_key.pk, &by_key.sk)?.is_some() {
-                return Err(StoreError::Backend(
-                    format!("the public key of project {} is another's", project.id).into(),
-                ));
-            }
-            put(tx, &by_key.pk, &by_key.sk, None, &by_key)?;
-            let next = ProjectCountItem::new(&project.account_id, n + 1);
-            put(tx, &next.pk, &next.sk, count.as_ref(), &next)?;
-            Ok(ProjectInsert::Created)
-        })
-        .await
+        match self.insert_project(project, max_projects, None).await? {
+            Written::New(outcome) => Ok(outcome),
+            Written::Before(_) => Err(StoreError::Backend(
+                "a project without a key was a replay".into(),
+            )),
+        }
+    }
+
+    async fn create_project_once(
+        &self,
+        project: &Project,
+        max_projects: u32,
+        once: &Once,
+    ) -> Result<Written<ProjectInsert>, StoreError> {
+        self.insert_project(project, max_projects, Some(once.clone()))
+            .await
     }
 
     async fn project_by_public_key(&self, key: &str) -> Result<Option<Project>, StoreError> {
@@ -488,8 +476,39 @@ impl ResultStore for SqliteStore {
     }
 
     async fn add_result(&self, r: &NewResult) -> Result<ResultPosition, StoreError> {
+        match self.add(r, None).await? {
+            Written::New(at) => Ok(at),
+            Written::Before(_) => Err(StoreError::Backend(
+                "a result without a key was a replay".into(),
+            )),
+        }
+    }
+
+    async fn add_result_once(
+        &self,
+        r: &NewResult,
+        once: &Once,
+    ) -> Result<Written<ResultPosition>, StoreError> {
+        self.add(r, Some(once.clone())).await
+    }
+}
+
+impl SqliteStore {
+    async fn add(
+        &self,
+        r: &NewResult,
+        once: Option<Once>,
+    ) -> Result<Written<ResultPosition>, StoreError> {
         let r = r.clone();
         self.write(move |tx| {
+            if let Some(used) = once
+                .as_ref()
+                .map(|o| used_key(tx, o))
+                .transpose()?
+                .flatten()
+            {
+                return Ok(Written::Before(used));
+            }
             let pk = project_pk(&r.project_id);
             let sk = session_sk(&r.session_id);
             let old: Option<SessionItem> = get(tx, &pk, &sk)?;
@@ -497,9 +516,88 @@ impl ResultStore for SqliteStore {
             let result = ResultItem::new(&r, session.seq);
             put(tx, &result.pk, &result.sk, None, &result)?;
             put(tx, &pk, &sk, old.as_ref(), &session)?;
-            Ok(result.position())
+            if let Some(o) = &once {
+                let created = Created::event(&r.project_id, &r.session_id, result.position());
+                let item = IdempotencyItem::new(o, created);
+                upsert(tx, &item.pk, &item.sk, &item)?;
+            }
+            Ok(Written::New(result.position()))
         })
         .await
+    }
+}
+
+impl SqliteStore {
+    async fn insert_project(
+        &self,
+        project: &Project,
+        max_projects: u32,
+        once: Option<Once>,
+    ) -> Result<Written<ProjectInsert>, StoreError> {
+        let project = project.clone();
+        self.write(move |tx| {
+            if let Some(used) = once
+                .as_ref()
+                .map(|o| used_key(tx, o))
+                .transpose()?
+                .flatten()
+            {
+                return Ok(Written::Before(used));
+            }
+            let count_pk = account_pk(&project.account_id);
+            let count: Option<ProjectCountItem> = get(tx, &count_pk, PROJECT_COUNT_SK)?;
+            let n = count.as_ref().map_or(0, |c| c.count);
+            if n >= max_projects {
+                return Ok(Written::New(ProjectInsert::LimitReached));
+            }
+            let item = ProjectItem::from(&project);
+            if get::<ProjectItem>(tx, &item.pk, &item.sk)?.is_some() {
+                return Err(StoreError::Backend(
+                    format!("project id {} already exists", project.id).into(),
+                ));
+            }
+            put(tx, &item.pk, &item.sk, None, &item)?;
+            let listed = ProjectItem::listed(&project);
+            put(tx, &listed.pk, &listed.sk, None, &listed)?;
+            let by_key = ProjectItem::by_public_key(&project);
+            if get::<ProjectItem>(tx, &by_key.pk, &by_key.sk)?.is_some() {
+                return Err(StoreError::Backend(
+                    format!("the public key of project {} is another's", project.id).into(),
+                ));
+            }
+            put(tx, &by_key.pk, &by_key.sk, None, &by_key)?;
+            let next = ProjectCountItem::new(&project.account_id, n + 1);
+            put(tx, &next.pk, &next.sk, count.as_ref(), &next)?;
+            if let Some(o) = &once {
+                let created = Created::Project {
+                    project_id: project.id.clone(),
+                };
+                let item = IdempotencyItem::new(o, created);
+                upsert(tx, &item.pk, &item.sk, &item)?;
+            }
+            Ok(Written::New(ProjectInsert::Created))
+        })
+        .await
+    }
+}
+
+/// The unexpired use of `once`'s key, read inside the writing transaction.
+fn used_key(tx: &Transaction<'_>, once: &Once) -> Result<Option<Used>, StoreError> {
+    let item: Option<IdempotencyItem> =
+        get(tx, &account_pk(&once.account), &idempotency_sk(&once.key))?;
+    Ok(item.and_then(|i| i.used(once.at)))
+}
+
+impl IdempotencyStore for SqliteStore {
+    async fn used_key(
+        &self,
+        account: &AccountId,
+        key: &IdempotencyKey,
+        now: Timestamp,
+    ) -> Result<Option<Used>, StoreError> {
+        let (pk, sk) = (account_pk(account), idempotency_sk(key));
+        self.run(move |c| Ok(get::<IdempotencyItem>(c, &pk, &sk)?.and_then(|i| i.used(now))))
+            .await
     }
 }
 
