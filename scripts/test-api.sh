@@ -9,14 +9,18 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=$1
 examples=${2:-${API_EXAMPLES:-25}}
+# The emulator serves one request at a time and copies the whole table whenever a transaction's
+# condition fails (scripts/moto_server.py), so it slows as the fuzzer fills the table, until calls
+# outlast the SDK's timeouts: the DynamoDB run takes fewer examples to stay within them.
+dynamo_examples=${DYNAMO_EXAMPLES:-10}
 vigil=target/debug/vigil
 dir=$(mktemp -d)
 pids=()
 trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done; rm -rf "$dir"' EXIT
 
-# fuzz NAME ARGS...: serves the seed with `vigil ARGS serve` and runs Schemathesis against it.
+# fuzz NAME EXAMPLES ARGS...: serves the seed with `vigil ARGS serve` and runs Schemathesis.
 fuzz() {
-  local name=$1; shift
+  local name=$1 examples=$2; shift 2
   local port out
   port=$("$venv/bin/python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
   out="$dir/$name"
@@ -40,7 +44,7 @@ fuzz() {
   kill "${pids[-1]}"
 }
 
-fuzz sqlite --db "$dir/fuzz.db"
+fuzz sqlite "$examples" --db "$dir/fuzz.db"
 export VIGIL_TABLE="vigil-fuzz-$$" AWS_ENDPOINT_URL="$VIGIL_TEST_DYNAMODB_ENDPOINT"
 "$vigil" --dynamodb table create >/dev/null
-fuzz dynamodb --dynamodb
+fuzz dynamodb "$dynamo_examples" --dynamodb

@@ -104,7 +104,10 @@ where
     E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
     R: Debug + Send + Sync + 'static,
 {
-    let throttled = e.code().is_some_and(|c| THROTTLE_CODES.contains(&c));
+    // A backend that did not answer within the SDK's timeouts is, to the client, a busy one:
+    // 503 with Retry-After, like throttling, rather than a failure of ours.
+    let throttled = e.code().is_some_and(|c| THROTTLE_CODES.contains(&c))
+        || matches!(e, SdkError::TimeoutError(_));
     let cause = OpFailed::cause(op, e);
     if throttled {
         StoreError::Throttled(cause)
@@ -680,6 +683,11 @@ impl DynamoStore {
                     "a key's condition without a key".into(),
                 )),
             },
+            // The SDK retried a transaction that had been applied (its answer was lost or late):
+            // the items it finds are its own.
+            Limited::Exists(_) if self.project(&project.id).await?.as_ref() == Some(project) => {
+                Ok(Written::New(ProjectInsert::Created))
+            }
             // Items 0 and 1 are the project and its account copy; 2 is its public key's copy.
             Limited::Exists(2) => Err(StoreError::Backend(
                 format!("the public key of project {} is another's", project.id).into(),
@@ -865,6 +873,17 @@ impl DynamoStore {
             match self.transact(tx).await? {
                 TxOutcome::Done => return Ok(Written::New(result.position())),
                 TxOutcome::ConditionFailed(reasons) => {
+                    // The result's own key taken by an identical result: the SDK retried this
+                    // transaction after it was applied (an answer lost or late). Real DynamoDB
+                    // answers such a retry from its ClientRequestToken; this covers backends
+                    // that do not.
+                    if reasons.first().is_some_and(|(failed, _)| *failed) {
+                        let existing: Option<ResultItem> =
+                            self.get(&result.pk, &result.sk, true).await?;
+                        if existing.as_ref() == Some(&result) {
+                            return Ok(Written::New(result.position()));
+                        }
+                    }
                     if let (Some(o), Some((true, item))) = (once, reasons.get(2)) {
                         return Ok(Written::Before(self.key_use(o, item.clone()).await?));
                     }
