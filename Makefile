@@ -71,13 +71,14 @@ build: tools ## Cross-compile the Lambda functions for arm64: target/lambda/<nam
 	$(TOOLS_ENV) cargo lambda build --release --arm64 --locked $(addprefix --bin ,$(LAMBDAS))
 	@$(MAKE) --no-print-directory sizes
 
-# The functions that evaluate visits carry the engine's data (8.2 MB, mostly the country database).
+# The functions that evaluate visits carry the engine's data (8.2 MB, mostly the country database)
+# and its pattern sets: on x86_64 the collect binary is 18.3 MB beside get-plan's 6.2 MB.
 DETECTING := create-event collect
 
-sizes: ## Print the size of each Lambda bootstrap (budget: 6 MB each, 6 MB + the data for those that evaluate)
+sizes: ## Print the size of each Lambda bootstrap (budget: 6 MB each, 20 MB for those that evaluate)
 	@for b in $(LAMBDAS); do \
 	  f=target/lambda/$$b/bootstrap; \
-	  budget=6e6; case " $(DETECTING) " in *" $$b "*) budget=15e6;; esac; \
+	  budget=6e6; case " $(DETECTING) " in *" $$b "*) budget=20e6;; esac; \
 	  if [ -f $$f ]; then \
 	    stat -c %s $$f | awk -v b=$$b -v max=$$budget '{ printf "  %-15s %9d bytes  %5.2f MB%s\n", b, $$1, $$1 / 1e6, \
 	      ($$1 > max ? "  over its budget" : "") }'; \
