@@ -873,17 +873,10 @@ impl DynamoStore {
             match self.transact(tx).await? {
                 TxOutcome::Done => return Ok(Written::New(result.position())),
                 TxOutcome::ConditionFailed(reasons) => {
-                    // The result's own key taken by an identical result: the SDK retried this
-                    // transaction after it was applied (an answer lost or late). Real DynamoDB
-                    // answers such a retry from its ClientRequestToken; this covers backends
-                    // that do not.
-                    if reasons.first().is_some_and(|(failed, _)| *failed) {
-                        let existing: Option<ResultItem> =
-                            self.get(&result.pk, &result.sk, true).await?;
-                        if existing.as_ref() == Some(&result) {
-                            return Ok(Written::New(result.position()));
-                        }
-                    }
+                    // An identical result under the same key is no sign that this write landed:
+                    // concurrent writers of the same scores at the same millisecond build
+                    // identical items. A retry of an applied transaction is answered by
+                    // DynamoDB from its ClientRequestToken, which the SDK sets.
                     if let (Some(o), Some((true, item))) = (once, reasons.get(2)) {
                         return Ok(Written::Before(self.key_use(o, item.clone()).await?));
                     }
