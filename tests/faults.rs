@@ -31,7 +31,7 @@ use hyper_util::rt::TokioIo;
 use receiver::{Receiver, Reply};
 use serde_json::{Value, json};
 
-use common::api::{KEY1, bearer, plan1};
+use common::api::{KEY1, bearer, seed_one_webhook};
 
 // ---------------------------------------------------------------------------------------------
 // The fault proxy
@@ -274,28 +274,8 @@ async fn faults_lose_nothing_duplicate_nothing_and_leak_nothing() {
         String::from_utf8_lossy(&out.stderr)
     );
     let rx = Receiver::start(Reply::status(204));
-    let seed = json!({
-        "accounts": [{"id": "acc_1", "apiKeys": [KEY1], "plan": plan1()}],
-        "projects": [{"id": "prj_1", "accountId": "acc_1", "name": "Shop", "domain": "shop.example",
-                      "apiKeyPublic": "pk_shop", "apiKeyPrivate": "sk_shop", "disabled": false,
-                      "createdAt": "2026-11-21T00:00:00.000Z"}],
-        "webhooks": [{"id": "wh_f", "projectId": "prj_1", "type": "proxy_vpn_detect",
-                      "url": rx.url("/f"), "createdAt": "2026-11-21T00:00:00.000Z"}],
-        "results": []
-    });
     let dir = tempfile::tempdir().unwrap();
-    let seed_file = dir.path().join("seed.json");
-    std::fs::write(&seed_file, seed.to_string()).unwrap();
-    let out = vigil(&moto, &table)
-        .args(["seed", "--allow-loopback-webhooks"])
-        .arg(&seed_file)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    seed_one_webhook(vigil(&moto, &table), dir.path(), "wh_f", &rx.url("/f"));
 
     let faults = Arc::new(Faults::default());
     let proxy = start_proxy(faults.clone(), moto.clone()).await;

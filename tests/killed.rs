@@ -14,10 +14,10 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::api::{KEY1, bearer, plan1};
+use common::api::{KEY1, bearer, seed_one_webhook};
 use common::serve::Served;
 use receiver::{Receiver, Reply};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 const SESSIONS: usize = 8;
 
@@ -70,27 +70,7 @@ async fn killed_writers_and_server_lose_and_corrupt_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("vigil.db");
     let rx = Receiver::start(Reply::status(204));
-    let seed = json!({
-        "accounts": [{"id": "acc_1", "apiKeys": [KEY1], "plan": plan1()}],
-        "projects": [{"id": "prj_1", "accountId": "acc_1", "name": "Shop", "domain": "shop.example",
-                      "apiKeyPublic": "pk_shop", "apiKeyPrivate": "sk_shop", "disabled": false,
-                      "createdAt": "2026-11-21T00:00:00.000Z"}],
-        "webhooks": [{"id": "wh_k", "projectId": "prj_1", "type": "proxy_vpn_detect",
-                      "url": rx.url("/k"), "createdAt": "2026-11-21T00:00:00.000Z"}],
-        "results": []
-    });
-    let seed_file = dir.path().join("seed.json");
-    std::fs::write(&seed_file, seed.to_string()).unwrap();
-    let out = vigil(&db)
-        .args(["seed", "--allow-loopback-webhooks"])
-        .arg(&seed_file)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    seed_one_webhook(vigil(&db), dir.path(), "wh_k", &rx.url("/k"));
 
     // Writes that reported success: (session, score) with the count of each.
     let confirmed: Arc<Mutex<BTreeMap<(String, u64), usize>>> = Arc::default();

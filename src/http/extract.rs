@@ -110,8 +110,8 @@ impl<T: JsonBody> FromBody for Json<T> {
     }
 }
 
-/// The body as a JSON value: 413 over `max` bytes, 400 when it is not JSON.
-pub fn json_value(req: &Request, max: usize) -> Result<Value, ApiError> {
+/// The body's bytes: the server's error when it could not read them, 413 over `max` bytes.
+pub fn bounded_body(req: &Request, max: usize) -> Result<&[u8], ApiError> {
     if let Some(UnreadableBody(e)) = req.extensions().get::<UnreadableBody>() {
         return Err(e.clone());
     }
@@ -119,7 +119,12 @@ pub fn json_value(req: &Request, max: usize) -> Result<Value, ApiError> {
     if body.len() > max {
         return Err(ApiError::PayloadTooLarge);
     }
-    serde_json::from_slice(body)
+    Ok(body)
+}
+
+/// The body as a JSON value: as [`bounded_body`], and 400 when it is not JSON.
+pub fn json_value(req: &Request, max: usize) -> Result<Value, ApiError> {
+    serde_json::from_slice(bounded_body(req, max)?)
         .map_err(|_| ApiError::bad_request("Request body must be valid JSON"))
 }
 

@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 
 use super::ApiError;
 use super::extract::{
-    FromBody, Json, JsonBody, Members, Paging, has_media_type, idempotency, json_value, typed,
+    FromBody, Json, JsonBody, Members, Paging, bounded_body, has_media_type, idempotency, typed,
 };
 use super::pipeline::{Call, Caller, Endpoint, Reply};
 use super::routes::BASE;
@@ -150,11 +150,17 @@ impl FromBody for Visit {
     }
 }
 
-fn collect_body(req: &Request) -> Result<Value, ApiError> {
+/// The collect route's body: 415 unless text or JSON, then as [`bounded_body`].
+fn collect_bytes(req: &Request) -> Result<&[u8], ApiError> {
     if !has_media_type(req, COLLECT_TYPES) {
         return Err(ApiError::UnsupportedMediaType);
     }
-    json_value(req, MAX_EVIDENCE_BODY)
+    bounded_body(req, MAX_EVIDENCE_BODY)
+}
+
+fn collect_body(req: &Request) -> Result<Value, ApiError> {
+    serde_json::from_slice(collect_bytes(req)?)
+        .map_err(|_| ApiError::bad_request("Request body must be valid JSON"))
 }
 
 /// Headers that the serving infrastructure (API Gateway and CloudFront, or the proxy that
@@ -233,17 +239,7 @@ impl<S: ProjectStore + ResultStore> Endpoint<S> for Collect {
             #[serde(rename = "publicKey", borrow)]
             public_key: Option<std::borrow::Cow<'a, str>>,
         }
-        if !has_media_type(req, COLLECT_TYPES) {
-            return Err(ApiError::UnsupportedMediaType);
-        }
-        if let Some(super::extract::UnreadableBody(e)) = req.extensions().get() {
-            return Err(e.clone());
-        }
-        let body = req.body().as_ref();
-        if body.len() > MAX_EVIDENCE_BODY {
-            return Err(ApiError::PayloadTooLarge);
-        }
-        let key: KeyOnly<'_> = serde_json::from_slice(body).map_err(|_| {
+        let key: KeyOnly<'_> = serde_json::from_slice(collect_bytes(req)?).map_err(|_| {
             ApiError::bad_request("Request body must be a JSON object with a string `publicKey`")
         })?;
         let key = key

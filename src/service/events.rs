@@ -125,21 +125,15 @@ impl<S: ProjectStore + ResultStore> Vigil<S> {
                 created_at: self.now(),
             },
             evaluation: Some(Evaluation {
-                reasons: verdict.reasons,
+                reasons: verdict.reasons.clone(),
                 engine_version: ENGINE_VERSION.to_owned(),
             }),
         };
-        let at = match once {
-            Some(o) => match self.store.add_result_once(&new, o).await? {
-                Written::New(at) => at,
-                Written::Before(used) => return Ok(Written::Before(used)),
-            },
-            None => self.store.add_result(&new).await?,
+        let reasons = verdict.reasons;
+        let at = match self.store.write_result(&new, once).await? {
+            Written::New(at) => at,
+            Written::Before(used) => return Ok(Written::Before(used)),
         };
-        let evaluation = new.evaluation.unwrap_or_else(|| Evaluation {
-            reasons: Vec::new(),
-            engine_version: ENGINE_VERSION.to_owned(),
-        });
         Ok(Written::New(Event {
             id: EventId::new(at),
             session_id: new.session_id,
@@ -147,8 +141,8 @@ impl<S: ProjectStore + ResultStore> Vigil<S> {
             ip_address,
             score_bot: new.result.score_bot,
             score_proxy_vpn: new.result.score_proxy_vpn,
-            reasons: evaluation.reasons,
-            engine_version: Some(evaluation.engine_version),
+            reasons,
+            engine_version: Some(ENGINE_VERSION.to_owned()),
         }))
     }
 

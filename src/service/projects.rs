@@ -42,19 +42,11 @@ impl<S: ProjectStore + IdempotencyStore> Vigil<S> {
             disabled: false,
             created_at: self.now(),
         };
-        let written = match once {
-            Some(o) => {
-                self.store
-                    .create_project_once(&project, terms.max_projects, o)
-                    .await?
-            }
-            None => Written::New(
-                self.store
-                    .create_project(&project, terms.max_projects)
-                    .await?,
-            ),
-        };
-        match written {
+        match self
+            .store
+            .insert_project(&project, terms.max_projects, once)
+            .await?
+        {
             Written::New(ProjectInsert::Created) => {
                 self.owners.insert(project.id.clone(), account.clone());
                 Ok(project)

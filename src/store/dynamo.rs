@@ -573,78 +573,6 @@ impl ProjectStore for DynamoStore {
         Ok(item.map(Project::from))
     }
 
-    async fn create_project(
-        &self,
-        project: &Project,
-        max_projects: u32,
-    ) -> Result<ProjectInsert, StoreError> {
-        match self.insert_project(project, max_projects, None).await? {
-            Written::New(outcome) => Ok(outcome),
-            Written::Before(_) => Err(StoreError::Backend(
-                "a project without a key was a replay".into(),
-            )),
-        }
-    }
-
-    async fn create_project_once(
-        &self,
-        project: &Project,
-        max_projects: u32,
-        once: &Once,
-    ) -> Result<Written<ProjectInsert>, StoreError> {
-        self.insert_project(project, max_projects, Some(once)).await
-    }
-
-    async fn project_by_public_key(&self, key: &str) -> Result<Option<Project>, StoreError> {
-        let item: Option<ProjectItem> = self.get(&public_key_pk(key), PROJECT_SK, false).await?;
-        // A copy left behind by a key a seed replaced never authenticates.
-        Ok(item.map(Project::from).filter(|p| p.api_key_public == key))
-    }
-
-    async fn account_projects(&self, account: &AccountId) -> Result<Vec<Project>, StoreError> {
-        let items: Vec<ProjectItem> = self
-            .query_prefix(
-                account_pk(account),
-                ACCOUNT_PROJECT_PREFIX.to_owned(),
-                true,
-                None,
-                None,
-            )
-            .await?;
-        Ok(items.into_iter().map(Project::from).collect())
-    }
-
-    async fn update_project(&self, project: &Project) -> Result<bool, StoreError> {
-        let item = ProjectItem::from(project);
-        let listed = ProjectItem::listed(project);
-        let mut owned = self.put(to_item(&item)?, "attribute_exists(pk) AND accountId = :acc")?;
-        if let Some(put) = owned.put.as_mut() {
-            put.expression_attribute_values = Some(HashMap::from([(
-                ":acc".to_owned(),
-                s(project.account_id.as_str()),
-            )]));
-        }
-        let by_key = ProjectItem::by_public_key(project);
-        let tx = vec![
-            owned,
-            self.put(to_item(&listed)?, "attribute_exists(pk)")?,
-            self.put(
-                to_item(&by_key)?,
-                "attribute_exists(pk) OR attribute_not_exists(pk)",
-            )?,
-        ];
-        for attempt in 0..MAX_WRITE_ATTEMPTS {
-            match self.transact(tx.clone()).await? {
-                TxOutcome::Done => return Ok(true),
-                TxOutcome::ConditionFailed(_) => return Ok(false),
-                TxOutcome::Conflict => tokio::time::sleep(backoff(attempt)).await,
-            }
-        }
-        Err(StoreError::Throttled("project update too contended".into()))
-    }
-}
-
-impl DynamoStore {
     async fn insert_project(
         &self,
         project: &Project,
@@ -696,6 +624,54 @@ impl DynamoStore {
                 format!("project id {} already exists", project.id).into(),
             )),
         }
+    }
+
+    async fn project_by_public_key(&self, key: &str) -> Result<Option<Project>, StoreError> {
+        let item: Option<ProjectItem> = self.get(&public_key_pk(key), PROJECT_SK, false).await?;
+        // A copy left behind by a key a seed replaced never authenticates.
+        Ok(item.map(Project::from).filter(|p| p.api_key_public == key))
+    }
+
+    async fn account_projects(&self, account: &AccountId) -> Result<Vec<Project>, StoreError> {
+        let items: Vec<ProjectItem> = self
+            .query_prefix(
+                account_pk(account),
+                ACCOUNT_PROJECT_PREFIX.to_owned(),
+                true,
+                None,
+                None,
+            )
+            .await?;
+        Ok(items.into_iter().map(Project::from).collect())
+    }
+
+    async fn update_project(&self, project: &Project) -> Result<bool, StoreError> {
+        let item = ProjectItem::from(project);
+        let listed = ProjectItem::listed(project);
+        let mut owned = self.put(to_item(&item)?, "attribute_exists(pk) AND accountId = :acc")?;
+        if let Some(put) = owned.put.as_mut() {
+            put.expression_attribute_values = Some(HashMap::from([(
+                ":acc".to_owned(),
+                s(project.account_id.as_str()),
+            )]));
+        }
+        let by_key = ProjectItem::by_public_key(project);
+        let tx = vec![
+            owned,
+            self.put(to_item(&listed)?, "attribute_exists(pk)")?,
+            self.put(
+                to_item(&by_key)?,
+                "attribute_exists(pk) OR attribute_not_exists(pk)",
+            )?,
+        ];
+        for attempt in 0..MAX_WRITE_ATTEMPTS {
+            match self.transact(tx.clone()).await? {
+                TxOutcome::Done => return Ok(true),
+                TxOutcome::ConditionFailed(_) => return Ok(false),
+                TxOutcome::Conflict => tokio::time::sleep(backoff(attempt)).await,
+            }
+        }
+        Err(StoreError::Throttled("project update too contended".into()))
     }
 }
 
@@ -795,42 +771,9 @@ impl ResultStore for DynamoStore {
         Ok(item.map(|s| s.score()))
     }
 
-    async fn add_result(&self, r: &NewResult) -> Result<ResultPosition, StoreError> {
-        match self.add(r, None).await? {
-            Written::New(at) => Ok(at),
-            Written::Before(_) => Err(StoreError::Backend(
-                "a result without a key was a replay".into(),
-            )),
-        }
-    }
-
-    async fn add_result_once(
-        &self,
-        r: &NewResult,
-        once: &Once,
-    ) -> Result<Written<ResultPosition>, StoreError> {
-        self.add(r, Some(once)).await
-    }
-}
-
-impl IdempotencyStore for DynamoStore {
-    async fn used_key(
-        &self,
-        account: &AccountId,
-        key: &IdempotencyKey,
-        now: Timestamp,
-    ) -> Result<Option<Used>, StoreError> {
-        let item: Option<IdempotencyItem> = self
-            .get(&account_pk(account), &idempotency_sk(key), true)
-            .await?;
-        Ok(item.and_then(|i| i.used(now)))
-    }
-}
-
-impl DynamoStore {
     /// One result and its session's summary in one transaction (and the key's use, when given),
     /// retried on contention.
-    async fn add(
+    async fn write_result(
         &self,
         r: &NewResult,
         once: Option<&Once>,
@@ -895,6 +838,20 @@ impl DynamoStore {
             )
             .into(),
         ))
+    }
+}
+
+impl IdempotencyStore for DynamoStore {
+    async fn used_key(
+        &self,
+        account: &AccountId,
+        key: &IdempotencyKey,
+        now: Timestamp,
+    ) -> Result<Option<Used>, StoreError> {
+        let item: Option<IdempotencyItem> = self
+            .get(&account_pk(account), &idempotency_sk(key), true)
+            .await?;
+        Ok(item.and_then(|i| i.used(now)))
     }
 }
 

@@ -105,21 +105,33 @@ pub trait ProjectStore: Send + Sync {
     fn project(&self, id: &ProjectId) -> impl Future<Output = Res<Option<Project>>> + Send;
 
     /// Creates a project unless its account already has `max_projects`, exactly under
-    /// concurrent creations.
+    /// concurrent creations; with `once`, only if its idempotency key is unused (see
+    /// [`ResultStore::write_result`]).
+    fn insert_project(
+        &self,
+        project: &Project,
+        max_projects: u32,
+        once: Option<&Once>,
+    ) -> impl Future<Output = Res<Written<ProjectInsert>>> + Send;
+
+    /// [`ProjectStore::insert_project`] without a key.
     fn create_project(
         &self,
         project: &Project,
         max_projects: u32,
-    ) -> impl Future<Output = Res<ProjectInsert>> + Send;
+    ) -> impl Future<Output = Res<ProjectInsert>> + Send {
+        async move { unkeyed(self.insert_project(project, max_projects, None).await?) }
+    }
 
-    /// [`ProjectStore::create_project`] once per idempotency key (see
-    /// [`ResultStore::add_result_once`]).
+    /// [`ProjectStore::insert_project`] once per idempotency key.
     fn create_project_once(
         &self,
         project: &Project,
         max_projects: u32,
         once: &Once,
-    ) -> impl Future<Output = Res<Written<ProjectInsert>>> + Send;
+    ) -> impl Future<Output = Res<Written<ProjectInsert>>> + Send {
+        self.insert_project(project, max_projects, Some(once))
+    }
 
     /// The account's projects, in no particular order.
     fn account_projects(
@@ -197,16 +209,38 @@ pub trait ResultStore: Send + Sync {
     ) -> impl Future<Output = Res<Option<SessionScore>>> + Send;
 
     /// Writes one result and updates the session's overall score atomically, correct under
-    /// concurrent writers. Returns the position the result was given.
-    fn add_result(&self, result: &NewResult) -> impl Future<Output = Res<ResultPosition>> + Send;
+    /// concurrent writers, and returns the position the result was given. With `once`, the key's
+    /// use is recorded in the same transaction, and when the key is already in use (unexpired),
+    /// nothing is written.
+    fn write_result(
+        &self,
+        result: &NewResult,
+        once: Option<&Once>,
+    ) -> impl Future<Output = Res<Written<ResultPosition>>> + Send;
 
-    /// [`ResultStore::add_result`] once per idempotency key: the key is recorded in the same
-    /// transaction, and when it is already in use (unexpired), nothing is written.
+    /// [`ResultStore::write_result`] without a key.
+    fn add_result(&self, result: &NewResult) -> impl Future<Output = Res<ResultPosition>> + Send {
+        async move { unkeyed(self.write_result(result, None).await?) }
+    }
+
+    /// [`ResultStore::write_result`] once per idempotency key.
     fn add_result_once(
         &self,
         result: &NewResult,
         once: &Once,
-    ) -> impl Future<Output = Res<Written<ResultPosition>>> + Send;
+    ) -> impl Future<Output = Res<Written<ResultPosition>>> + Send {
+        self.write_result(result, Some(once))
+    }
+}
+
+/// What a write without an idempotency key did: it cannot have found its key in use.
+fn unkeyed<T>(written: Written<T>) -> Res<T> {
+    match written {
+        Written::New(value) => Ok(value),
+        Written::Before(_) => Err(StoreError::Backend(
+            "a write without an idempotency key was answered as a replay".into(),
+        )),
+    }
 }
 
 /// Idempotency keys in use.

@@ -309,27 +309,48 @@ impl ProjectStore for SqliteStore {
             .await
     }
 
-    async fn create_project(
+    async fn insert_project(
         &self,
         project: &Project,
         max_projects: u32,
-    ) -> Result<ProjectInsert, StoreError> {
-        match self.insert_project(project, max_projects, None).await? {
-            Written::New(outcome) => Ok(outcome),
-            Written::Before(_) => Err(StoreError::Backend(
-                "a project without a key was a replay".into(),
-            )),
-        }
-    }
-
-    async fn create_project_once(
-        &self,
-        project: &Project,
-        max_projects: u32,
-        once: &Once,
+        once: Option<&Once>,
     ) -> Result<Written<ProjectInsert>, StoreError> {
-        self.insert_project(project, max_projects, Some(once.clone()))
-            .await
+        let (project, once) = (project.clone(), once.cloned());
+        self.write(move |tx| {
+            if let Some(used) = used_key(tx, once.as_ref())? {
+                return Ok(Written::Before(used));
+            }
+            let count_pk = account_pk(&project.account_id);
+            let count: Option<ProjectCountItem> = get(tx, &count_pk, PROJECT_COUNT_SK)?;
+            let n = count.as_ref().map_or(0, |c| c.count);
+            if n >= max_projects {
+                return Ok(Written::New(ProjectInsert::LimitReached));
+            }
+            let item = ProjectItem::from(&project);
+            if get::<ProjectItem>(tx, &item.pk, &item.sk)?.is_some() {
+                return Err(StoreError::Backend(
+                    format!("project id {} already exists", project.id).into(),
+                ));
+            }
+            put(tx, &item.pk, &item.sk, None, &item)?;
+            let listed = ProjectItem::listed(&project);
+            put(tx, &listed.pk, &listed.sk, None, &listed)?;
+            let by_key = ProjectItem::by_public_key(&project);
+            if get::<ProjectItem>(tx, &by_key.pk, &by_key.sk)?.is_some() {
+                return Err(StoreError::Backend(
+                    format!("the public key of project {} is another's", project.id).into(),
+                ));
+            }
+            put(tx, &by_key.pk, &by_key.sk, None, &by_key)?;
+            let next = ProjectCountItem::new(&project.account_id, n + 1);
+            put(tx, &next.pk, &next.sk, count.as_ref(), &next)?;
+            let created = || Created::Project {
+                project_id: project.id.clone(),
+            };
+            record_key(tx, once.as_ref(), created)?;
+            Ok(Written::New(ProjectInsert::Created))
+        })
+        .await
     }
 
     async fn project_by_public_key(&self, key: &str) -> Result<Option<Project>, StoreError> {
@@ -475,38 +496,14 @@ impl ResultStore for SqliteStore {
             .await
     }
 
-    async fn add_result(&self, r: &NewResult) -> Result<ResultPosition, StoreError> {
-        match self.add(r, None).await? {
-            Written::New(at) => Ok(at),
-            Written::Before(_) => Err(StoreError::Backend(
-                "a result without a key was a replay".into(),
-            )),
-        }
-    }
-
-    async fn add_result_once(
+    async fn write_result(
         &self,
         r: &NewResult,
-        once: &Once,
+        once: Option<&Once>,
     ) -> Result<Written<ResultPosition>, StoreError> {
-        self.add(r, Some(once.clone())).await
-    }
-}
-
-impl SqliteStore {
-    async fn add(
-        &self,
-        r: &NewResult,
-        once: Option<Once>,
-    ) -> Result<Written<ResultPosition>, StoreError> {
-        let r = r.clone();
+        let (r, once) = (r.clone(), once.cloned());
         self.write(move |tx| {
-            if let Some(used) = once
-                .as_ref()
-                .map(|o| used_key(tx, o))
-                .transpose()?
-                .flatten()
-            {
+            if let Some(used) = used_key(tx, once.as_ref())? {
                 return Ok(Written::Before(used));
             }
             let pk = project_pk(&r.project_id);
@@ -516,76 +513,35 @@ impl SqliteStore {
             let result = ResultItem::new(&r, session.seq);
             put(tx, &result.pk, &result.sk, None, &result)?;
             put(tx, &pk, &sk, old.as_ref(), &session)?;
-            if let Some(o) = &once {
-                let created = Created::event(&r.project_id, &r.session_id, result.position());
-                let item = IdempotencyItem::new(o, created);
-                upsert(tx, &item.pk, &item.sk, &item)?;
-            }
+            let created = || Created::event(&r.project_id, &r.session_id, result.position());
+            record_key(tx, once.as_ref(), created)?;
             Ok(Written::New(result.position()))
         })
         .await
     }
 }
 
-impl SqliteStore {
-    async fn insert_project(
-        &self,
-        project: &Project,
-        max_projects: u32,
-        once: Option<Once>,
-    ) -> Result<Written<ProjectInsert>, StoreError> {
-        let project = project.clone();
-        self.write(move |tx| {
-            if let Some(used) = once
-                .as_ref()
-                .map(|o| used_key(tx, o))
-                .transpose()?
-                .flatten()
-            {
-                return Ok(Written::Before(used));
-            }
-            let count_pk = account_pk(&project.account_id);
-            let count: Option<ProjectCountItem> = get(tx, &count_pk, PROJECT_COUNT_SK)?;
-            let n = count.as_ref().map_or(0, |c| c.count);
-            if n >= max_projects {
-                return Ok(Written::New(ProjectInsert::LimitReached));
-            }
-            let item = ProjectItem::from(&project);
-            if get::<ProjectItem>(tx, &item.pk, &item.sk)?.is_some() {
-                return Err(StoreError::Backend(
-                    format!("project id {} already exists", project.id).into(),
-                ));
-            }
-            put(tx, &item.pk, &item.sk, None, &item)?;
-            let listed = ProjectItem::listed(&project);
-            put(tx, &listed.pk, &listed.sk, None, &listed)?;
-            let by_key = ProjectItem::by_public_key(&project);
-            if get::<ProjectItem>(tx, &by_key.pk, &by_key.sk)?.is_some() {
-                return Err(StoreError::Backend(
-                    format!("the public key of project {} is another's", project.id).into(),
-                ));
-            }
-            put(tx, &by_key.pk, &by_key.sk, None, &by_key)?;
-            let next = ProjectCountItem::new(&project.account_id, n + 1);
-            put(tx, &next.pk, &next.sk, count.as_ref(), &next)?;
-            if let Some(o) = &once {
-                let created = Created::Project {
-                    project_id: project.id.clone(),
-                };
-                let item = IdempotencyItem::new(o, created);
-                upsert(tx, &item.pk, &item.sk, &item)?;
-            }
-            Ok(Written::New(ProjectInsert::Created))
-        })
-        .await
-    }
-}
-
-/// The unexpired use of `once`'s key, read inside the writing transaction.
-fn used_key(tx: &Transaction<'_>, once: &Once) -> Result<Option<Used>, StoreError> {
+/// The unexpired use of `once`'s key (none without a key), read inside the writing transaction.
+fn used_key(tx: &Transaction<'_>, once: Option<&Once>) -> Result<Option<Used>, StoreError> {
+    let Some(once) = once else {
+        return Ok(None);
+    };
     let item: Option<IdempotencyItem> =
         get(tx, &account_pk(&once.account), &idempotency_sk(&once.key))?;
     Ok(item.and_then(|i| i.used(once.at)))
+}
+
+/// Records the use of `once`'s key (nothing without a key) in the writing transaction.
+fn record_key(
+    tx: &Transaction<'_>,
+    once: Option<&Once>,
+    created: impl FnOnce() -> Created,
+) -> Result<(), StoreError> {
+    if let Some(o) = once {
+        let item = IdempotencyItem::new(o, created());
+        upsert(tx, &item.pk, &item.sk, &item)?;
+    }
+    Ok(())
 }
 
 impl IdempotencyStore for SqliteStore {

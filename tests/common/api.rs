@@ -84,29 +84,14 @@ impl Server {
         content_type: Option<&str>,
         body: Option<String>,
     ) -> Resp {
-        let what = format!("{method} {path} (auth {auth:?}, content type {content_type:?})");
-        let mut req = self
-            .client
-            .request(method, format!("{}{path}", self.origin));
-        if let Some(a) = auth {
-            req = req.header("authorization", a);
-        }
-        if let Some(ct) = content_type {
-            req = req.header("content-type", ct);
-        }
-        if let Some(b) = body {
-            req = req.body(b);
-        }
-        let res = req.send().await.unwrap_or_else(|e| panic!("{what}: {e}"));
-        Resp {
-            what,
-            status: res.status().as_u16(),
-            headers: res.headers().clone(),
-            body: res.text().await.unwrap(),
-        }
+        let headers: Vec<(&str, &str)> = [("authorization", auth), ("content-type", content_type)]
+            .into_iter()
+            .filter_map(|(k, v)| Some((k, v?)))
+            .collect();
+        self.anonymous(method, path, &headers, body).await
     }
 
-    /// A request with any headers and no developer key (the browser routes).
+    /// A request with exactly these headers (no developer key unless given: the browser routes).
     pub async fn anonymous(
         &self,
         method: Method,
@@ -411,4 +396,26 @@ pub fn assert_cli_error(out: &Output, needle: &str) {
     assert_eq!(lines.len(), 1, "one error line expected: {stderr:?}");
     assert!(lines[0].starts_with("error: "), "{stderr:?}");
     assert!(lines[0].contains(needle), "{needle:?} not in {stderr:?}");
+}
+
+/// Loads, with `vigil` (a command already pointed at its store), one account (KEY1, `plan1`), its
+/// project prj_1 and webhook `hook` to the loopback `url`, from a seed file written in `dir`.
+pub fn seed_one_webhook(mut vigil: Command, dir: &Path, hook: &str, url: &str) {
+    let seed = json!({
+        "accounts": [{"id": "acc_1", "apiKeys": [KEY1], "plan": plan1()}],
+        "projects": [{"id": "prj_1", "accountId": "acc_1", "name": "Shop", "domain": "shop.example",
+                      "apiKeyPublic": "pk_shop", "apiKeyPrivate": "sk_shop", "disabled": false,
+                      "createdAt": "2026-11-21T00:00:00.000Z"}],
+        "webhooks": [{"id": hook, "projectId": "prj_1", "type": "proxy_vpn_detect",
+                      "url": url, "createdAt": "2026-11-21T00:00:00.000Z"}],
+        "results": []
+    });
+    let file = dir.join("seed.json");
+    std::fs::write(&file, seed.to_string()).unwrap();
+    let out = vigil
+        .args(["seed", "--allow-loopback-webhooks"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_ok(&out);
 }
