@@ -26,7 +26,7 @@ help: ## List the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
 
 run: ## The whole API on http://127.0.0.1:3000/v1 over SQLite (vigil.db), with demo data
-	cargo run --bin vigil -- serve
+	cargo run --bin vigil -- serve --demo
 
 $(VENV_TEST)/.installed: requirements-test.txt
 	$(PY) -m venv $(VENV_TEST)

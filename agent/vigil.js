@@ -1,7 +1,10 @@
 /*! Vigil browser agent: collects the signals Vigil's detection engine reads and sends them for
  * one visitor session. Usage:
  *   <script src="https://API/v1/agent.js"></script>
- *   Vigil.collect({ publicKey: "pk_...", sessionId: "..." }).then(function (eventId) { ... });
+ *   Vigil.collect({ publicKey: "pk_...", sessionId: "...", sessionToken: "..." })
+ *     .then(function (receiptId) { ... });
+ * sessionToken is minted by the site's backend (HMAC-SHA256 under the project's private key); a
+ * project that requires tokens refuses visits without one.
  * Every signal is read in its own try: a browser quirk drops that signal, never the visit.
  * No dependencies; no cookies; nothing is stored in the browser. */
 (function (global) {
@@ -116,11 +119,13 @@
     }, function () { return s; });
   }
 
-  /** Collects and sends this visit's signals; resolves to the event id Vigil stored. */
+  /** Collects and sends this visit's signals; resolves to the visit's receipt id. */
   function collect(options) {
     options = options || {};
     return signals(options).then(function (s) {
-      var body = JSON.stringify({ publicKey: options.publicKey, sessionId: options.sessionId, signals: s });
+      var visit = { publicKey: options.publicKey, sessionId: options.sessionId, signals: s };
+      if (options.sessionToken) visit.sessionToken = options.sessionToken;
+      var body = JSON.stringify(visit);
       // text/plain keeps this a "simple" cross-origin request: no preflight round trip.
       return fetch(options.endpoint || defaultEndpoint, {
         method: "POST",

@@ -15,6 +15,7 @@ use crate::domain::{
     AccountId, CheckResult, NewResult, ProjectId, Score, SessionId, Timestamp, UrlPolicy,
 };
 use crate::seed::{self, SeedError};
+use crate::service::projects::ProjectSpec;
 use crate::service::{ServiceError, Vigil};
 use crate::store::feed::ChangeFeed;
 use crate::store::{DynamoStore, SqliteStore, Store, StoreError};
@@ -118,10 +119,14 @@ pub enum Command {
         /// Deadline for each request's head, and again for its body (e.g. 10s, 500ms).
         #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
         read_timeout: std::time::Duration,
-        /// Take the visitor's address from the last X-Forwarded-For entry (behind a proxy you
-        /// run); otherwise it is the connection's peer.
+        /// Proxies you run in front of the server (CIDR ranges, comma-separated): for a peer inside
+        /// them, the visitor's address is the right-most X-Forwarded-For entry of the last such
+        /// header; for any other peer, and whenever that entry does not parse, it is the peer.
+        #[arg(long, value_delimiter = ',', value_name = "CIDR[,CIDR...]")]
+        trust_proxy: Vec<ipnet::IpNet>,
+        /// Serve the demo page (/demo) for the demo project; `make run` turns it on.
         #[arg(long)]
-        trust_proxy: bool,
+        demo: bool,
         /// Load the detection engine's data from this folder instead of the built-in copy.
         #[arg(long, env = "VIGIL_DATA_DIR")]
         data: Option<PathBuf>,
@@ -158,6 +163,25 @@ pub enum Command {
         #[command(subcommand)]
         action: ProjectsAction,
     },
+    /// Session tokens, as a customer's backend mints them for its pages.
+    Sessions {
+        #[command(subcommand)]
+        action: SessionsAction,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SessionsAction {
+    /// Print a session token for the collect route: HMAC-SHA256 under the project's private key.
+    Token {
+        #[arg(long)]
+        project: ProjectId,
+        #[arg(long)]
+        session: SessionId,
+        /// How long the token is valid (at most 24h), e.g. 15m, 1h.
+        #[arg(long, default_value = "1h", value_parser = humantime::parse_duration)]
+        ttl: std::time::Duration,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -170,6 +194,9 @@ pub enum ProjectsAction {
         name: ProjectName,
         #[arg(long, value_parser = |s: &str| Domain::parse(s).map_err(|e| e.to_string()))]
         domain: Domain,
+        /// Accept visits without a session token (the default requires one).
+        #[arg(long)]
+        no_session_token: bool,
     },
     /// List the account's projects as JSON, oldest first.
     List {
@@ -250,6 +277,7 @@ async fn run_on<S: Store + ChangeFeed>(
             max_connections,
             read_timeout,
             trust_proxy,
+            demo,
             data,
         } => {
             let policy = UrlPolicy {
@@ -267,7 +295,8 @@ async fn run_on<S: Store + ChangeFeed>(
             let limits = crate::server::Limits {
                 max_connections,
                 read_timeout,
-                trust_proxy,
+                trust_proxy: trust_proxy.into(),
+                demo,
             };
             serve(app, store, addr, seed, dispatcher, limits).await
         }
@@ -291,6 +320,19 @@ async fn run_on<S: Store + ChangeFeed>(
         Command::Evaluate { .. } => Ok(()),
         Command::Projects { action } => {
             projects(&Vigil::new(store, UrlPolicy::default()), action).await
+        }
+        Command::Sessions {
+            action:
+                SessionsAction::Token {
+                    project,
+                    session,
+                    ttl,
+                },
+        } => {
+            let app = Vigil::new(store, UrlPolicy::default());
+            let secs = i64::try_from(ttl.as_secs()).unwrap_or(i64::MAX);
+            println!("{}", app.session_token(&project, &session, secs).await?);
+            Ok(())
         }
         Command::Results {
             action:
@@ -361,11 +403,15 @@ async fn projects<S: Store>(app: &Vigil<S>, action: ProjectsAction) -> Result<()
             account,
             name,
             domain,
+            no_session_token,
         } => {
             let terms = app.terms(&account).await?;
-            let project = app
-                .create_project(&account, &terms, name, domain, None)
-                .await?;
+            let spec = ProjectSpec {
+                name,
+                domain,
+                require_session_token: !no_session_token,
+            };
+            let project = app.create_project(&account, &terms, spec, None).await?;
             serde_json::to_string_pretty(&project)
         }
         ProjectsAction::List { account } => {
@@ -416,7 +462,7 @@ async fn serve<S: Store + ChangeFeed>(
     let local = listener.local_addr().map_err(listen)?;
     println!("vigil listening on http://{local}/v1");
     if let Some(key) = demo_key {
-        print_demo(&local, &key);
+        print_demo(&local, &key, limits.demo);
     }
     tokio::spawn(store.follow(dispatcher.clone()));
     tokio::spawn(sweep_forever(dispatcher, SWEEP_EVERY));
@@ -428,7 +474,7 @@ async fn serve<S: Store + ChangeFeed>(
         .map_err(CliError::Serve)
 }
 
-fn print_demo(addr: &SocketAddr, key: &ApiKey) {
+fn print_demo(addr: &SocketAddr, key: &ApiKey, page: bool) {
     let key = key.as_str();
     let base = format!("http://{addr}/v1");
     println!(
@@ -446,8 +492,13 @@ fn print_demo(addr: &SocketAddr, key: &ApiKey) {
          -d '{{\"name\":\"Blog\",\"domain\":\"blog.example\"}}' {base}/projects\n\
          curl -si -H 'Authorization: Bearer {key}' -H 'Content-Type: application/json' \\\n  \
          -d '{{\"ipAddress\":\"185.220.101.1\",\"userAgent\":\"curl/8.5.0\"}}' {base}/projects/prj_demo/sessions/sess_new/events\n\
-         \nOpen the demo page, which sends your own browser's visit with the agent:\n\n  \
-         http://localhost:{port}/demo\n",
-        port = addr.port()
+         vigil sessions token --project prj_demo --session sess_new\n"
     );
+    if page {
+        println!(
+            "Open the demo page, which sends your own browser's visit with the agent:\n\n  \
+             http://localhost:{}/demo\n",
+            addr.port()
+        );
+    }
 }

@@ -1,31 +1,43 @@
-//! `vigil serve`'s demo page: it loads the browser agent, sends the visit to the collect route as
-//! a customer's page would, then shows the visitor's own latest scores and reasons, which the
-//! local server reads through the service for the demo project (the page holds no developer key).
+//! `vigil serve --demo`'s demo page: it loads the browser agent, sends the visit to the collect
+//! route as a customer's page would (with a session token that this server mints, as a customer's
+//! backend would), then shows the visitor's own latest scores and reasons, which the local server
+//! reads through the service for the demo project (the page holds no developer key).
+//!
+//! The page and its read route answer loopback peers only, and the read route only the session
+//! that the page itself created for this browser (a cookie it set): it is no score oracle.
+
+use std::net::IpAddr;
 
 use http::{HeaderValue, StatusCode, header};
 use lambda_http::{Body, Response};
 
+use crate::domain::token::random_base62;
 use crate::domain::{AccountId, ProjectId, SessionId};
 use crate::http::ApiError;
 use crate::seed::{DEMO_ACCOUNT, DEMO_PROJECT};
 use crate::service::{ServiceError, Vigil};
 use crate::store::Store;
 
+/// The cookie that names the session this browser's demo page created.
+const COOKIE: &str = "vigil_demo_session";
+/// How long the page's session token is valid.
+const TOKEN_TTL_SECS: i64 = 3600;
+
 /// Answers `GET /demo` and `GET /demo/events/{sessionId}`; None for any other path.
-pub async fn answer<S: Store>(
+pub async fn answer<S: Store, B>(
     app: &Vigil<S>,
-    method: &http::Method,
-    path: &str,
+    req: &http::Request<B>,
+    peer: IpAddr,
 ) -> Option<Response<Body>> {
-    let rest = path.strip_prefix("/demo")?;
-    if method != http::Method::GET {
-        return match rest {
-            "" => Some(ApiError::MethodNotAllowed("GET".into()).into_response()),
-            r if r.starts_with("/events/") => {
-                Some(ApiError::MethodNotAllowed("GET".into()).into_response())
-            }
-            _ => None,
-        };
+    let rest = req.uri().path().strip_prefix("/demo")?;
+    if !(rest.is_empty() || rest.starts_with("/events/")) {
+        return None;
+    }
+    if req.method() != http::Method::GET {
+        return Some(ApiError::MethodNotAllowed("GET".into()).into_response());
+    }
+    if !peer.is_loopback() && !is_mapped_loopback(peer) {
+        return Some(ApiError::NotFound("Not found").into_response());
     }
     let (account, project) = match (
         AccountId::parse(DEMO_ACCOUNT),
@@ -35,20 +47,18 @@ pub async fn answer<S: Store>(
         _ => return Some(ApiError::Internal.into_response()),
     };
     if rest.is_empty() {
-        return Some(match app.project(&account, &project).await {
-            Ok(p) => page(&p.api_key_public),
-            Err(ServiceError::ProjectNotFound) => ApiError::NotFound(
-                "This store has no demo project (vigil serve creates it on an empty store)",
-            )
-            .into_response(),
-            Err(e) => ApiError::from(e).into_response(),
-        });
+        return Some(render(app, req, &account, &project).await);
     }
     let session = rest.strip_prefix("/events/")?;
     let session = match SessionId::parse(session) {
         Ok(s) => s,
         Err(e) => return Some(ApiError::bad_request(format!("sessionId {e}")).into_response()),
     };
+    if cookie_session(req).as_deref() != Some(session.as_str()) {
+        return Some(
+            ApiError::Forbidden("The demo page shows only the session it created").into_response(),
+        );
+    }
     Some(
         match app.events(&account, &project, &session, 1, None).await {
             Ok(page) => {
@@ -61,11 +71,69 @@ pub async fn answer<S: Store>(
     )
 }
 
-fn page(public_key: &str) -> Response<Body> {
-    // The key is the project's public one, meant to be in pages; quoting it as JSON keeps it a
-    // string whatever a seed put in it.
-    let key = serde_json::to_string(public_key).unwrap_or_else(|_| "\"\"".into());
-    let html = PAGE.replace("__PUBLIC_KEY__", &key.replace('<', "\\u003c"));
+fn is_mapped_loopback(peer: IpAddr) -> bool {
+    matches!(peer, IpAddr::V6(v6) if v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback()))
+}
+
+/// The session named by the page's cookie.
+fn cookie_session<B>(req: &http::Request<B>) -> Option<String> {
+    req.headers()
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|c| c.trim().split_once('='))
+        .find(|(name, _)| *name == COOKIE)
+        .map(|(_, value)| value.to_owned())
+}
+
+/// The page for a new session (or `?session=NAME`), with a token for it and the cookie that
+/// lets this browser read it back.
+async fn render<S: Store, B>(
+    app: &Vigil<S>,
+    req: &http::Request<B>,
+    account: &AccountId,
+    project: &ProjectId,
+) -> Response<Body> {
+    let asked = url::form_urlencoded::parse(req.uri().query().unwrap_or("").as_bytes())
+        .find(|(k, _)| k == "session")
+        .map(|(_, v)| v.into_owned());
+    let session = match asked.map(SessionId::parse) {
+        Some(Ok(s)) => s,
+        Some(Err(e)) => return ApiError::bad_request(format!("session {e}")).into_response(),
+        None => match SessionId::parse(format!("demo-{}", random_base62(10).to_lowercase())) {
+            Ok(s) => s,
+            Err(_) => return ApiError::Internal.into_response(),
+        },
+    };
+    let p = match app.project(account, project).await {
+        Ok(p) => p,
+        Err(ServiceError::ProjectNotFound) => {
+            return ApiError::NotFound(
+                "This store has no demo project (vigil serve creates it on an empty store)",
+            )
+            .into_response();
+        }
+        Err(e) => return ApiError::from(e).into_response(),
+    };
+    let token = match app.session_token(project, &session, TOKEN_TTL_SECS).await {
+        Ok(t) => t,
+        Err(e) => return ApiError::from(e).into_response(),
+    };
+    page(&p.api_key_public, session.as_str(), &token)
+}
+
+fn page(public_key: &str, session: &str, token: &str) -> Response<Body> {
+    // Quoting as JSON keeps each value a string whatever a seed put in it.
+    let js = |v: &str| {
+        serde_json::to_string(v)
+            .unwrap_or_else(|_| "\"\"".into())
+            .replace('<', "\\u003c")
+    };
+    let html = PAGE
+        .replace("__PUBLIC_KEY__", &js(public_key))
+        .replace("__SESSION__", &js(session))
+        .replace("__SESSION_TOKEN__", &js(token));
     let mut res = Response::new(Body::Text(html));
     *res.status_mut() = StatusCode::OK;
     let h = res.headers_mut();
@@ -74,6 +142,12 @@ fn page(public_key: &str) -> Response<Body> {
         HeaderValue::from_static("text/html; charset=utf-8"),
     );
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    // Session ids are letters, digits and `_ . : -`: a valid cookie value as they are.
+    if let Ok(v) = HeaderValue::from_str(&format!(
+        "{COOKIE}={session}; Path=/demo; HttpOnly; SameSite=Strict"
+    )) {
+        h.insert(header::SET_COOKIE, v);
+    }
     res
 }
 
@@ -108,8 +182,7 @@ const PAGE: &str = r#"<!doctype html>
 <script src="/v1/agent.js"></script>
 <script>
 (function () {
-  var params = new URLSearchParams(location.search);
-  var session = params.get("session") || "demo-" + Math.random().toString(36).slice(2, 12);
+  var session = __SESSION__;
   var $ = function (id) { return document.getElementById(id); };
   $("session").textContent = session;
   function fail(e) {
@@ -117,8 +190,8 @@ const PAGE: &str = r#"<!doctype html>
     $("meta").className = "error";
     $("meta").textContent = String(e && e.message || e);
   }
-  Vigil.collect({ publicKey: __PUBLIC_KEY__, sessionId: session }).then(function (id) {
-    return fetch("/demo/events/" + encodeURIComponent(session)).then(function (r) { return r.json(); }).then(function (j) {
+  Vigil.collect({ publicKey: __PUBLIC_KEY__, sessionId: session, sessionToken: __SESSION_TOKEN__ }).then(function (id) {
+    return fetch("/demo/events/" + encodeURIComponent(session), { credentials: "same-origin" }).then(function (r) { return r.json(); }).then(function (j) {
       var e = j.data;
       if (!e) throw new Error("no event stored for this session");
       $("scoreBot").textContent = e.scoreBot.toFixed(2);

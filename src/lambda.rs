@@ -129,6 +129,21 @@ pub async fn run_http<E: Endpoint<DynamoStore>>() -> Result<(), Error> {
 /// start from the data compiled into the binary (no file is read).
 pub async fn run_http_detecting<E: Endpoint<DynamoStore>>() -> Result<(), Error> {
     init_tracing();
+    serve_http::<E>(detecting_app().await?).await
+}
+
+/// Runs the collect function: the browser's visits and their preflight, on their own path.
+pub async fn run_collect() -> Result<(), Error> {
+    init_tracing();
+    let app = detecting_app().await?;
+    lambda_http::run(service_fn(move |req: Request| async move {
+        Ok::<_, std::convert::Infallible>(crate::http::ingest::collect(app, &req).await)
+    }))
+    .await
+}
+
+/// The service with the detection engine, built once per cold start.
+async fn detecting_app() -> Result<&'static App, Error> {
     let config = Config::from_env()?;
     // The engine is built on a blocking thread while the DynamoDB connection warms.
     let (store, engine) = tokio::join!(
@@ -137,7 +152,7 @@ pub async fn run_http_detecting<E: Endpoint<DynamoStore>>() -> Result<(), Error>
     );
     let engine = engine.map_err(|e| format!("building the engine: {e}"))??;
     let app = Vigil::new(store, UrlPolicy::default()).with_engine(Arc::new(engine));
-    serve_http::<E>(Box::leak(Box::new(app))).await
+    Ok(Box::leak(Box::new(app)))
 }
 
 async fn serve_http<E: Endpoint<DynamoStore>>(app: &'static App) -> Result<(), Error> {

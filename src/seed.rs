@@ -377,6 +377,8 @@ pub async fn demo<S: Store>(app: &Vigil<S>) -> Result<ApiKey, SeedError> {
         // can send visits with the agent.
         domain: "localhost".into(),
         disabled: false,
+        // The demo page gets its token from the server that renders it, as a customer's would.
+        require_session_token: true,
         created_at: now,
     };
     app.put_account(&account, std::slice::from_ref(&key))

@@ -38,14 +38,72 @@ pub const MAX_HEAD_BYTES: usize = 16 * 1024;
 /// What keeps slow or greedy clients from taking the server down: each connection has a deadline
 /// for every request head and body, and the number of open connections is capped (further
 /// clients wait in the listen backlog until a connection closes).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Limits {
     pub max_connections: usize,
     /// For the head of each request, and again for its body.
     pub read_timeout: Duration,
-    /// Whether a proxy in front of the server is trusted to name the client: the visitor's
-    /// address is then the last `X-Forwarded-For` entry (the one that proxy added), not the peer.
-    pub trust_proxy: bool,
+    /// The proxies in front of the server that are trusted to name the client.
+    pub trust_proxy: TrustedProxies,
+    /// Whether `/demo` is served.
+    pub demo: bool,
+}
+
+/// Proxy ranges whose `X-Forwarded-For` is believed. Empty: none, the peer is the client.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TrustedProxies(Vec<ipnet::IpNet>);
+
+impl From<Vec<ipnet::IpNet>> for TrustedProxies {
+    fn from(ranges: Vec<ipnet::IpNet>) -> Self {
+        Self(ranges)
+    }
+}
+
+impl TrustedProxies {
+    pub fn trusts(&self, peer: IpAddr) -> bool {
+        let peer = canonical(peer);
+        self.0.iter().any(|n| n.contains(&peer))
+    }
+
+    /// The visitor's address: for a trusted peer, the right-most entry of the last
+    /// `X-Forwarded-For` header (the one that proxy appended), with its port or brackets taken
+    /// off; for any other peer, or an entry that does not parse, the peer itself.
+    pub fn client(&self, peer: IpAddr, headers: &http::HeaderMap) -> IpAddr {
+        if !self.trusts(peer) {
+            return peer;
+        }
+        headers
+            .get_all("x-forwarded-for")
+            .iter()
+            .next_back()
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.rsplit(',').next())
+            .and_then(|entry| forwarded_address(entry.trim()))
+            .map(canonical)
+            .unwrap_or(peer)
+    }
+}
+
+/// An `X-Forwarded-For` entry: an address, `a.b.c.d:port`, `[v6]` or `[v6]:port`.
+fn forwarded_address(entry: &str) -> Option<IpAddr> {
+    if let Ok(ip) = entry.parse() {
+        return Some(ip);
+    }
+    if let Ok(sock) = entry.parse::<std::net::SocketAddr>() {
+        return Some(sock.ip());
+    }
+    entry
+        .strip_prefix('[')
+        .and_then(|e| e.strip_suffix(']'))
+        .and_then(|e| e.parse().ok())
+}
+
+/// An IPv4-mapped IPv6 address as the IPv4 address it is.
+fn canonical(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        v4 => v4,
+    }
 }
 
 impl Default for Limits {
@@ -53,7 +111,8 @@ impl Default for Limits {
         Self {
             max_connections: 1024,
             read_timeout: Duration::from_secs(10),
-            trust_proxy: false,
+            trust_proxy: TrustedProxies::default(),
+            demo: false,
         }
     }
 }
@@ -97,11 +156,12 @@ pub async fn serve<S: Store>(
         let conn = Connection {
             peer: peer.ip(),
             body_timeout: limits.read_timeout,
-            trust_proxy: limits.trust_proxy,
+            trust_proxy: limits.trust_proxy.clone(),
+            demo: limits.demo,
         };
         tokio::spawn(async move {
             let service = hyper::service::service_fn(move |req| {
-                let (app, router) = (app.clone(), router.clone());
+                let (app, router, conn) = (app.clone(), router.clone(), conn.clone());
                 async move { Ok::<_, Infallible>(handle(&app, &router, req, conn).await) }
             });
             if let Err(e) = http.serve_connection(TokioIo::new(stream), service).await {
@@ -113,28 +173,12 @@ pub async fn serve<S: Store>(
 }
 
 /// What a request's handling knows of its connection.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct Connection {
     peer: IpAddr,
     body_timeout: Duration,
-    trust_proxy: bool,
-}
-
-impl Connection {
-    /// The visitor's address: the peer, or the entry the trusted proxy added.
-    fn client(&self, headers: &http::HeaderMap) -> IpAddr {
-        if !self.trust_proxy {
-            return self.peer;
-        }
-        headers
-            .get_all("x-forwarded-for")
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(','))
-            .filter_map(|a| a.trim().parse::<IpAddr>().ok())
-            .next_back()
-            .unwrap_or(self.peer)
-    }
+    trust_proxy: TrustedProxies,
+    demo: bool,
 }
 
 async fn handle<S: Store>(
@@ -148,7 +192,7 @@ async fn handle<S: Store>(
     async {
         let started = Instant::now();
         // A bug that panics costs its own request a 500, never the connection or the process.
-        let res = std::panic::AssertUnwindSafe(answer(app, router, req, &request_id, conn))
+        let res = std::panic::AssertUnwindSafe(answer(app, router, req, &request_id, &conn))
             .catch_unwind()
             .await
             .unwrap_or_else(|_| {
@@ -174,6 +218,52 @@ async fn handle<S: Store>(
     .await
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(values: &[&str]) -> http::HeaderMap {
+        let mut h = http::HeaderMap::new();
+        for v in values {
+            h.append("x-forwarded-for", v.parse().unwrap());
+        }
+        h
+    }
+
+    #[test]
+    fn only_a_trusted_peer_names_the_client_and_only_by_the_last_entry() {
+        let proxies = TrustedProxies::from(vec!["10.0.0.0/8".parse().unwrap()]);
+        let proxy: IpAddr = "10.1.2.3".parse().unwrap();
+        let stranger: IpAddr = "198.51.100.9".parse().unwrap();
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        let cases: &[(&[&str], IpAddr)] = &[
+            (&["203.0.113.7"], ip("203.0.113.7")),
+            // The proxy appended the last entry; what the client wrote before it is not believed.
+            (&["185.220.101.1, 203.0.113.7"], ip("203.0.113.7")),
+            (&["185.220.101.1", "203.0.113.7:5555"], ip("203.0.113.7")),
+            (&["[2001:db8::1]:443"], ip("2001:db8::1")),
+            (&["[2001:db8::1]"], ip("2001:db8::1")),
+            // The right-most entry does not parse: the peer, never an entry before it.
+            (&["185.220.101.1, 10.0.0.1:5555:x"], proxy),
+            (&["185.220.101.1, garbage"], proxy),
+            (&["203.0.113.7", "garbage"], proxy),
+            (&[], proxy),
+        ];
+        for (values, want) in cases {
+            assert_eq!(proxies.client(proxy, &headers(values)), *want, "{values:?}");
+            assert_eq!(
+                proxies.client(stranger, &headers(values)),
+                stranger,
+                "{values:?}"
+            );
+        }
+        assert_eq!(
+            TrustedProxies::default().client(proxy, &headers(&["203.0.113.7"])),
+            proxy
+        );
+    }
+}
+
 /// API Gateway hands functions percent-decoded path parameters; so does the local server. A
 /// segment that does not decode to UTF-8 stays as it was (and fails id validation).
 fn decode_segment(raw: String) -> String {
@@ -188,9 +278,11 @@ async fn answer<S: Store>(
     router: &Router,
     req: hyper::Request<Incoming>,
     request_id: &str,
-    conn: Connection,
+    conn: &Connection,
 ) -> http::Response<Body> {
-    if let Some(res) = crate::demo::answer(app, req.method(), req.uri().path()).await {
+    if conn.demo
+        && let Some(res) = crate::demo::answer(app, &req, conn.peer).await
+    {
         return res;
     }
     let (route, params) = match router.resolve_full(req.method(), req.uri().path()) {
@@ -213,11 +305,11 @@ async fn answer<S: Store>(
             Err(e) => return ApiError::from(e).into_response(),
         }
     };
-    let client = conn.client(req.headers());
+    let client = conn.trust_proxy.client(conn.peer, req.headers());
     let (mut parts, body) = req.into_parts();
     // A body that cannot be read is answered by the pipeline's body step, after the plan stage,
     // like every other bad body (and with the same rate-limit headers).
-    if !conn.trust_proxy {
+    if !conn.trust_proxy.trusts(conn.peer) {
         parts.extensions.insert(DirectPeer);
     }
     let collected = tokio::time::timeout(conn.body_timeout, Limited::new(body, MAX_BODY).collect());

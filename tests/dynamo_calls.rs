@@ -274,18 +274,19 @@ async fn round_trips_per_request() {
         &["UpdateItem", "UpdateItem", "GetItem"],
     );
     // The browser route: the public key's project and its account's plan, once per instance
-    // and minute; then the same summary read and transaction.
+    // and minute; its own three counters (the source's and the project's second, the account's
+    // period) at once; then the same summary read and transaction.
     let collect = || {
         let text =
             std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/events/collect.json"))
                 .unwrap();
         lambda_http::request::from_str(&text).unwrap()
     };
-    let s = answer::<handlers::Collect, _>(&app, collect())
+    let s = vigil::http::ingest::collect(&app, &collect())
         .await
         .status();
     check(
-        "POST collect (cold: key + plan + summary + tx)",
+        "POST collect (cold: key + plan + 3 counters + summary + tx)",
         s,
         StatusCode::ACCEPTED,
         &[
@@ -293,18 +294,25 @@ async fn round_trips_per_request() {
             "GetItem",
             "UpdateItem",
             "UpdateItem",
+            "UpdateItem",
             "GetItem",
             "TransactWriteItems",
         ],
     );
-    let s = answer::<handlers::Collect, _>(&app, collect())
+    let s = vigil::http::ingest::collect(&app, &collect())
         .await
         .status();
     check(
-        "POST collect (warm: summary + tx)",
+        "POST collect (warm: 3 counters + summary + tx)",
         s,
         StatusCode::ACCEPTED,
-        &["UpdateItem", "UpdateItem", "GetItem", "TransactWriteItems"],
+        &[
+            "UpdateItem",
+            "UpdateItem",
+            "UpdateItem",
+            "GetItem",
+            "TransactWriteItems",
+        ],
     );
 
     // Projects and usage.

@@ -925,7 +925,7 @@ async fn list_and_get_event_show_a_seeded_result_as_an_event() {
 #[tokio::test]
 async fn collect_takes_the_visit_from_the_request_and_answers_only_the_id() {
     let f = fixture().await;
-    let a = answer(http_api::answer::<handlers::Collect, _>(&f.app, request("collect.json")).await);
+    let a = answer(vigil::http::ingest::collect(&f.app, &request("collect.json")).await);
     assert_eq!(a.status, StatusCode::ACCEPTED, "{}", a.body);
     assert_eq!(
         a.header(header::ACCESS_CONTROL_ALLOW_ORIGIN),
@@ -941,7 +941,13 @@ async fn collect_takes_the_visit_from_the_request_and_answers_only_the_id() {
     let listed =
         answer(http_api::answer::<handlers::ListEvents, _>(&f.app, request_from(&list)).await);
     let event = &listed.body["data"][0];
-    assert_eq!(event["id"], json!(id));
+    // The page's id is a receipt: random, not the event's position in its session.
+    assert_ne!(event["id"], json!(id));
+    assert!(id.starts_with("evt_") && !id[4..].contains('_'), "{id}");
+    assert!(
+        a.header(header::HeaderName::from_static("ratelimit"))
+            .is_none()
+    );
     assert_eq!(event["ipAddress"], "81.2.69.142");
     assert!(event["scoreBot"].as_f64().unwrap() < 0.5, "{event}");
     assert!(event["scoreProxyVpn"].as_f64().unwrap() < 0.5, "{event}");
@@ -950,12 +956,12 @@ async fn collect_takes_the_visit_from_the_request_and_answers_only_the_id() {
     let mut foreign = event_json("collect.json");
     foreign["headers"]["Origin"] = json!("https://evil.example");
     foreign["multiValueHeaders"]["Origin"] = json!(["https://evil.example"]);
-    let r = answer(http_api::answer::<handlers::Collect, _>(&f.app, request_from(&foreign)).await);
+    let r = answer(vigil::http::ingest::collect(&f.app, &request_from(&foreign)).await);
     assert_eq!(r.status, StatusCode::FORBIDDEN);
     assert_eq!(r.header(header::ACCESS_CONTROL_ALLOW_ORIGIN), None);
     let mut unknown = event_json("collect.json");
     unknown["body"] = json!(r#"{"publicKey":"pk_nope","sessionId":"sess_3"}"#);
-    let r = answer(http_api::answer::<handlers::Collect, _>(&f.app, request_from(&unknown)).await);
+    let r = answer(vigil::http::ingest::collect(&f.app, &request_from(&unknown)).await);
     assert_eq!(r.status, StatusCode::UNAUTHORIZED);
     assert_eq!(r.body, message("Unauthorized"));
 }

@@ -76,6 +76,7 @@ fn project(id: &str, account: &str) -> Project {
         api_key_private: format!("sk_{id}"),
         domain: "shop.example".into(),
         disabled: false,
+        require_session_token: false,
         created_at: ts("2026-11-21T00:00:00Z"),
     }
 }

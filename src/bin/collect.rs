@@ -1,5 +1,5 @@
-//! Lambda function for one route; all setup lives in the shared bootstrap.
+//! Lambda function for the browser's visits; all setup lives in the shared bootstrap.
 #[tokio::main]
 async fn main() -> Result<(), vigil::lambda::Error> {
-    vigil::lambda::run_http_detecting::<vigil::http::handlers::Collect>().await
+    vigil::lambda::run_collect().await
 }

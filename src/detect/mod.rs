@@ -222,7 +222,7 @@ impl Engine {
         if let Some(marker) = marker {
             out.push(Reason::new(
                 Code::HeadlessBrowser,
-                format!("a headless browser says so ({})", truncate(marker, 40)),
+                format!("a headless browser says so ({})", visitor_text(marker, 40)),
             ));
         }
         let bot = ua
@@ -389,7 +389,7 @@ fn browser_reasons(s: &Signals, ua: Option<&str>, out: &mut Vec<Reason>) {
         out.push(Reason::new(Code::Webdriver, "navigator.webdriver is true"));
     }
     if let Some(found) = s.automation_globals.as_ref().filter(|g| !g.is_empty()) {
-        let names: Vec<&str> = found.iter().take(5).map(|n| truncate(n, 40)).collect();
+        let names: Vec<String> = found.iter().take(5).map(|n| visitor_text(n, 40)).collect();
         out.push(Reason::new(
             Code::AutomationGlobals,
             format!("automation globals in the page: {}", names.join(", ")),
@@ -431,7 +431,7 @@ fn browser_reasons(s: &Signals, ua: Option<&str>, out: &mut Vec<Reason>) {
         {
             out.push(Reason::new(
                 Code::SoftwareRenderer,
-                format!("WebGL renders in software ({})", truncate(r, 60)),
+                format!("WebGL renders in software ({})", visitor_text(r, 60)),
             ));
         }
     }
@@ -444,7 +444,7 @@ fn browser_reasons(s: &Signals, ua: Option<&str>, out: &mut Vec<Reason>) {
                 format!(
                     "the JavaScript engine (eval length {}, productSub {}) is not the claimed browser's",
                     s.eval_length.map_or("?".into(), |l| l.to_string()),
-                    truncate(s.product_sub.as_deref().unwrap_or("?"), 20)
+                    visitor_text(s.product_sub.as_deref().unwrap_or("?"), 20)
                 ),
             ));
         }
@@ -496,8 +496,8 @@ fn client_hint_reasons(e: &Evidence, ua: Option<&str>, out: &mut Vec<Reason>) {
         match claim.browser {
             ua::Browser::Chrome | ua::Browser::Edge if !chromium => {
                 why.push(format!(
-                    "brands {:?} for a Chromium user agent",
-                    truncate(b, 80)
+                    "brands ({}) for a Chromium user agent",
+                    visitor_text(b, 80)
                 ));
             }
             ua::Browser::Firefox | ua::Browser::Safari if chromium => {
@@ -513,7 +513,7 @@ fn client_hint_reasons(e: &Evidence, ua: Option<&str>, out: &mut Vec<Reason>) {
     {
         why.push(format!(
             "platform {} for a {claimed} user agent",
-            truncate(p, 20)
+            visitor_text(p, 20)
         ));
     }
     if let Some(m) = mobile
@@ -551,9 +551,21 @@ fn round(x: f64) -> f64 {
     (x * 10_000.0).round() / 10_000.0
 }
 
-/// At most `n` characters of outside text in a detail.
-fn truncate(s: &str, n: usize) -> &str {
-    s.char_indices().nth(n).map_or(s, |(i, _)| &s[..i])
+/// Visitor-supplied text quoted in a detail: at most `n` characters, each a letter, a digit, a
+/// space or one of `. , : ; _ ( ) / + - = @ #`; any other character becomes `?`. A detail is
+/// shown in dashboards and sent to webhooks, so it never carries markup, quotes, escapes or
+/// control characters, whatever a visitor put in its signals.
+pub fn visitor_text(s: &str, n: usize) -> String {
+    s.chars()
+        .take(n)
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || " .,:;_()/+-=@#".contains(c) {
+                c
+            } else {
+                '?'
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -608,6 +620,40 @@ mod tests {
         }
         at[path[path.len() - 1]] = value;
         ev(base)
+    }
+
+    #[test]
+    fn visitor_text_in_details_is_short_and_inert() {
+        assert_eq!(
+            visitor_text("SwiftShader (Google)", 60),
+            "SwiftShader (Google)"
+        );
+        assert_eq!(
+            visitor_text("<img src=x onerror=alert(1)>\"'`\\\n\u{202e}é", 60),
+            "?img src=x onerror=alert(1)????????"
+        );
+        assert_eq!(visitor_text(&"x".repeat(500), 40).len(), 40);
+        // Through the engine: every visitor-sourced detail.
+        let hostile = "<script>alert(1)</script>\"&";
+        let mut v = chrome_home();
+        v["signals"]["automationGlobals"] = serde_json::json!([hostile]);
+        v["signals"]["webglRenderer"] = serde_json::json!(format!("SwiftShader {hostile}"));
+        v["signals"]["productSub"] = serde_json::json!(hostile);
+        v["headers"]["sec-ch-ua"] = serde_json::json!(hostile);
+        v["headers"]["sec-ch-ua-platform"] = serde_json::json!(hostile);
+        v["signals"]["userAgent"] =
+            serde_json::json!(CHROME.replace("Chrome/", &format!("HeadlessChrome{hostile}/")));
+        let verdict = ENGINE.evaluate(&ev(v));
+        assert!(verdict.reasons.len() >= 5, "{verdict:?}");
+        for r in &verdict.reasons {
+            assert!(
+                !r.detail.contains(['<', '>', '"', '&', '\\']),
+                "{:?}: {}",
+                r.code,
+                r.detail
+            );
+            assert!(r.detail.chars().count() <= 400, "{}", r.detail);
+        }
     }
 
     #[test]

@@ -264,7 +264,7 @@ mod tests {
     async fn an_ip_literal_is_checked_without_the_resolver() {
         let sender = Sender::new(STRICT, Arc::new(SystemResolver)).unwrap();
         // Stored under a development policy, delivered under the strict one.
-        let url = WebhookUrl::parse("http://127.0.0.1:9/x", DEV).unwrap();
+        let url = WebhookUrl::parse("http://127.0.0.1:9999/x", DEV).unwrap();
         let attempt = sender
             .send(&url, &DeliveryId::parse("msg_1").unwrap(), "k", "{}")
             .await;

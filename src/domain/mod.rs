@@ -11,6 +11,7 @@ pub mod net;
 pub mod plan;
 pub mod project;
 pub mod score;
+pub mod session_token;
 pub mod time;
 pub mod token;
 pub mod webhook;

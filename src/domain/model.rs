@@ -111,6 +111,11 @@ pub struct Project {
     pub api_key_private: String,
     pub domain: String,
     pub disabled: bool,
+    /// Whether the collect route needs a session token minted by the customer's backend. On for
+    /// projects created through the API; a project stored or seeded without it predates the
+    /// setting, and is off until changed.
+    #[serde(default)]
+    pub require_session_token: bool,
     pub created_at: Timestamp,
 }
 
@@ -119,7 +124,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn project_shows_exactly_seven_fields() {
+    fn project_shows_exactly_eight_fields() {
         let p = Project {
             id: ProjectId::parse("p").unwrap(),
             account_id: AccountId::parse("a").unwrap(),
@@ -128,11 +133,13 @@ mod tests {
             api_key_private: "sk".into(),
             domain: "d".into(),
             disabled: false,
+            require_session_token: true,
             created_at: "2026-11-21T00:00:00Z".parse().unwrap(),
         };
         let v = serde_json::to_value(&p).unwrap();
         let keys: Vec<_> = v.as_object().unwrap().keys().cloned().collect();
-        assert_eq!(keys.len(), 7, "{keys:?}");
+        assert_eq!(keys.len(), 8, "{keys:?}");
+        assert_eq!(v["requireSessionToken"], true);
         assert_eq!(v["apiKeyPrivate"], "sk");
         assert_eq!(v["createdAt"], "2026-11-21T00:00:00.000Z");
     }

@@ -101,6 +101,51 @@ pub enum Counted {
     QuotaExceeded,
 }
 
+/// The collect route's own budget. Visits never spend the developer API's `maxRps`: a project
+/// takes up to this multiple of it in visits per second, and one source address (an IPv6 /64
+/// counts as one) up to [`VISITS_PER_ADDRESS`] per second of each project. Visits do count towards
+/// the period's `maxRequests`, but only visits are refused once it is spent.
+pub const VISIT_RPS_MULTIPLE: u32 = 10;
+/// Visits one source address may send to one project in a second: a person's pages send one per
+/// page view; an office or a carrier's NAT, a few at a time.
+pub const VISITS_PER_ADDRESS: u32 = 20;
+
+/// One visit to count: its project, where it came from, and the limits it is counted under.
+#[derive(Debug, Clone)]
+pub struct VisitCount<'a> {
+    pub account: &'a AccountId,
+    pub project: &'a super::ids::ProjectId,
+    /// The source's key: an IPv4 address, or an IPv6 address's /64 network.
+    pub source: String,
+    pub second: i64,
+    pub project_rps: u32,
+    pub source_rps: u32,
+    pub period: Period,
+    pub max_requests: u64,
+}
+
+/// The key a visit's source is counted under: an IPv4 address, or the /64 network of an IPv6 one
+/// (one subscriber's allocation, which its holder can rotate through at will).
+pub fn source_key(ip: std::net::IpAddr) -> String {
+    match ip {
+        std::net::IpAddr::V4(v4) => v4.to_string(),
+        std::net::IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => v4.to_string(),
+            None => {
+                let s = v6.segments();
+                format!("{:x}:{:x}:{:x}:{:x}::/64", s[0], s[1], s[2], s[3])
+            }
+        },
+    }
+}
+
+impl Terms {
+    /// The per-project visit rate: a multiple of `maxRps`, saturating.
+    pub fn visit_rps(&self) -> u32 {
+        self.max_rps.saturating_mul(VISIT_RPS_MULTIPLE)
+    }
+}
+
 /// Where the account stands after an admitted request: what the rate-limit headers say.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Standing {
@@ -208,6 +253,15 @@ mod tests {
         let p = t.period(at("2025-04-30T12:00:00Z"));
         assert_eq!(p.start, at("2025-04-30T00:00:00Z"));
         assert_eq!(p.end, at("2025-05-31T00:00:00Z"));
+    }
+
+    #[test]
+    fn sources_are_addresses_or_ipv6_networks() {
+        let k = |s: &str| source_key(s.parse().unwrap());
+        assert_eq!(k("203.0.113.7"), "203.0.113.7");
+        assert_eq!(k("2001:db8:1:2:3:4:5:6"), "2001:db8:1:2::/64");
+        assert_eq!(k("2001:db8:1:2:ffff::1"), k("2001:db8:1:2::9"));
+        assert_eq!(k("::ffff:203.0.113.7"), "203.0.113.7");
     }
 
     #[test]

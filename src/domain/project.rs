@@ -11,6 +11,12 @@ pub enum ProjectFieldError {
     Name,
     #[error("must be a host name such as shop.example (letters, digits, hyphens and dots)")]
     Domain,
+    #[error(
+        "must be a registrable domain or a subdomain of one, not a public suffix such as com or co.uk"
+    )]
+    PublicSuffix,
+    #[error("must be a host name, not an IP address")]
+    IpLiteral,
 }
 
 /// A project's display name: 1 to 100 characters, no control characters, trimmed.
@@ -33,7 +39,10 @@ impl ProjectName {
 }
 
 /// The host name of the site a project protects (its pages' origin, for the browser agent), in
-/// lowercase: dot-separated labels of letters, digits and inner hyphens, at most 253 characters.
+/// lowercase: dot-separated labels of letters, digits and inner hyphens, at most 253 characters;
+/// a registrable domain (by the public suffix list) or a subdomain of one, so that no project can
+/// claim every site under `com` or `github.io`; never an IP literal. `localhost` is the one
+/// exception: a local project for trying the agent (`vigil serve`'s demo).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Domain(String);
 
@@ -48,6 +57,16 @@ impl Domain {
         };
         if s.is_empty() || s.len() > 253 || !s.split('.').all(label_ok) {
             return Err(ProjectFieldError::Domain);
+        }
+        if s == "localhost" {
+            return Ok(Self(s));
+        }
+        // Dotted digits are an address to every browser, whatever their count.
+        if s.split('.').all(|l| l.bytes().all(|b| b.is_ascii_digit())) {
+            return Err(ProjectFieldError::IpLiteral);
+        }
+        if psl::domain(s.as_bytes()).is_none() {
+            return Err(ProjectFieldError::PublicSuffix);
         }
         Ok(Self(s))
     }
@@ -67,13 +86,8 @@ impl fmt::Display for Domain {
 /// `domain`: `https://` and the domain or one of its subdomains, on any port. A project whose
 /// domain is `localhost` is a local one: it accepts any loopback origin, over http too, so a
 /// developer (and `vigil serve`'s demo page) can try the agent without a certificate.
-pub fn origin_allowed(domain: &str, origin: &str) -> bool {
-    let Ok(url) = url::Url::parse(origin) else {
-        return false;
-    };
-    if url.path() != "/" || url.query().is_some() || url.username() != "" {
-        return false;
-    }
+pub fn origin_allowed(domain: &str, origin: &Origin) -> bool {
+    let url = &origin.0;
     let Some(host) = url.host() else {
         return false;
     };
@@ -83,7 +97,7 @@ pub fn origin_allowed(domain: &str, origin: &str) -> bool {
             url::Host::Ipv4(ip) => ip.is_loopback(),
             url::Host::Ipv6(ip) => ip.is_loopback(),
         };
-        return loopback && matches!(url.scheme(), "http" | "https");
+        return loopback;
     }
     let url::Host::Domain(name) = host else {
         return false;
@@ -93,6 +107,29 @@ pub fn origin_allowed(domain: &str, origin: &str) -> bool {
             || name
                 .strip_suffix(domain)
                 .is_some_and(|sub| sub.ends_with('.')))
+}
+
+/// A page's origin as browsers send it: `http` or `https`, a host and maybe a port, in exactly
+/// its canonical serialisation (lowercase, no default port, no path, no percent-encoding). Anything
+/// else (`null`, `HTTPS://Shop.Example`, `https://example%2Ecom`) is not an origin any browser
+/// sends, so it is refused rather than normalised and echoed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Origin(url::Url);
+
+impl Origin {
+    pub fn parse(s: &str) -> Option<Self> {
+        if s.len() > 300 {
+            return None;
+        }
+        let url = url::Url::parse(s).ok()?;
+        let canonical = url.origin().ascii_serialization();
+        (matches!(url.scheme(), "http" | "https") && canonical == s).then_some(Self(url))
+    }
+
+    /// The canonical serialisation, as received and as echoed in `Access-Control-Allow-Origin`.
+    pub fn as_str(&self) -> &str {
+        self.0.as_str().trim_end_matches('/')
+    }
 }
 
 #[cfg(test)]
@@ -118,9 +155,10 @@ mod tests {
             "https://shop.example",
             "https://www.shop.example",
             "https://a.b.shop.example:8443",
-            "HTTPS://Shop.Example",
         ] {
-            assert!(origin_allowed("shop.example", ok), "{ok}");
+            let o = Origin::parse(ok).unwrap_or_else(|| panic!("{ok}"));
+            assert_eq!(o.as_str(), ok);
+            assert!(origin_allowed("shop.example", &o), "{ok}");
         }
         for bad in [
             "http://shop.example",
@@ -132,18 +170,38 @@ mod tests {
             "",
             "https://203.0.113.7",
             "http://localhost:8080",
+            "https://shop.example.",
         ] {
-            assert!(!origin_allowed("shop.example", bad), "{bad}");
+            assert!(
+                Origin::parse(bad).is_none_or(|o| !origin_allowed("shop.example", &o)),
+                "{bad}"
+            );
+        }
+        // Only the canonical serialisation is an origin: nothing is normalised and echoed.
+        for odd in [
+            "HTTPS://Shop.Example",
+            "https://shop.example/",
+            "https://shop.example:443",
+            "https://example%2Ecom",
+            "ftp://shop.example",
+        ] {
+            assert_eq!(Origin::parse(odd), None, "{odd}");
         }
         for ok in [
             "http://localhost:8080",
             "http://127.0.0.1:9",
             "http://[::1]:1",
         ] {
-            assert!(origin_allowed("localhost", ok), "{ok}");
+            assert!(
+                origin_allowed("localhost", &Origin::parse(ok).unwrap()),
+                "{ok}"
+            );
         }
-        for bad in ["http://10.0.0.1", "https://shop.example", "file://"] {
-            assert!(!origin_allowed("localhost", bad), "{bad}");
+        for bad in ["http://10.0.0.1", "https://shop.example"] {
+            assert!(
+                !origin_allowed("localhost", &Origin::parse(bad).unwrap()),
+                "{bad}"
+            );
         }
     }
 
@@ -174,6 +232,25 @@ mod tests {
             );
         }
         assert!(Domain::parse(&format!("{}.example", "a".repeat(64))).is_err());
+        // Public suffixes, ICANN's and private ones, are no one's site.
+        for suffix in ["com", "co.uk", "github.io", "example", "s3.amazonaws.com"] {
+            assert_eq!(
+                Domain::parse(suffix),
+                Err(ProjectFieldError::PublicSuffix),
+                "{suffix}"
+            );
+        }
+        for ok in [
+            "shop.co.uk",
+            "me.github.io",
+            "www.shop.example",
+            "shop.example",
+        ] {
+            assert!(Domain::parse(ok).is_ok(), "{ok}");
+        }
+        for ip in ["127.0.0.1", "203.0.113.7", "10.1", "8"] {
+            assert_eq!(Domain::parse(ip), Err(ProjectFieldError::IpLiteral), "{ip}");
+        }
     }
 
     proptest::proptest! {

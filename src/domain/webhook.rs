@@ -48,6 +48,8 @@ pub enum UrlError {
     Credentials,
     #[error("url must point to a public host")]
     ForbiddenHost,
+    #[error("url must use port 443 or a port from 1024 up")]
+    Port,
 }
 
 /// A validated webhook target. Kept in the URL standard's normalised form, which is what is stored,
@@ -82,6 +84,14 @@ impl WebhookUrl {
             "https" => {}
             "http" if loopback && policy.allow_loopback => {}
             _ => return Err(UrlError::NotHttps),
+        }
+        // Well-known ports other than https's are other services (ssh, smtp, databases): never a
+        // webhook receiver, and a way to probe them.
+        if url
+            .port_or_known_default()
+            .is_none_or(|p| p != 443 && p < 1024)
+        {
+            return Err(UrlError::Port);
         }
         if url.as_str().len() > MAX_URL_LEN {
             return Err(UrlError::TooLong);
@@ -188,6 +198,32 @@ mod tests {
             WebhookUrl::parse("mailto:a@example.com", STRICT),
             Err(UrlError::Invalid)
         );
+    }
+
+    #[test]
+    fn only_port_443_or_unprivileged_ports() {
+        for ok in [
+            "https://hooks.example.com/",
+            "https://hooks.example.com:443/",
+            "https://hooks.example.com:1024/",
+            "https://hooks.example.com:8443/x",
+            "https://hooks.example.com:65535/",
+        ] {
+            assert!(WebhookUrl::parse(ok, STRICT).is_ok(), "{ok}");
+        }
+        for bad in [
+            "https://hooks.example.com:22/",
+            "https://hooks.example.com:80/",
+            "https://hooks.example.com:1/",
+            "https://hooks.example.com:1023/",
+        ] {
+            assert_eq!(WebhookUrl::parse(bad, STRICT), Err(UrlError::Port), "{bad}");
+        }
+        assert_eq!(
+            WebhookUrl::parse("http://127.0.0.1/", DEV),
+            Err(UrlError::Port)
+        );
+        assert!(WebhookUrl::parse("http://127.0.0.1:8080/", DEV).is_ok());
     }
 
     #[test]

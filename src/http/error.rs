@@ -15,6 +15,8 @@ use crate::store::StoreError;
 pub enum ApiError {
     BadRequest(Cow<'static, str>),
     Unauthorized,
+    /// 401 with what was wrong with the credential the caller itself sent (a session token).
+    BadCredential(&'static str),
     NotFound(&'static str),
     /// Carries the `Allow` header value.
     MethodNotAllowed(String),
@@ -27,7 +29,8 @@ pub enum ApiError {
     PayloadTooLarge,
     /// The body did not arrive in time (`vigil serve`; API Gateway has its own).
     RequestTimeout,
-    UnsupportedMediaType,
+    /// 415 naming every media type the route accepts.
+    UnsupportedMediaType(&'static str),
     /// Storage throttled after retries: the client should retry later.
     Unavailable,
     Internal,
@@ -41,7 +44,7 @@ impl ApiError {
     pub fn status(&self) -> StatusCode {
         match self {
             ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
-            ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
+            ApiError::Unauthorized | ApiError::BadCredential(_) => StatusCode::UNAUTHORIZED,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::Conflict(_) => StatusCode::CONFLICT,
@@ -50,7 +53,7 @@ impl ApiError {
             ApiError::TooManyRequests(..) => StatusCode::TOO_MANY_REQUESTS,
             ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
-            ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -63,12 +66,13 @@ impl ApiError {
             ApiError::NotFound(m)
             | ApiError::Conflict(m)
             | ApiError::Forbidden(m)
+            | ApiError::BadCredential(m)
+            | ApiError::UnsupportedMediaType(m)
             | ApiError::Unprocessable(m) => m,
             ApiError::TooManyRequests(m, _) => m,
             ApiError::MethodNotAllowed(_) => "Method not allowed",
             ApiError::PayloadTooLarge => "Request body is too large",
             ApiError::RequestTimeout => "Request body was not received in time",
-            ApiError::UnsupportedMediaType => "Content-Type must be application/json",
             ApiError::Unavailable => "Service temporarily unavailable, retry later",
             ApiError::Internal => "Internal server error",
         }
@@ -141,6 +145,12 @@ impl From<ServiceError> for ApiError {
                 ApiError::Forbidden("Origin is not allowed for this project")
             }
             ServiceError::NoAddress => ApiError::bad_request("`ipAddress` is required"),
+            ServiceError::SessionTokenRequired => {
+                ApiError::BadCredential("`sessionToken` is required for this project")
+            }
+            ServiceError::SessionToken(_) => {
+                ApiError::BadCredential("`sessionToken` is invalid or expired")
+            }
             e @ (ServiceError::NoEngine | ServiceError::EngineFault(_)) => {
                 tracing::error!(error = %Chain(&e), "answering 500");
                 ApiError::Internal

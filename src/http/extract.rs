@@ -104,7 +104,9 @@ pub struct Json<T>(pub T);
 impl<T: JsonBody> FromBody for Json<T> {
     fn from_body(req: &Request) -> Result<Self, ApiError> {
         if !has_media_type(req, &["application/json"]) {
-            return Err(ApiError::UnsupportedMediaType);
+            return Err(ApiError::UnsupportedMediaType(
+                "Content-Type must be application/json",
+            ));
         }
         T::from_json(json_value(req, T::MAX_BYTES)?).map(Json)
     }

@@ -17,14 +17,14 @@ use crate::domain::{
 };
 use crate::service::Vigil;
 use crate::service::plans::Usage;
-use crate::service::projects::ProjectChanges;
+use crate::service::projects::{ProjectChanges, ProjectSpec};
 use crate::store::{
     AccountStore, DeliveryStore, IdempotencyStore, ProjectStore, ResultStore, UsageStore,
     WebhookStore,
 };
 
 pub use super::extract::MAX_PAGE;
-pub use super::ingest::{Collect, CreateEvent, GetEvent, ListEvents};
+pub use super::ingest::{CreateEvent, GetEvent, ListEvents};
 /// Largest webhook creation body accepted.
 pub const MAX_WEBHOOK_BODY: usize = 8 * 1024;
 
@@ -203,11 +203,8 @@ impl<S: ProjectStore + WebhookStore + DeliveryStore> Endpoint<S> for ListDeliver
     }
 }
 
-/// The project creation body: exactly `name` and `domain`.
-pub struct NewProject {
-    pub name: ProjectName,
-    pub domain: Domain,
-}
+/// The project creation body: `name` and `domain`, and optionally `requireSessionToken`.
+pub struct NewProject(pub ProjectSpec);
 
 /// Largest project body accepted.
 pub const MAX_PROJECT_BODY: usize = 8 * 1024;
@@ -216,11 +213,14 @@ impl JsonBody for NewProject {
     const MAX_BYTES: usize = MAX_PROJECT_BODY;
 
     fn from_json(value: Value) -> Result<Self, ApiError> {
-        let members = Members::only(value, &["name", "domain"])?;
-        Ok(Self {
+        let members = Members::only(value, &["name", "domain", "requireSessionToken"])?;
+        Ok(Self(ProjectSpec {
             name: project_name(members.string("name")?)?,
             domain: project_domain(members.string("domain")?)?,
-        })
+            require_session_token: members
+                .optional_bool("requireSessionToken")?
+                .unwrap_or(true),
+        }))
     }
 }
 
@@ -245,9 +245,9 @@ impl<S: ProjectStore + IdempotencyStore> Endpoint<S> for CreateProject {
         call: Call<'_, (), Self::Body>,
     ) -> Result<Reply<Project>, ApiError> {
         let once = idempotency(call.req, &call.account, app.now())?;
-        let Json(NewProject { name, domain }) = call.body;
+        let Json(NewProject(spec)) = call.body;
         let project = app
-            .create_project(&call.account, &call.terms, name, domain, once.as_ref())
+            .create_project(&call.account, &call.terms, spec, once.as_ref())
             .await?;
         let location = format!("{BASE}/projects/{}", project.id);
         Ok(Reply::created(project, location))
@@ -274,7 +274,10 @@ impl JsonBody for ProjectChanges {
     const MAX_BYTES: usize = MAX_PROJECT_BODY;
 
     fn from_json(value: Value) -> Result<Self, ApiError> {
-        let members = Members::only(value, &["name", "domain", "disabled"])?;
+        let members = Members::only(
+            value,
+            &["name", "domain", "disabled", "requireSessionToken"],
+        )?;
         // A member is a change: null would say nothing, so it is refused rather than ignored.
         members.no_nulls()?;
         let changes = ProjectChanges {
@@ -287,10 +290,11 @@ impl JsonBody for ProjectChanges {
                 .map(project_domain)
                 .transpose()?,
             disabled: members.optional_bool("disabled")?,
+            require_session_token: members.optional_bool("requireSessionToken")?,
         };
         if changes == ProjectChanges::default() {
             return Err(ApiError::bad_request(
-                "Request body must set at least one of `name`, `domain` and `disabled`",
+                "Request body must set at least one of `name`, `domain`, `disabled` and `requireSessionToken`",
             ));
         }
         Ok(changes)

@@ -4,23 +4,24 @@
 use std::net::IpAddr;
 use std::sync::LazyLock;
 
-use http::{HeaderValue, StatusCode, header};
+use http::{HeaderValue, Method, StatusCode, header};
 use lambda_http::request::RequestContext;
 use lambda_http::{Body, Request, RequestExt, Response};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use super::ApiError;
 use super::extract::{
-    FromBody, Json, JsonBody, Members, Paging, bounded_body, has_media_type, idempotency, typed,
+    Json, JsonBody, Members, Paging, bounded_body, has_media_type, idempotency, typed,
 };
-use super::pipeline::{Call, Caller, Endpoint, Reply};
+use super::pipeline::{Call, Endpoint, Reply};
 use super::routes::BASE;
 use crate::detect::{Evidence, Headers, Signals};
+use crate::domain::project::Origin;
 use crate::domain::{Event, EventId, ProjectId, SessionId};
 use crate::service::Vigil;
-use crate::store::{AccountStore, IdempotencyStore, ProjectStore, ResultStore};
+use crate::store::{AccountStore, IdempotencyStore, ProjectStore, ResultStore, UsageStore};
 
 /// Largest evidence document accepted, by either door.
 pub const MAX_EVIDENCE_BODY: usize = 16 * 1024;
@@ -130,37 +131,45 @@ impl<S: ProjectStore + ResultStore> Endpoint<S> for GetEvent {
 /// The media types the collect route reads: the agent sends `text/plain`, which keeps its
 /// cross-origin request "simple" (no preflight round trip); JSON is accepted too.
 const COLLECT_TYPES: &[&str] = &["text/plain", "application/json"];
+const COLLECT_415: &str = "Content-Type must be text/plain or application/json";
+const NOT_A_VISIT: &str = "Request body must be a JSON object with a string `publicKey`";
+const ORIGIN_REFUSED: &str = "Origin is not allowed for this project";
 
-/// The collect route's body: exactly `publicKey`, `sessionId` and `signals`.
+/// The collect route's body, read once and whole before anything is read or counted: exactly
+/// `publicKey`, `sessionId`, and optionally `sessionToken` and `signals`.
 pub struct Visit {
+    pub public_key: String,
     pub session: SessionId,
+    pub session_token: Option<String>,
     pub signals: Option<Signals>,
 }
 
-impl FromBody for Visit {
-    fn from_body(req: &Request) -> Result<Self, ApiError> {
-        let value = collect_body(req)?;
-        let mut m = Members::only(value, &["publicKey", "sessionId", "signals"])?;
-        m.string("publicKey")?;
-        let session = m.string("sessionId")?;
-        let session = SessionId::parse(session)
+impl Visit {
+    fn read(req: &Request) -> Result<Self, ApiError> {
+        if !has_media_type(req, COLLECT_TYPES) {
+            return Err(ApiError::UnsupportedMediaType(COLLECT_415));
+        }
+        let value: Value = serde_json::from_slice(bounded_body(req, MAX_EVIDENCE_BODY)?)
+            .map_err(|_| ApiError::bad_request(NOT_A_VISIT))?;
+        if !value.is_object() || value.get("publicKey").is_some_and(|k| !k.is_string()) {
+            return Err(ApiError::bad_request(NOT_A_VISIT));
+        }
+        let mut m = Members::only(
+            value,
+            &["publicKey", "sessionId", "sessionToken", "signals"],
+        )?;
+        let public_key = m.string("publicKey")?.to_owned();
+        let session = SessionId::parse(m.string("sessionId")?)
             .map_err(|e| ApiError::bad_request(format!("sessionId {e}")))?;
+        let session_token = m.optional_string("sessionToken")?.map(str::to_owned);
         let signals = m.take("signals").map(|v| typed(v, "signals")).transpose()?;
-        Ok(Self { session, signals })
+        Ok(Self {
+            public_key,
+            session,
+            session_token,
+            signals,
+        })
     }
-}
-
-/// The collect route's body: 415 unless text or JSON, then as [`bounded_body`].
-fn collect_bytes(req: &Request) -> Result<&[u8], ApiError> {
-    if !has_media_type(req, COLLECT_TYPES) {
-        return Err(ApiError::UnsupportedMediaType);
-    }
-    bounded_body(req, MAX_EVIDENCE_BODY)
-}
-
-fn collect_body(req: &Request) -> Result<Value, ApiError> {
-    serde_json::from_slice(collect_bytes(req)?)
-        .map_err(|_| ApiError::bad_request("Request body must be valid JSON"))
 }
 
 /// Headers that the serving infrastructure (API Gateway and CloudFront, or the proxy that
@@ -215,66 +224,110 @@ fn request_evidence(req: &Request) -> Result<Evidence, ApiError> {
     })
 }
 
-/// The id of a stored visit; the scores are never shown to the page.
+/// What the page is told of its visit: a receipt id, never the scores.
 #[derive(Serialize)]
-pub struct Collected {
-    pub id: EventId,
+struct Collected {
+    id: String,
 }
 
-/// POST /collect: a visit reported by the browser agent on a customer's page.
-pub struct Collect;
-
-impl<S: ProjectStore + ResultStore> Endpoint<S> for Collect {
-    type Path = ();
-    type Body = Visit;
-    type Data = Collected;
-
-    /// The project whose public key the body names, if the page's origin is its domain.
-    async fn caller(app: &Vigil<S>, req: &Request) -> Result<Caller, ApiError>
-    where
-        S: AccountStore + ProjectStore + Sync,
-    {
-        #[derive(Deserialize)]
-        struct KeyOnly<'a> {
-            #[serde(rename = "publicKey", borrow)]
-            public_key: Option<std::borrow::Cow<'a, str>>,
+/// POST /collect, a visit reported by the browser agent on a customer's page, and its CORS
+/// preflight. Its own pipeline, in this order: the body is read whole (415, 413, 400: nothing
+/// read or counted yet); the page's origin must be a canonical one (403); the public key must
+/// name a project (401) whose domain the origin is (403) and that is enabled (403); then the plan
+/// (403), the session token (401) and the route's own budget (429, `Retry-After`). Answers carry
+/// no rate-limit headers, and CORS only for an origin the project allows.
+pub async fn collect<S>(app: &Vigil<S>, req: &Request) -> Response<Body>
+where
+    S: ProjectStore + ResultStore + AccountStore + UsageStore,
+{
+    if req.method() == Method::OPTIONS {
+        return preflight(req);
+    }
+    let mut allowed = None;
+    let mut res = match visit(app, req, &mut allowed).await {
+        Ok(id) => {
+            let body = serde_json::json!({ "data": Collected { id } }).to_string();
+            super::json_response(StatusCode::ACCEPTED, body)
         }
-        let key: KeyOnly<'_> = serde_json::from_slice(collect_bytes(req)?).map_err(|_| {
-            ApiError::bad_request("Request body must be a JSON object with a string `publicKey`")
-        })?;
-        let key = key
-            .public_key
-            .ok_or_else(|| ApiError::bad_request("`publicKey` is required"))?;
-        let origin = req
-            .headers()
-            .get(header::ORIGIN)
-            .and_then(|v| v.to_str().ok());
-        let visited = app.visitor(&key, origin).await?;
-        let origin =
-            origin
-                .and_then(|o| HeaderValue::from_str(o).ok())
-                .ok_or(ApiError::Forbidden(
-                    "Origin is not allowed for this project",
-                ))?;
-        Ok(Caller {
-            account: visited.project.account_id.clone(),
-            terms: visited.terms,
-            visitor: Some((visited.project, origin)),
-        })
+        Err(e) => e.into_response(),
+    };
+    if let Some(origin) = allowed {
+        allow_origin(&mut res, origin);
     }
+    res
+}
 
-    async fn handle(
-        app: &Vigil<S>,
-        call: Call<'_, (), Visit>,
-    ) -> Result<Reply<Collected>, ApiError> {
-        let project = call.project.as_deref().ok_or(ApiError::Internal)?;
-        let mut evidence = request_evidence(call.req)?;
-        evidence.signals = call.body.signals;
-        let id = app
-            .record_visit(project, &call.body.session, &evidence)
-            .await?;
-        Ok(Reply::accepted(Collected { id }))
-    }
+async fn visit<S>(
+    app: &Vigil<S>,
+    req: &Request,
+    allowed: &mut Option<HeaderValue>,
+) -> Result<String, ApiError>
+where
+    S: ProjectStore + ResultStore + AccountStore + UsageStore,
+{
+    let visit = Visit::read(req)?;
+    let origin = page_origin(req).ok_or(ApiError::Forbidden(ORIGIN_REFUSED))?;
+    let visited = app.visitor(&visit.public_key, &origin).await?;
+    *allowed = HeaderValue::from_str(origin.as_str()).ok();
+    let mut evidence = request_evidence(req)?;
+    evidence.signals = visit.signals;
+    let source = evidence.ip_address.ok_or(ApiError::Internal)?;
+    Ok(app
+        .record_visit(
+            &visited,
+            source,
+            &visit.session,
+            visit.session_token.as_deref(),
+            &evidence,
+        )
+        .await?)
+}
+
+/// The request's `Origin`, if it is one a browser sends.
+fn page_origin(req: &Request) -> Option<Origin> {
+    req.headers()
+        .get(header::ORIGIN)
+        .and_then(|v| v.to_str().ok())
+        .and_then(Origin::parse)
+}
+
+/// CORS for an answer to a page whose origin the project allows: this origin only, and of the
+/// headers only `Retry-After` readable (nothing about the customer's plan).
+fn allow_origin(res: &mut Response<Body>, origin: HeaderValue) {
+    let h = res.headers_mut();
+    h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);
+    h.insert(header::VARY, HeaderValue::from_static("Origin"));
+    h.insert(
+        header::ACCESS_CONTROL_EXPOSE_HEADERS,
+        HeaderValue::from_static("Retry-After"),
+    );
+}
+
+/// OPTIONS /collect: a page that posts JSON asks first. A preflight carries no body, so no public
+/// key: it is granted to any origin a browser sends (POST with `Content-Type`, for 10 minutes),
+/// which grants nothing by itself: the POST that follows is judged in full.
+fn preflight(req: &Request) -> Response<Body> {
+    let Some(origin) = page_origin(req).and_then(|o| HeaderValue::from_str(o.as_str()).ok()) else {
+        return ApiError::Forbidden(ORIGIN_REFUSED).into_response();
+    };
+    let mut res = Response::new(Body::Empty);
+    *res.status_mut() = StatusCode::NO_CONTENT;
+    let h = res.headers_mut();
+    h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);
+    h.insert(header::VARY, HeaderValue::from_static("Origin"));
+    h.insert(
+        header::ACCESS_CONTROL_ALLOW_METHODS,
+        HeaderValue::from_static("POST"),
+    );
+    h.insert(
+        header::ACCESS_CONTROL_ALLOW_HEADERS,
+        HeaderValue::from_static("Content-Type"),
+    );
+    h.insert(
+        header::ACCESS_CONTROL_MAX_AGE,
+        HeaderValue::from_static("600"),
+    );
+    res
 }
 
 /// The browser agent, as served.
@@ -301,6 +354,8 @@ pub fn agent_script(req: &Request) -> Response<Body> {
         });
     let (status, body) = if fresh {
         (StatusCode::NOT_MODIFIED, Body::Empty)
+    } else if req.method() == Method::HEAD {
+        (StatusCode::OK, Body::Empty)
     } else {
         (StatusCode::OK, Body::Text(AGENT_JS.to_owned()))
     };

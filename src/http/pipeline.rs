@@ -3,8 +3,7 @@
 //!
 //! 1. route: API Gateway (or the local router) picked the endpoint; unknown paths are 404 and known
 //!    paths with another method 405, before anything here runs;
-//! 2. the caller: the account the authorizer put in the request context, else 401 (the collect
-//!    route instead finds the project by its public key and checks the page's origin: 401, 403);
+//! 2. the caller: the account the authorizer put in the request context, else 401;
 //! 3. the plan: 403 when it is not in force (but for reading the plan), 429 over `maxRps` or
 //!    `maxRequests`; otherwise the request is counted. Every answer from here on carries the
 //!    `RateLimit-Policy` and `RateLimit` headers;
@@ -12,13 +11,12 @@
 //! 5. body: the endpoint's [`FromBody`] type, else 415, 413 or 400;
 //! 6. the endpoint's handler, whose [`Reply`] or [`ApiError`] is turned into a response here.
 //!
-//! A step that must run for every authenticated request belongs in [`answer`], once.
+//! A step that must run for every authenticated request belongs in [`answer`], once. The public
+//! routes have their own short paths: [`super::ingest::collect`] and the agent script.
 
 use std::future::Future;
 
-use std::sync::Arc;
-
-use http::{HeaderName, HeaderValue, StatusCode, header};
+use http::{HeaderName, StatusCode, header};
 use lambda_http::request::RequestContext;
 use lambda_http::{Body, Request, RequestExt, Response};
 use serde::Serialize;
@@ -27,7 +25,7 @@ use super::extract::{FromBody, FromPath, UnreadableBody};
 use super::routes::{Route, with_routes};
 use super::{ApiError, auth, json_response, set_header};
 use crate::domain::plan::{Refusal, Standing, Terms, seconds_until};
-use crate::domain::{AccountId, Project, Timestamp};
+use crate::domain::{AccountId, Timestamp};
 use crate::service::{ServiceError, Vigil};
 use crate::store::{AccountStore, ProjectStore, Store, UsageStore};
 
@@ -40,17 +38,6 @@ pub trait Endpoint<S>: 'static {
     type Body: FromBody + Send + Sync;
     type Data: Serialize;
 
-    /// Who the request acts for: by default the developer key's account.
-    fn caller(
-        app: &Vigil<S>,
-        req: &Request,
-    ) -> impl Future<Output = Result<Caller, ApiError>> + Send
-    where
-        S: AccountStore + ProjectStore + Sync,
-    {
-        developer(app, req)
-    }
-
     fn handle(
         app: &Vigil<S>,
         call: Call<'_, Self::Path, Self::Body>,
@@ -61,17 +48,12 @@ pub trait Endpoint<S>: 'static {
 pub struct Caller {
     pub account: AccountId,
     pub terms: Terms,
-    /// For a browser route: the project its public key named, and the page's origin, which every
-    /// answer from then on allows (CORS).
-    pub visitor: Option<(Arc<Project>, HeaderValue)>,
 }
 
 /// A request that passed every step before the handler.
 pub struct Call<'a, P, B> {
     pub account: AccountId,
     pub terms: Terms,
-    /// The project of a browser route's public key.
-    pub project: Option<Arc<Project>>,
     pub path: P,
     pub body: B,
     pub req: &'a Request,
@@ -148,11 +130,7 @@ pub async fn developer<S: AccountStore>(app: &Vigil<S>, req: &Request) -> Result
         }
         None => return Err(ApiError::Unauthorized),
     };
-    Ok(Caller {
-        account,
-        terms,
-        visitor: None,
-    })
+    Ok(Caller { account, terms })
 }
 
 /// Answers one request of endpoint `E` (steps 2 to 6 above).
@@ -161,17 +139,12 @@ where
     E: Endpoint<S>,
     S: AccountStore + ProjectStore + UsageStore + Sync,
 {
-    let Caller {
-        account,
-        terms,
-        visitor,
-    } = match E::caller(app, &req).await {
+    let Caller { account, terms } = match developer(app, &req).await {
         Ok(caller) => caller,
         Err(e) => return e.into_response(),
     };
-    let (project, origin) = visitor.unzip();
     let now = app.now();
-    let mut res = match app.admit(&account, &terms, E::WITHOUT_PLAN_IN_FORCE).await {
+    match app.admit(&account, &terms, E::WITHOUT_PLAN_IN_FORCE).await {
         Ok(standing) => {
             let reply = async {
                 let path = E::Path::from_path(&req)?;
@@ -182,7 +155,6 @@ where
                 let call = Call {
                     account,
                     terms,
-                    project,
                     path,
                     body,
                     req: &req,
@@ -199,22 +171,7 @@ where
             rate_limit_headers(&mut res, &terms, now, refused);
             res
         }
-    };
-    if let Some(origin) = origin {
-        allow_origin(&mut res, origin);
     }
-    res
-}
-
-/// CORS for a browser route's answer: this origin only, and the headers a page may read.
-fn allow_origin(res: &mut Response<Body>, origin: HeaderValue) {
-    let h = res.headers_mut();
-    h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);
-    h.insert(header::VARY, HeaderValue::from_static("Origin"));
-    h.insert(
-        header::ACCESS_CONTROL_EXPOSE_HEADERS,
-        HeaderValue::from_static("RateLimit, RateLimit-Policy, Retry-After"),
-    );
 }
 
 /// What the `RateLimit` field says: the requests left under each limit, where known.
@@ -293,6 +250,7 @@ pub async fn route<S: Store>(app: &Vigil<S>, route: Route, req: Request) -> Resp
         ($($name:ident),* $(,)?) => {
             match route {
                 $(Route::$name => answer::<super::handlers::$name, S>(app, req).await,)*
+                Route::Collect => super::ingest::collect(app, &req).await,
                 Route::AgentScript => super::ingest::agent_script(&req),
             }
         };

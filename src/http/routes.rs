@@ -27,7 +27,6 @@ macro_rules! with_routes {
             CreateEvent,
             ListEvents,
             GetEvent,
-            Collect,
         }
     };
 }
@@ -39,12 +38,15 @@ macro_rules! route_enum {
         #[derive(Debug, Clone, Copy, PartialEq, Eq)]
         pub enum Route {
             $($name,)*
+            /// The browser's visits (public key and origin, and their CORS preflight): a path
+            /// of their own, outside the developer pipeline.
+            Collect,
             /// The browser agent: a static script, outside the pipeline (no key, no plan).
             AgentScript,
         }
 
         impl Route {
-            pub const ALL: &[Route] = &[$(Route::$name,)* Route::AgentScript];
+            pub const ALL: &[Route] = &[$(Route::$name,)* Route::Collect, Route::AgentScript];
         }
     };
 }
@@ -75,7 +77,9 @@ pub const ROUTES: &[(Method, &str, Route)] = &[
     (Method::GET,    concatcp!("/projects/", PROJECT, "/sessions/", SESSION, "/events"),  Route::ListEvents),
     (Method::GET,    concatcp!("/projects/", PROJECT, "/sessions/", SESSION, "/events/", EVENT), Route::GetEvent),
     (Method::POST,   "/collect",                                                          Route::Collect),
+    (Method::OPTIONS, "/collect",                                                         Route::Collect),
     (Method::GET,    "/agent.js",                                                         Route::AgentScript),
+    (Method::HEAD,   "/agent.js",                                                         Route::AgentScript),
 ];
 
 impl Route {
@@ -182,6 +186,8 @@ mod tests {
                 "/projects/{projectId}/sessions/{sessionId}/events",
                 "/projects/{projectId}/sessions/{sessionId}/events/{eventId}",
                 "/collect",
+                "/collect",
+                "/agent.js",
                 "/agent.js",
             ]
         );
@@ -206,7 +212,18 @@ mod tests {
     #[test]
     fn every_route_is_in_the_table() {
         for r in Route::ALL {
-            assert_eq!(ROUTES.iter().filter(|(_, _, x)| x == r).count(), 1, "{r:?}");
+            // Once, but for the public routes' preflight (OPTIONS) and HEAD.
+            let methods: Vec<&Method> = ROUTES
+                .iter()
+                .filter(|(_, _, x)| x == r)
+                .map(|(m, ..)| m)
+                .collect();
+            let extra = methods
+                .iter()
+                .filter(|m| matches!(**m, &Method::OPTIONS | &Method::HEAD))
+                .count();
+            assert_eq!(methods.len() - extra, 1, "{r:?}");
+            assert!(extra == 0 || r.is_public(), "{r:?}");
         }
     }
 

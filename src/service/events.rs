@@ -2,6 +2,7 @@
 //! (which is also a v1 result, so summaries and webhooks work as for any result). Two doors: the
 //! server-side events route (developer key) and the browser's collect route (public key, origin).
 
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -9,19 +10,26 @@ use super::{ServiceError, ServiceResult, Vigil};
 use crate::detect::{ENGINE_VERSION, Evidence};
 use crate::domain::ResultPosition;
 use crate::domain::idempotency::{Created, Once, Used, Written};
+use crate::domain::plan::Refusal;
 use crate::domain::plan::Terms;
-use crate::domain::project::origin_allowed;
+use crate::domain::project::{Origin, origin_allowed};
+use crate::domain::session_token;
+use crate::domain::token::random_base62;
 use crate::domain::{
     AccountId, CheckResult, Evaluation, Event, EventId, NewResult, Project, ProjectId, Score,
     SessionId,
 };
-use crate::store::{AccountStore, IdempotencyStore, ProjectStore, ResultPage, ResultStore};
+use crate::store::{
+    AccountStore, IdempotencyStore, ProjectStore, ResultPage, ResultStore, UsageStore,
+};
 
 /// How long a warm instance trusts what it read of a project (its domain, whether it is disabled)
 /// and of its account's plan: a change made through the API applies to new visits within this.
 pub const VISITOR_CACHE_TTL: Duration = Duration::from_secs(60);
 /// Longest public key looked up; anything longer is not a key and costs no read.
 const MAX_PUBLIC_KEY: usize = 128;
+/// How long a warm instance remembers that a public key names no project.
+pub const UNKNOWN_KEY_TTL: Duration = Duration::from_secs(10);
 
 /// A project as the collect route needs it, read once per [`VISITOR_CACHE_TTL`].
 #[derive(Clone)]
@@ -86,23 +94,6 @@ impl<S: ProjectStore + ResultStore + IdempotencyStore> Vigil<S> {
 }
 
 impl<S: ProjectStore + ResultStore> Vigil<S> {
-    /// Evaluates a visit the browser agent reports for `project` (already checked by
-    /// [`Vigil::visitor`]) and stores it as an event.
-    pub async fn record_visit(
-        &self,
-        project: &Project,
-        session: &SessionId,
-        evidence: &Evidence,
-    ) -> ServiceResult<EventId> {
-        match self
-            .evaluate_and_store(&project.id, session, evidence, None)
-            .await?
-        {
-            Written::New(event) => Ok(event.id),
-            Written::Before(_) => Err(ServiceError::IdempotencyMismatch),
-        }
-    }
-
     async fn evaluate_and_store(
         &self,
         project: &ProjectId,
@@ -171,7 +162,81 @@ impl<S: ProjectStore + ResultStore> Vigil<S> {
             .await?
             .ok_or(ServiceError::EventNotFound)
     }
+}
 
+impl<S: ProjectStore + AccountStore> Vigil<S> {
+    /// The project a browser's request is for: its public key must be a project's, the page's
+    /// origin one of the project's domain (judged before anything else about the project is
+    /// said), and the project enabled. Warm instances answer from memory for
+    /// [`VISITOR_CACHE_TTL`], and remember unknown keys for [`UNKNOWN_KEY_TTL`].
+    pub async fn visitor(&self, public_key: &str, origin: &Origin) -> ServiceResult<Visited> {
+        let visited = self.visited(public_key).await?;
+        if !origin_allowed(&visited.project.domain, origin) {
+            return Err(ServiceError::OriginNotAllowed);
+        }
+        if visited.project.disabled {
+            return Err(ServiceError::ProjectDisabled);
+        }
+        Ok(visited)
+    }
+
+    async fn visited(&self, public_key: &str) -> ServiceResult<Visited> {
+        if let Some(v) = self.visitors.get(public_key)
+            && v.read_at.elapsed() < VISITOR_CACHE_TTL
+        {
+            return Ok(v);
+        }
+        if !is_public_key(public_key) {
+            return Err(ServiceError::UnknownPublicKey);
+        }
+        if let Some(at) = self.unknown_keys.get(public_key)
+            && at.elapsed() < UNKNOWN_KEY_TTL
+        {
+            return Err(ServiceError::UnknownPublicKey);
+        }
+        let Some(project) = self.store.project_by_public_key(public_key).await? else {
+            self.unknown_keys
+                .insert(public_key.to_owned(), Instant::now());
+            return Err(ServiceError::UnknownPublicKey);
+        };
+        let terms = self.terms(&project.account_id).await?;
+        let v = Visited {
+            project: Arc::new(project),
+            terms,
+            read_at: Instant::now(),
+        };
+        self.visitors.insert(public_key.to_owned(), v.clone());
+        Ok(v)
+    }
+}
+
+impl<S> Vigil<S> {
+    /// Forgets what this instance remembers of a project for ingestion, so that a change made
+    /// through it (disabled, domain, token setting) applies to the next visit.
+    pub fn forget_project(&self, project: &Project) {
+        self.visitors.remove(&project.api_key_public);
+        self.unknown_keys.remove(&project.api_key_public);
+        self.projects.remove(&project.id);
+    }
+
+    /// Forgets every project's plan terms this instance remembers (an account's plan changed).
+    pub fn forget_plans(&self) {
+        self.visitors.clear();
+    }
+}
+
+/// Whether `key` has the form of a public key: `pk_` and up to 125 letters, digits, `_` or `-`.
+/// Anything else names no project and costs no read.
+pub fn is_public_key(key: &str) -> bool {
+    key.strip_prefix("pk_").is_some_and(|rest| {
+        (1..=MAX_PUBLIC_KEY - 3).contains(&rest.len())
+            && rest
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    })
+}
+
+impl<S: ProjectStore> Vigil<S> {
     /// The project, as read within the last [`VISITOR_CACHE_TTL`].
     async fn fresh_project(&self, id: &ProjectId) -> ServiceResult<Arc<Project>> {
         if let Some((read_at, p)) = self.projects.get(id)
@@ -189,44 +254,63 @@ impl<S: ProjectStore + ResultStore> Vigil<S> {
             .insert(id.clone(), (Instant::now(), p.clone()));
         Ok(p)
     }
+
+    /// A session token for `session` of `project`, valid for `ttl_secs` (at most 24 hours), as
+    /// the customer's backend would mint it (`vigil sessions token`, the demo page).
+    pub async fn session_token(
+        &self,
+        project: &ProjectId,
+        session: &SessionId,
+        ttl_secs: i64,
+    ) -> ServiceResult<String> {
+        let p = self.fresh_project(project).await?;
+        let ttl = ttl_secs.clamp(1, session_token::MAX_LIFETIME_SECS);
+        Ok(session_token::mint(
+            &p.api_key_private,
+            &p.id,
+            session,
+            self.now().unix_seconds() + ttl,
+        ))
+    }
 }
 
-impl<S: ProjectStore + AccountStore> Vigil<S> {
-    /// The project a browser's request is for: its public key must be a project's, the project
-    /// enabled, and the page's origin one of the project's domain. Warm instances answer from
-    /// memory for [`VISITOR_CACHE_TTL`].
-    pub async fn visitor(&self, public_key: &str, origin: Option<&str>) -> ServiceResult<Visited> {
-        let visited = self.visited(public_key).await?;
-        if visited.project.disabled {
-            return Err(ServiceError::ProjectDisabled);
+impl<S: ProjectStore + ResultStore + UsageStore> Vigil<S> {
+    /// Records a visit the browser agent reports for a project [`Vigil::visitor`] admitted: the
+    /// plan must be in force, the session vouched for by a token when the project requires one,
+    /// and the visit within the collect route's own budget. The answer is a receipt: a random id,
+    /// opaque to the page, that says nothing of the session's other visits.
+    pub async fn record_visit(
+        &self,
+        visited: &Visited,
+        source: IpAddr,
+        session: &SessionId,
+        token: Option<&str>,
+        evidence: &Evidence,
+    ) -> ServiceResult<String> {
+        let project = &visited.project;
+        if !visited.terms.in_force(self.now()) {
+            return Err(ServiceError::Refused(Refusal::PlanInactive));
         }
-        match origin {
-            Some(o) if origin_allowed(&visited.project.domain, o) => Ok(visited),
-            _ => Err(ServiceError::OriginNotAllowed),
+        if project.require_session_token {
+            let token = token.ok_or(ServiceError::SessionTokenRequired)?;
+            session_token::verify(
+                token,
+                &project.api_key_private,
+                &project.id,
+                session,
+                self.now(),
+            )?;
         }
-    }
-
-    async fn visited(&self, public_key: &str) -> ServiceResult<Visited> {
-        if let Some(v) = self.visitors.get(public_key)
-            && v.read_at.elapsed() < VISITOR_CACHE_TTL
-        {
-            return Ok(v);
-        }
-        if public_key.is_empty() || public_key.len() > MAX_PUBLIC_KEY {
-            return Err(ServiceError::UnknownPublicKey);
-        }
-        let project = self
-            .store
-            .project_by_public_key(public_key)
+        self.admit_visit(project, &visited.terms, source).await?;
+        let event = match self
+            .evaluate_and_store(&project.id, session, evidence, None)
             .await?
-            .ok_or(ServiceError::UnknownPublicKey)?;
-        let terms = self.terms(&project.account_id).await?;
-        let v = Visited {
-            project: Arc::new(project),
-            terms,
-            read_at: Instant::now(),
+        {
+            Written::New(event) => event,
+            Written::Before(_) => return Err(ServiceError::IdempotencyMismatch),
         };
-        self.visitors.insert(public_key.to_owned(), v.clone());
-        Ok(v)
+        let receipt = format!("evt_{}", random_base62(24));
+        tracing::info!(%receipt, event = %event.id, project = %project.id, "visit recorded");
+        Ok(receipt)
     }
 }

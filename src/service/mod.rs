@@ -59,6 +59,10 @@ pub enum ServiceError {
     OriginNotAllowed,
     #[error("the visit has no address")]
     NoAddress,
+    #[error("the project requires a session token")]
+    SessionTokenRequired,
+    #[error(transparent)]
+    SessionToken(#[from] crate::domain::session_token::TokenError),
     #[error("this process was started without the detection engine")]
     NoEngine,
     #[error("the engine gave a score outside [0, 1]: {0}")]
@@ -80,6 +84,9 @@ pub struct Vigil<S> {
     projects: Cache<ProjectId, (Instant, Arc<Project>)>,
     /// Projects by public key, for the collect route.
     visitors: Cache<String, events::Visited>,
+    /// Public keys that named no project, with when that was found: a flood of made-up keys
+    /// costs one read per key and window, not one per request.
+    unknown_keys: Cache<String, Instant>,
 }
 
 impl<S> Vigil<S> {
@@ -92,6 +99,7 @@ impl<S> Vigil<S> {
             engine: None,
             projects: Cache::new(OWNER_CACHE_SIZE),
             visitors: Cache::new(OWNER_CACHE_SIZE),
+            unknown_keys: Cache::new(OWNER_CACHE_SIZE),
         }
     }
 

@@ -4,8 +4,13 @@
 use serde::Serialize;
 
 use super::{ServiceError, ServiceResult, Vigil};
-use crate::domain::plan::{Counted, Refusal, Standing, Terms, seconds_until};
-use crate::domain::{AccountId, Timestamp};
+use std::net::IpAddr;
+
+use crate::domain::plan::{
+    Counted, Period, Refusal, Standing, Terms, VISITS_PER_ADDRESS, VisitCount, seconds_until,
+    source_key,
+};
+use crate::domain::{AccountId, Project, Timestamp};
 use crate::store::UsageStore;
 
 /// `GET /usage`: the current billing period and what it has used.
@@ -17,6 +22,16 @@ pub struct Usage {
     pub requests: u64,
     pub max_requests: u64,
     pub remaining: u64,
+}
+
+/// The refusal for a count that was not allowed, with when to retry.
+fn refusal(now: Timestamp, period: &Period, counted: Counted) -> ServiceError {
+    let next_second = Timestamp::from_unix_millis((now.unix_seconds() + 1) * 1000)
+        .unwrap_or_else(|_| Timestamp::max());
+    ServiceError::Refused(match counted {
+        Counted::QuotaExceeded => Refusal::QuotaExceeded(seconds_until(now, period.end)),
+        _ => Refusal::RateLimited(seconds_until(now, next_second)),
+    })
 }
 
 impl<S: UsageStore> Vigil<S> {
@@ -34,18 +49,12 @@ impl<S: UsageStore> Vigil<S> {
             return Err(ServiceError::Refused(Refusal::PlanInactive));
         }
         let period = terms.period(now);
-        let next_second = Timestamp::from_unix_millis((now.unix_seconds() + 1) * 1000)
-            .unwrap_or_else(|_| Timestamp::max());
-        let rate_limited =
-            || ServiceError::Refused(Refusal::RateLimited(seconds_until(now, next_second)));
-        let quota_exceeded =
-            || ServiceError::Refused(Refusal::QuotaExceeded(seconds_until(now, period.end)));
         // A zero limit refuses without counting anything.
         if terms.max_rps == 0 {
-            return Err(rate_limited());
+            return Err(refusal(now, &period, Counted::RateLimited));
         }
         if terms.max_requests == 0 {
-            return Err(quota_exceeded());
+            return Err(refusal(now, &period, Counted::QuotaExceeded));
         }
         let counted = self
             .store
@@ -66,8 +75,41 @@ impl<S: UsageStore> Vigil<S> {
                 period_remaining: terms.max_requests.saturating_sub(in_period),
                 period_reset: seconds_until(now, period.end),
             }),
-            Counted::RateLimited => Err(rate_limited()),
-            Counted::QuotaExceeded => Err(quota_exceeded()),
+            refused => Err(refusal(now, &period, refused)),
+        }
+    }
+
+    /// Admits one visit of the collect route and counts it, or refuses it: over the project's
+    /// visit rate or its source's, or once the period's `maxRequests` is spent. The developer
+    /// API's own rate is never touched, so visits cannot refuse a developer request.
+    pub async fn admit_visit(
+        &self,
+        project: &Project,
+        terms: &Terms,
+        source: IpAddr,
+    ) -> ServiceResult<()> {
+        let now = self.now();
+        let period = terms.period(now);
+        let visit = VisitCount {
+            account: &project.account_id,
+            project: &project.id,
+            source: source_key(source),
+            second: now.unix_seconds(),
+            project_rps: terms.visit_rps(),
+            source_rps: VISITS_PER_ADDRESS,
+            period,
+            max_requests: terms.max_requests,
+        };
+        let counted = if visit.project_rps == 0 {
+            Counted::RateLimited
+        } else if terms.max_requests == 0 {
+            Counted::QuotaExceeded
+        } else {
+            self.store.count_visit(&visit).await?
+        };
+        match counted {
+            Counted::Allowed { .. } => Ok(()),
+            refused => Err(refusal(now, &period, refused)),
         }
     }
 

@@ -14,6 +14,16 @@ pub struct ProjectChanges {
     pub name: Option<ProjectName>,
     pub domain: Option<Domain>,
     pub disabled: Option<bool>,
+    pub require_session_token: Option<bool>,
+}
+
+/// What a new project is: its name and domain, and whether its visits need session tokens (on
+/// unless the request turns it off).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProjectSpec {
+    pub name: ProjectName,
+    pub domain: Domain,
+    pub require_session_token: bool,
 }
 
 impl<S: ProjectStore + IdempotencyStore> Vigil<S> {
@@ -23,8 +33,7 @@ impl<S: ProjectStore + IdempotencyStore> Vigil<S> {
         &self,
         account: &AccountId,
         terms: &Terms,
-        name: ProjectName,
-        domain: Domain,
+        spec: ProjectSpec,
         once: Option<&Once>,
     ) -> ServiceResult<Project> {
         if let Some(o) = once
@@ -32,6 +41,11 @@ impl<S: ProjectStore + IdempotencyStore> Vigil<S> {
         {
             return self.replay_project(o, used).await;
         }
+        let ProjectSpec {
+            name,
+            domain,
+            require_session_token,
+        } = spec;
         let project = Project {
             id: ProjectId::generate(),
             account_id: account.clone(),
@@ -40,6 +54,7 @@ impl<S: ProjectStore + IdempotencyStore> Vigil<S> {
             api_key_private: format!("sk_{}", random_base62(32)),
             domain: domain.into_string(),
             disabled: false,
+            require_session_token,
             created_at: self.now(),
         };
         match self
@@ -97,7 +112,13 @@ impl<S: ProjectStore> Vigil<S> {
         if let Some(disabled) = changes.disabled {
             p.disabled = disabled;
         }
+        if let Some(require) = changes.require_session_token {
+            p.require_session_token = require;
+        }
         if self.store.update_project(&p).await? {
+            // This instance refuses or admits visits by the change at once; other instances
+            // within VISITOR_CACHE_TTL.
+            self.forget_project(&p);
             Ok(p)
         } else {
             Err(ServiceError::ProjectNotFound)

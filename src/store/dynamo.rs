@@ -26,7 +26,7 @@ use super::{
     UsageStore, WebhookInsert, WebhookStore,
 };
 use crate::domain::idempotency::{Created, IdempotencyKey, Once, Used, Written};
-use crate::domain::plan::{Counted, Period};
+use crate::domain::plan::{Counted, Period, VisitCount};
 use crate::domain::webhook::MAX_WEBHOOKS_PER_PROJECT;
 use crate::domain::{
     Account, AccountId, Delivery, Event, NewResult, Project, ProjectId, ResultPosition, SessionId,
@@ -336,14 +336,33 @@ impl DynamoStore {
         max: u64,
         ttl: i64,
     ) -> Result<Option<u64>, StoreError> {
+        self.bump_counter(pk, sk, Counter::Window, max, ttl).await
+    }
+
+    /// Adds one to `counter`'s attributes of the item unless its guarded attribute has reached
+    /// `max`; the guarded attribute's new value, or None when refused.
+    async fn bump_counter(
+        &self,
+        pk: &str,
+        sk: String,
+        counter: Counter,
+        max: u64,
+        ttl: i64,
+    ) -> Result<Option<u64>, StoreError> {
+        let (added, guard) = counter.attributes();
+        let adds: Vec<String> = added.iter().map(|(p, _)| format!("{p} :one")).collect();
+        let (g, guarded) = guard;
         let out = self
             .client
             .update_item()
             .table_name(&self.table)
             .set_key(Some(key(pk, sk)))
-            .update_expression("ADD #c :one SET #t = :ttl, #e = :entity")
-            .condition_expression("attribute_not_exists(#c) OR #c < :max")
-            .expression_attribute_names("#c", "count")
+            .update_expression(format!(
+                "ADD {} SET #t = :ttl, #e = :entity",
+                adds.join(", ")
+            ))
+            .condition_expression(format!("attribute_not_exists({g}) OR {g} < :max"))
+            .set_expression_attribute_names(Some(counter.names()))
             .expression_attribute_names("#t", TTL)
             .expression_attribute_names("#e", "entity")
             .expression_attribute_values(":one", n(1))
@@ -358,7 +377,7 @@ impl DynamoStore {
                 let count = o
                     .attributes
                     .as_ref()
-                    .and_then(|a| a.get("count"))
+                    .and_then(|a| a.get(guarded))
                     .and_then(|v| v.as_n().ok())
                     .and_then(|v| v.parse::<u64>().ok())
                     .ok_or_else(|| StoreError::Corrupt("counter without a count".into()))?;
@@ -369,6 +388,24 @@ impl DynamoStore {
             }
             Err(e) => Err(sdk_error("UpdateItem", e)),
         }
+    }
+
+    /// Takes one back out of `counter`'s attributes: a request counted in the period that a rate
+    /// then refused.
+    async fn take_back(&self, pk: String, sk: String, counter: Counter) -> Result<(), StoreError> {
+        let (added, _) = counter.attributes();
+        let adds: Vec<String> = added.iter().map(|(p, _)| format!("{p} :minus")).collect();
+        self.client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(key(pk, sk)))
+            .update_expression(format!("ADD {}", adds.join(", ")))
+            .set_expression_attribute_names(Some(counter.names()))
+            .expression_attribute_values(":minus", n(-1))
+            .send()
+            .await
+            .map_err(|e| sdk_error("UpdateItem", e))?;
+        Ok(())
     }
 
     /// Moves an account's project counter by `delta` (seeding; creation checks the limit itself).
@@ -694,9 +731,10 @@ impl UsageStore for DynamoStore {
                 u64::from(max_rps),
                 second + RATE_WINDOW_TTL
             ),
-            self.bump(
+            self.bump_counter(
                 &pk,
                 usage_sk(period.start),
+                Counter::Developer,
                 max_requests,
                 period.end.unix_seconds() + COUNTER_GRACE_SECONDS,
             ),
@@ -707,16 +745,8 @@ impl UsageStore for DynamoStore {
                 in_period,
             }),
             (None, Some(_)) => {
-                self.client
-                    .update_item()
-                    .table_name(&self.table)
-                    .set_key(Some(key(pk, usage_sk(period.start))))
-                    .update_expression("ADD #c :minus")
-                    .expression_attribute_names("#c", "count")
-                    .expression_attribute_values(":minus", n(-1))
-                    .send()
-                    .await
-                    .map_err(|e| sdk_error("UpdateItem", e))?;
+                self.take_back(pk, usage_sk(period.start), Counter::Developer)
+                    .await?;
                 Ok(Counted::RateLimited)
             }
             (None, None) => Ok(Counted::RateLimited),
@@ -724,11 +754,92 @@ impl UsageStore for DynamoStore {
         }
     }
 
+    async fn count_visit(&self, v: &VisitCount<'_>) -> Result<Counted, StoreError> {
+        let (apk, ppk) = (account_pk(v.account), project_pk(v.project));
+        let expires = v.second + RATE_WINDOW_TTL;
+        // The three counters at once: one round trip. A refused visit is taken back out of the
+        // period; a source counted while its project's rate refused stays counted, which only
+        // tightens that source's limit within the second.
+        let (source, rate, usage) = tokio::join!(
+            self.bump(
+                &ppk,
+                visit_source_sk(&v.source, v.second),
+                u64::from(v.source_rps),
+                expires
+            ),
+            self.bump(
+                &ppk,
+                visit_rate_sk(v.second),
+                u64::from(v.project_rps),
+                expires
+            ),
+            self.bump_counter(
+                &apk,
+                usage_sk(v.period.start),
+                Counter::Visits,
+                v.max_requests,
+                v.period.end.unix_seconds() + COUNTER_GRACE_SECONDS,
+            ),
+        );
+        let (source, rate, usage) = (source?, rate?, usage?);
+        match (source, rate, usage) {
+            (Some(in_second), Some(_), Some(in_period)) => Ok(Counted::Allowed {
+                in_second: u32::try_from(in_second).unwrap_or(u32::MAX),
+                in_period,
+            }),
+            (_, _, Some(_)) => {
+                self.take_back(apk, usage_sk(v.period.start), Counter::Visits)
+                    .await?;
+                Ok(Counted::RateLimited)
+            }
+            (Some(_), Some(_), None) => Ok(Counted::QuotaExceeded),
+            _ => Ok(Counted::RateLimited),
+        }
+    }
+
     async fn period_usage(&self, account: &AccountId, period: &Period) -> Result<u64, StoreError> {
         let item: Option<CounterItem> = self
             .get(&account_pk(account), &usage_sk(period.start), false)
             .await?;
-        Ok(item.map_or(0, |c| c.count))
+        // A period counted before visits were (no `total`) holds developer requests only.
+        Ok(item.map_or(0, |c| c.total.unwrap_or(c.count)))
+    }
+}
+
+/// Which attributes of a counter item one request adds to, and which of them its limit guards.
+#[derive(Debug, Clone, Copy)]
+enum Counter {
+    /// A rate window: `count`.
+    Window,
+    /// A developer request in the period's usage item: `count` and `total`, guarded by `count`
+    /// (visits never refuse a developer request).
+    Developer,
+    /// A visit in the period's usage item: `visits` and `total`, guarded by `total`.
+    Visits,
+}
+
+type Attr = (&'static str, &'static str);
+
+impl Counter {
+    /// (the attributes added to, the guarded one), each as (placeholder, name).
+    fn attributes(self) -> (&'static [Attr], Attr) {
+        const COUNT: Attr = ("#c", "count");
+        const TOTAL: Attr = ("#n", "total");
+        const VISITS: Attr = ("#v", "visits");
+        match self {
+            Counter::Window => (&[COUNT], COUNT),
+            Counter::Developer => (&[COUNT, TOTAL], COUNT),
+            Counter::Visits => (&[VISITS, TOTAL], TOTAL),
+        }
+    }
+
+    /// The placeholders the counter's expressions use (DynamoDB refuses unused ones).
+    fn names(self) -> HashMap<String, String> {
+        self.attributes()
+            .0
+            .iter()
+            .map(|(p, n)| ((*p).to_owned(), (*n).to_owned()))
+            .collect()
     }
 }
 

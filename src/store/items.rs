@@ -90,6 +90,19 @@ pub fn rate_sk(second: i64) -> String {
 pub fn usage_sk(period_start: Timestamp) -> String {
     format!("USAGE#{period_start}")
 }
+/// A project's visits in one second (under the project's key).
+pub fn visit_rate_sk(second: i64) -> String {
+    format!("VRATE#{second}")
+}
+/// One source's visits to a project in one second (under the project's key).
+pub fn visit_source_sk(source: &str, second: i64) -> String {
+    format!("VSRC#{source}#{second}")
+}
+/// An account's visits in a billing period: SQLite's own counter; DynamoDB keeps them as
+/// attributes of the period's usage item, where one condition can read both counts.
+pub fn visits_sk(period_start: Timestamp) -> String {
+    format!("VISITS#{period_start}")
+}
 pub fn webhook_sk(w: &WebhookId) -> String {
     format!("{WEBHOOK_PREFIX}{w}")
 }
@@ -358,7 +371,12 @@ pub struct CounterItem {
     pub pk: String,
     pub sk: String,
     pub entity: Entity,
+    /// Requests of the window; on a period's usage item, developer requests only.
+    #[serde(default)]
     pub count: u64,
+    /// On a period's usage item: developer requests and visits together (what the month bills).
+    #[serde(default)]
+    pub total: Option<u64>,
     /// Epoch seconds after which the table may delete it.
     pub ttl: i64,
 }
@@ -559,6 +577,7 @@ mod tests {
             api_key_private: "sk".into(),
             domain: "shop.example".into(),
             disabled: false,
+            require_session_token: true,
             created_at: "2026-11-21T00:00:00Z".parse().unwrap(),
         };
         let item = ProjectItem::from(&project);

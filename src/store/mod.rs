@@ -4,7 +4,7 @@
 use std::future::Future;
 
 use crate::domain::idempotency::{IdempotencyKey, Once, Used, Written};
-use crate::domain::plan::{Counted, Period};
+use crate::domain::plan::{Counted, Period, VisitCount};
 use crate::domain::{
     Account, AccountId, Delivery, Event, NewResult, Project, ProjectId, ResultPosition, SessionId,
     SessionScore, Timestamp, Webhook, WebhookId,
@@ -162,9 +162,10 @@ pub const COUNTER_GRACE_SECONDS: i64 = 40 * 86_400;
 /// Request counters of accounts: one per second (`maxRps`) and one per billing period
 /// (`maxRequests`). Past windows expire by the table's TTL.
 pub trait UsageStore: Send + Sync {
-    /// Counts one request of `account` in the second `second` (epoch seconds) unless it already
-    /// has `max_rps`, and then in `period` unless that already has `max_requests`. A request
-    /// refused by the rate is not counted in the period. Exact under concurrent requests and
+    /// Counts one developer request of `account` in the second `second` (epoch seconds) unless it
+    /// already has `max_rps`, and then in `period` unless the period's developer requests already
+    /// reach `max_requests` (visits are not held against them). A request refused by the rate is
+    /// not counted in the period. Exact under concurrent requests and
     /// processes.
     fn count_request(
         &self,
@@ -175,7 +176,15 @@ pub trait UsageStore: Send + Sync {
         max_requests: u64,
     ) -> impl Future<Output = Res<Counted>> + Send;
 
-    /// The requests counted in `period` so far.
+    /// Counts one visit of the collect route: in its project's second unless that already has
+    /// `project_rps`, in its source's second unless that has `source_rps`, then in the account's
+    /// period unless the period's developer requests and visits together already reach
+    /// `max_requests`. Developer requests are refused by their own count only (see
+    /// [`UsageStore::count_request`]), so no number of visits can refuse one. A visit refused by a
+    /// rate is not counted in the period. Exact under concurrent requests and processes.
+    fn count_visit(&self, visit: &VisitCount<'_>) -> impl Future<Output = Res<Counted>> + Send;
+
+    /// The requests counted in `period` so far: developer requests and visits.
     fn period_usage(
         &self,
         account: &AccountId,

@@ -22,7 +22,7 @@ use super::{
     StoreError, UsageStore, WebhookInsert, WebhookStore,
 };
 use crate::domain::idempotency::{Created, IdempotencyKey, Once, Used, Written};
-use crate::domain::plan::{Counted, Period};
+use crate::domain::plan::{Counted, Period, VisitCount};
 use crate::domain::webhook::MAX_WEBHOOKS_PER_PROJECT;
 use crate::domain::{
     Account, AccountId, Delivery, Event, NewResult, Project, ProjectId, ResultPosition, SessionId,
@@ -133,6 +133,26 @@ impl SqliteStore {
             let out = f(&tx)?;
             tx.commit()?;
             Ok(out)
+        })
+        .await
+    }
+
+    /// Like [`Self::write`], but `f` may refuse: a refusal rolls back everything it wrote.
+    async fn write_unless<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Transaction<'_>) -> Result<Result<T, T>, StoreError> + Send + 'static,
+    {
+        self.run(move |conn| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            match f(&tx)? {
+                Ok(out) => {
+                    tx.commit()?;
+                    Ok(out)
+                }
+                // Dropping the transaction rolls it back.
+                Err(refused) => Ok(refused),
+            }
         })
         .await
     }
@@ -410,18 +430,8 @@ impl UsageStore for SqliteStore {
         let usage_expires = period.end.unix_seconds() + COUNTER_GRACE_SECONDS;
         let max_requests = i64::try_from(max_requests).unwrap_or(i64::MAX);
         self.write(move |tx| {
-            // One more request under `max`, or none: the guard makes the upsert the check.
-            let bump = |key: &str, max: i64, expires: i64| -> Result<Option<i64>, StoreError> {
-                Ok(tx
-                    .prepare_cached(
-                        "INSERT INTO counters (key, count, expires) VALUES (?1, 1, ?3)
-                         ON CONFLICT (key) DO UPDATE SET count = count + 1 WHERE count < ?2
-                         RETURNING count",
-                    )?
-                    .query_row(params![key, max, expires], |r| r.get(0))
-                    .optional()?)
-            };
-            let Some(in_second) = bump(&rate_key, i64::from(max_rps), second + RATE_WINDOW_TTL)?
+            let Some(in_second) =
+                bump(tx, &rate_key, i64::from(max_rps), second + RATE_WINDOW_TTL)?
             else {
                 return Ok(Counted::RateLimited);
             };
@@ -430,7 +440,7 @@ impl UsageStore for SqliteStore {
                 tx.prepare_cached("DELETE FROM counters WHERE expires < ?1")?
                     .execute([second])?;
             }
-            let Some(in_period) = bump(&usage_key, max_requests, usage_expires)? else {
+            let Some(in_period) = bump(tx, &usage_key, max_requests, usage_expires)? else {
                 return Ok(Counted::QuotaExceeded);
             };
             Ok(Counted::Allowed {
@@ -441,17 +451,74 @@ impl UsageStore for SqliteStore {
         .await
     }
 
-    async fn period_usage(&self, account: &AccountId, period: &Period) -> Result<u64, StoreError> {
-        let key = format!("{}/{}", account_pk(account), usage_sk(period.start));
-        self.run(move |c| {
-            let n: Option<i64> = c
-                .prepare_cached("SELECT count FROM counters WHERE key = ?1")?
-                .query_row([key], |r| r.get(0))
-                .optional()?;
-            Ok(n.map_or(0, |n| u64::try_from(n).unwrap_or(0)))
+    async fn count_visit(&self, v: &VisitCount<'_>) -> Result<Counted, StoreError> {
+        let (apk, ppk) = (account_pk(v.account), project_pk(v.project));
+        let rate_key = format!("{ppk}/{}", visit_rate_sk(v.second));
+        let source_key = format!("{ppk}/{}", visit_source_sk(&v.source, v.second));
+        let usage_key = format!("{apk}/{}", usage_sk(v.period.start));
+        let visits_key = format!("{apk}/{}", visits_sk(v.period.start));
+        let usage_expires = v.period.end.unix_seconds() + COUNTER_GRACE_SECONDS;
+        let max_requests = i64::try_from(v.max_requests).unwrap_or(i64::MAX);
+        let (second, project_rps, source_rps) = (v.second, v.project_rps, v.source_rps);
+        // A refusal rolls back what was counted before it: a refused visit counts nowhere.
+        self.write_unless(move |tx| {
+            let expires = second + RATE_WINDOW_TTL;
+            let Some(in_second) = bump(tx, &source_key, i64::from(source_rps), expires)? else {
+                return Ok(Err(Counted::RateLimited));
+            };
+            if bump(tx, &rate_key, i64::from(project_rps), expires)?.is_none() {
+                return Ok(Err(Counted::RateLimited));
+            }
+            let developer = count_of(tx, &usage_key)?;
+            let room = max_requests.saturating_sub(developer);
+            let Some(visits) = bump(tx, &visits_key, room, usage_expires)? else {
+                return Ok(Err(Counted::QuotaExceeded));
+            };
+            Ok(Ok(Counted::Allowed {
+                in_second: u32::try_from(in_second).unwrap_or(u32::MAX),
+                in_period: u64::try_from(developer + visits).unwrap_or(0),
+            }))
         })
         .await
     }
+
+    async fn period_usage(&self, account: &AccountId, period: &Period) -> Result<u64, StoreError> {
+        let pk = account_pk(account);
+        let keys = [
+            format!("{pk}/{}", usage_sk(period.start)),
+            format!("{pk}/{}", visits_sk(period.start)),
+        ];
+        self.run(move |c| {
+            let mut n = 0;
+            for key in &keys {
+                n += count_of(c, key)?;
+            }
+            Ok(u64::try_from(n).unwrap_or(0))
+        })
+        .await
+    }
+}
+
+/// One more under `max` in the counter `key`, or none: the guard makes the upsert the check.
+fn bump(tx: &Connection, key: &str, max: i64, expires: i64) -> Result<Option<i64>, StoreError> {
+    Ok(tx
+        .prepare_cached(
+            "INSERT INTO counters (key, count, expires) SELECT ?1, 1, ?3 WHERE ?2 > 0
+             ON CONFLICT (key) DO UPDATE SET count = count + 1 WHERE count < ?2
+             RETURNING count",
+        )?
+        .query_row(params![key, max, expires], |r| r.get(0))
+        .optional()?)
+}
+
+/// A counter's value; 0 when it was never counted.
+fn count_of(c: &Connection, key: &str) -> Result<i64, StoreError> {
+    Ok(
+        c.prepare_cached("SELECT count FROM counters WHERE key = ?1")?
+            .query_row([key], |r| r.get(0))
+            .optional()?
+            .unwrap_or(0),
+    )
 }
 
 impl ResultStore for SqliteStore {
