@@ -307,9 +307,9 @@ async fn the_browser_route_checks_key_and_origin_and_answers_only_an_id() {
         (Some(SHOP), "text/plain", json!({"publicKey": 5, "sessionId": "b1"}), 400, "Request body must be a JSON object with a string `publicKey`"),
         (Some(SHOP), "text/plain", json!({"publicKey": "pk_shop"}), 400, "`sessionId` is required"),
         (Some(SHOP), "text/plain", json!({"publicKey": "pk_shop", "sessionId": "a b"}), 400, "sessionId may only contain letters, digits and _ . : -"),
-        (Some(SHOP), "text/plain", json!({"publicKey": "pk_shop", "sessionId": "b1", "ipAddress": "8.8.8.8"}), 400, "Unknown field `ipAddress`: only `publicKey`, `sessionId` and `signals` are allowed"),
+        (Some(SHOP), "text/plain", json!({"publicKey": "pk_shop", "sessionId": "b1", "ipAddress": "8.8.8.8"}), 400, "Unknown field `ipAddress`: only `publicKey`, `sessionId`, `sessionToken` and `signals` are allowed"),
         (Some(SHOP), "text/plain", json!({"publicKey": "pk_shop", "sessionId": "b1", "signals": {"plugins": -1}}), 400, "`signals.plugins`: invalid value: -1, expected an integer in range"),
-        (Some(SHOP), "application/xml", visit.clone(), 415, "Content-Type must be application/json"),
+        (Some(SHOP), "application/xml", visit.clone(), 415, "Content-Type must be text/plain or application/json"),
         (Some("https://other.example"), "text/plain", json!({"publicKey": "pk_other", "sessionId": "b1"}), 403, "Project is disabled"),
     ];
     for (origin, ct, body, status, message) in refusals {

@@ -104,7 +104,7 @@ async fn plan_shows_all_ten_fields_of_the_keys_account() {
 }
 
 #[tokio::test]
-async fn project_shows_exactly_seven_fields() {
+async fn project_shows_exactly_eight_fields() {
     let srv = Server::seeded(&fixture(vec![]));
     srv.get(KEY1, "/v1/projects/prj_1")
         .await
@@ -112,7 +112,7 @@ async fn project_shows_exactly_seven_fields() {
     // Times are shown in UTC with milliseconds, whatever the seed's spelling.
     let prj_2 = json!({"id": "prj_2", "name": "Other", "apiKeyPublic": "pk_other",
         "apiKeyPrivate": "sk_other", "domain": "other.example", "disabled": true,
-        "createdAt": "2026-11-21T10:00:00.500Z"});
+        "requireSessionToken": false, "createdAt": "2026-11-21T10:00:00.500Z"});
     srv.get(KEY2, "/v1/projects/prj_2")
         .await
         .expect(200, json!({ "data": prj_2 }));

@@ -517,7 +517,7 @@ async fn get_plan_returns_all_ten_fields() {
 }
 
 #[tokio::test]
-async fn get_project_returns_exactly_seven_fields() {
+async fn get_project_returns_exactly_eight_fields() {
     let f = fixture().await;
     let a = answer(
         http_api::answer::<handlers::GetProject, _>(&f.app, request("get-project.json")).await,
@@ -532,6 +532,7 @@ async fn get_project_returns_exactly_seven_fields() {
             "apiKeyPrivate": "sk_example",
             "domain": "shop.example",
             "disabled": false,
+            "requireSessionToken": false,
             "createdAt": "2026-11-21T00:00:00.000Z"
         }})
     );

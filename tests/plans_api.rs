@@ -170,7 +170,8 @@ async fn projects_are_created_listed_and_changed_under_max_projects() {
         created.header_value("location"),
         format!("/v1/projects/{id}")
     );
-    assert_eq!(p.as_object().unwrap().len(), 7, "{p}");
+    assert_eq!(p.as_object().unwrap().len(), 8, "{p}");
+    assert_eq!(p["requireSessionToken"], true, "on for new projects");
     assert_eq!(
         (p["name"].as_str(), p["domain"].as_str()),
         (Some("New shop"), Some("new.example"))
@@ -321,7 +322,7 @@ async fn bad_project_input_is_refused_and_writes_nothing() {
             "{\"name\":\"a\",\"domain\":\"a.example\",\"disabled\":true}".into(),
             "application/json",
             400,
-            "Unknown field `disabled`: only `name` and `domain` are allowed",
+            "Unknown field `disabled`: only `name`, `domain` and `requireSessionToken` are allowed",
         ),
     ];
     for (body, content_type, status, message) in cases {
@@ -344,12 +345,12 @@ async fn bad_project_input_is_refused_and_writes_nothing() {
     for (body, message) in [
         (
             "{}",
-            "Request body must set at least one of `name`, `domain` and `disabled`",
+            "Request body must set at least one of `name`, `domain`, `disabled` and `requireSessionToken`",
         ),
         ("{\"disabled\":\"yes\"}", "`disabled` must be true or false"),
         (
             "{\"id\":\"prj_x\"}",
-            "Unknown field `id`: only `name`, `domain` and `disabled` are allowed",
+            "Unknown field `id`: only `name`, `domain`, `disabled` and `requireSessionToken` are allowed",
         ),
         (
             "{\"domain\":\"bad domain\"}",

@@ -10,7 +10,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use vigil::domain::ManualClock;
-use vigil::domain::plan::{Counted, Period, Refusal};
+use vigil::domain::plan::{Counted, Period, Refusal, VisitCount};
 use vigil::domain::webhook::{UrlPolicy, WebhookType, WebhookUrl};
 use vigil::domain::{
     Account, AccountId, CheckResult, NewResult, Plan, PlanStatus, Project, ProjectId, Score,
@@ -547,6 +547,99 @@ async fn rate_windows_allow_exactly_max_rps<S: Store>(store: S) {
     );
 }
 
+/// The collect route's budget: visits are limited per project and per source in their own
+/// windows, never by the developer rate, and count toward the period's quota; only visits are
+/// refused once the quota is spent, and developer requests are refused by their own count.
+async fn visits_have_their_own_budget<S: Store>(store: S) {
+    let acc = AccountId::parse("acc_visits").unwrap();
+    let prj = pid("prj_visits");
+    let p = period("2026-11-01T00:00:00Z", "2026-12-01T00:00:00Z");
+    let visit = |source: &str, second: i64, project_rps: u32, max_requests: u64| VisitCount {
+        account: &acc,
+        project: &prj,
+        source: source.to_owned(),
+        second,
+        project_rps,
+        source_rps: 3,
+        period: p,
+        max_requests,
+    };
+    // The developer rate of this second is spent...
+    assert_eq!(
+        store.count_request(&acc, SECOND, 1, &p, 100).await.unwrap(),
+        Counted::Allowed {
+            in_second: 1,
+            in_period: 1
+        }
+    );
+    // ...and visits still pass: 3 from one source, then that source is refused in this second.
+    for n in 1..=3 {
+        assert_eq!(
+            store
+                .count_visit(&visit("203.0.113.7", SECOND, 5, 100))
+                .await
+                .unwrap(),
+            Counted::Allowed {
+                in_second: n,
+                in_period: 1 + u64::from(n)
+            }
+        );
+    }
+    assert_eq!(
+        store
+            .count_visit(&visit("203.0.113.7", SECOND, 5, 100))
+            .await
+            .unwrap(),
+        Counted::RateLimited
+    );
+    // Other sources share the project's 5 per second.
+    for source in ["198.51.100.1", "198.51.100.2"] {
+        assert!(matches!(
+            store
+                .count_visit(&visit(source, SECOND, 5, 100))
+                .await
+                .unwrap(),
+            Counted::Allowed { in_second: 1, .. }
+        ));
+    }
+    assert_eq!(
+        store
+            .count_visit(&visit("198.51.100.3", SECOND, 5, 100))
+            .await
+            .unwrap(),
+        Counted::RateLimited
+    );
+    // Refused visits were not counted: 1 developer request and 5 visits.
+    assert_eq!(store.period_usage(&acc, &p).await.unwrap(), 6);
+    // The quota counts both: with 8, two more visits fit, then visits are refused...
+    for second in [SECOND + 1, SECOND + 2] {
+        assert!(matches!(
+            store
+                .count_visit(&visit("203.0.113.7", second, 5, 8))
+                .await
+                .unwrap(),
+            Counted::Allowed { .. }
+        ));
+    }
+    assert_eq!(
+        store
+            .count_visit(&visit("203.0.113.7", SECOND + 3, 5, 8))
+            .await
+            .unwrap(),
+        Counted::QuotaExceeded
+    );
+    assert_eq!(store.period_usage(&acc, &p).await.unwrap(), 8);
+    // ...while developer requests, refused by their own count only, go on.
+    assert!(matches!(
+        store
+            .count_request(&acc, SECOND + 3, 1, &p, 8)
+            .await
+            .unwrap(),
+        Counted::Allowed { in_period: 2, .. }
+    ));
+    assert_eq!(store.period_usage(&acc, &p).await.unwrap(), 9);
+}
+
 async fn quota_allows_exactly_max_requests<S: Store>(store: S) {
     let acc = AccountId::parse("acc_quota").unwrap();
     let p = period("2026-11-01T00:00:00Z", "2026-12-01T00:00:00Z");
@@ -936,6 +1029,7 @@ macro_rules! conformance {
 }
 
 conformance!(
+    visits_have_their_own_budget,
     accounts_keys_and_projects_round_trip,
     results_are_newest_first_with_write_order_tie_break,
     pages_cover_every_result_once,

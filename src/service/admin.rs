@@ -12,6 +12,8 @@ impl<S: AdminStore> Vigil<S> {
     /// Creates or replaces an account, and adds developer keys to it (only their hashes are kept).
     pub async fn put_account(&self, account: &Account, keys: &[ApiKey]) -> ServiceResult<()> {
         self.store.put_account(account).await?;
+        // A changed plan applies to this instance's next visit.
+        self.forget_plans();
         for key in keys {
             self.store.put_key(&key.hash(), &account.id).await?;
         }
@@ -20,7 +22,9 @@ impl<S: AdminStore> Vigil<S> {
 
     /// Creates or replaces a project.
     pub async fn put_project(&self, project: &Project) -> ServiceResult<()> {
-        Ok(self.store.put_project(project).await?)
+        self.store.put_project(project).await?;
+        self.forget_project(project);
+        Ok(())
     }
 
     /// True when the store holds no account at all (a fresh database).

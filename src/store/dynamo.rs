@@ -757,9 +757,7 @@ impl UsageStore for DynamoStore {
     async fn count_visit(&self, v: &VisitCount<'_>) -> Result<Counted, StoreError> {
         let (apk, ppk) = (account_pk(v.account), project_pk(v.project));
         let expires = v.second + RATE_WINDOW_TTL;
-        // The three counters at once: one round trip. A refused visit is taken back out of the
-        // period; a source counted while its project's rate refused stays counted, which only
-        // tightens that source's limit within the second.
+        // The three counters at once: one round trip.
         let (source, rate, usage) = tokio::join!(
             self.bump(
                 &ppk,
@@ -782,19 +780,39 @@ impl UsageStore for DynamoStore {
             ),
         );
         let (source, rate, usage) = (source?, rate?, usage?);
-        match (source, rate, usage) {
-            (Some(in_second), Some(_), Some(in_period)) => Ok(Counted::Allowed {
-                in_second: u32::try_from(in_second).unwrap_or(u32::MAX),
-                in_period,
-            }),
-            (_, _, Some(_)) => {
-                self.take_back(apk, usage_sk(v.period.start), Counter::Visits)
-                    .await?;
-                Ok(Counted::RateLimited)
+        let counted = match (source, rate, usage) {
+            (Some(in_second), Some(_), Some(in_period)) => {
+                return Ok(Counted::Allowed {
+                    in_second: u32::try_from(in_second).unwrap_or(u32::MAX),
+                    in_period,
+                });
             }
-            (Some(_), Some(_), None) => Ok(Counted::QuotaExceeded),
-            _ => Ok(Counted::RateLimited),
-        }
+            (Some(_), Some(_), None) => Counted::QuotaExceeded,
+            _ => Counted::RateLimited,
+        };
+        // A refused visit counts nowhere: what the others counted is taken back (writes that
+        // only refused visits pay for), so every limit is exact as on SQLite.
+        let back = |counted: Option<u64>, pk: &str, sk: String, counter| {
+            let pk = pk.to_owned();
+            async move {
+                match counted {
+                    Some(_) => self.take_back(pk, sk, counter).await,
+                    None => Ok(()),
+                }
+            }
+        };
+        let (a, b, c) = tokio::join!(
+            back(
+                source,
+                &ppk,
+                visit_source_sk(&v.source, v.second),
+                Counter::Window
+            ),
+            back(rate, &ppk, visit_rate_sk(v.second), Counter::Window),
+            back(usage, &apk, usage_sk(v.period.start), Counter::Visits),
+        );
+        a.and(b).and(c)?;
+        Ok(counted)
     }
 
     async fn period_usage(&self, account: &AccountId, period: &Period) -> Result<u64, StoreError> {

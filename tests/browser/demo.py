@@ -53,7 +53,7 @@ class Server:
 
     def __init__(self, tmp):
         self.proc = subprocess.Popen(
-            [str(VIGIL), "--db", str(Path(tmp) / "vigil.db"), "serve", "--addr", "127.0.0.1:0"],
+            [str(VIGIL), "--db", str(Path(tmp) / "vigil.db"), "serve", "--demo", "--addr", "127.0.0.1:0"],
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             text=True,

@@ -45,8 +45,13 @@ impl Server {
     }
 
     pub fn start(db: &Path, seed: Option<&Path>) -> Self {
+        Self::start_with(db, seed, &[])
+    }
+
+    /// A server started with these further `vigil serve` options.
+    pub fn start_with(db: &Path, seed: Option<&Path>, options: &[&str]) -> Self {
         let mut cmd = vigil_command(db);
-        cmd.args(["serve", "--addr", "127.0.0.1:0"]);
+        cmd.args(["serve", "--addr", "127.0.0.1:0"]).args(options);
         if let Some(seed) = seed {
             cmd.arg("--seed").arg(seed);
         }
@@ -315,7 +320,8 @@ pub fn plan2() -> Value {
 
 pub fn project1() -> Value {
     json!({"id": "prj_1", "name": "Shop", "apiKeyPublic": "pk_shop", "apiKeyPrivate": "sk_shop",
-           "domain": "shop.example", "disabled": false, "createdAt": "2026-11-21T00:00:00.000Z"})
+           "domain": "shop.example", "disabled": false, "requireSessionToken": false,
+           "createdAt": "2026-11-21T00:00:00.000Z"})
 }
 
 /// Two accounts: acc_1 (keys KEY1 and KEY1B; projects prj_1 and prj_1b, and webhook wh_seed on
