@@ -218,52 +218,6 @@ async fn handle<S: Store>(
     .await
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn headers(values: &[&str]) -> http::HeaderMap {
-        let mut h = http::HeaderMap::new();
-        for v in values {
-            h.append("x-forwarded-for", v.parse().unwrap());
-        }
-        h
-    }
-
-    #[test]
-    fn only_a_trusted_peer_names_the_client_and_only_by_the_last_entry() {
-        let proxies = TrustedProxies::from(vec!["10.0.0.0/8".parse().unwrap()]);
-        let proxy: IpAddr = "10.1.2.3".parse().unwrap();
-        let stranger: IpAddr = "198.51.100.9".parse().unwrap();
-        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
-        let cases: &[(&[&str], IpAddr)] = &[
-            (&["203.0.113.7"], ip("203.0.113.7")),
-            // The proxy appended the last entry; what the client wrote before it is not believed.
-            (&["185.220.101.1, 203.0.113.7"], ip("203.0.113.7")),
-            (&["185.220.101.1", "203.0.113.7:5555"], ip("203.0.113.7")),
-            (&["[2001:db8::1]:443"], ip("2001:db8::1")),
-            (&["[2001:db8::1]"], ip("2001:db8::1")),
-            // The right-most entry does not parse: the peer, never an entry before it.
-            (&["185.220.101.1, 10.0.0.1:5555:x"], proxy),
-            (&["185.220.101.1, garbage"], proxy),
-            (&["203.0.113.7", "garbage"], proxy),
-            (&[], proxy),
-        ];
-        for (values, want) in cases {
-            assert_eq!(proxies.client(proxy, &headers(values)), *want, "{values:?}");
-            assert_eq!(
-                proxies.client(stranger, &headers(values)),
-                stranger,
-                "{values:?}"
-            );
-        }
-        assert_eq!(
-            TrustedProxies::default().client(proxy, &headers(&["203.0.113.7"])),
-            proxy
-        );
-    }
-}
-
 /// API Gateway hands functions percent-decoded path parameters; so does the local server. A
 /// segment that does not decode to UTF-8 stays as it was (and fails id validation).
 fn decode_segment(raw: String) -> String {
@@ -359,4 +313,50 @@ async fn answer<S: Store>(
         .with_query_string_parameters(query)
         .with_request_context(RequestContext::ApiGatewayV1(ctx));
     crate::http::pipeline::route(app, route, lambda_req).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(values: &[&str]) -> http::HeaderMap {
+        let mut h = http::HeaderMap::new();
+        for v in values {
+            h.append("x-forwarded-for", v.parse().unwrap());
+        }
+        h
+    }
+
+    #[test]
+    fn only_a_trusted_peer_names_the_client_and_only_by_the_last_entry() {
+        let proxies = TrustedProxies::from(vec!["10.0.0.0/8".parse().unwrap()]);
+        let proxy: IpAddr = "10.1.2.3".parse().unwrap();
+        let stranger: IpAddr = "198.51.100.9".parse().unwrap();
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        let cases: &[(&[&str], IpAddr)] = &[
+            (&["203.0.113.7"], ip("203.0.113.7")),
+            // The proxy appended the last entry; what the client wrote before it is not believed.
+            (&["185.220.101.1, 203.0.113.7"], ip("203.0.113.7")),
+            (&["185.220.101.1", "203.0.113.7:5555"], ip("203.0.113.7")),
+            (&["[2001:db8::1]:443"], ip("2001:db8::1")),
+            (&["[2001:db8::1]"], ip("2001:db8::1")),
+            // The right-most entry does not parse: the peer, never an entry before it.
+            (&["185.220.101.1, 10.0.0.1:5555:x"], proxy),
+            (&["185.220.101.1, garbage"], proxy),
+            (&["203.0.113.7", "garbage"], proxy),
+            (&[], proxy),
+        ];
+        for (values, want) in cases {
+            assert_eq!(proxies.client(proxy, &headers(values)), *want, "{values:?}");
+            assert_eq!(
+                proxies.client(stranger, &headers(values)),
+                stranger,
+                "{values:?}"
+            );
+        }
+        assert_eq!(
+            TrustedProxies::default().client(proxy, &headers(&["203.0.113.7"])),
+            proxy
+        );
+    }
 }
