@@ -128,13 +128,7 @@ impl SqliteStore {
         T: Send + 'static,
         F: FnOnce(&Transaction<'_>) -> Result<T, StoreError> + Send + 'static,
     {
-        self.run(move |conn| {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let out = f(&tx)?;
-            tx.commit()?;
-            Ok(out)
-        })
-        .await
+        self.write_unless(move |tx| f(tx).map(Ok)).await
     }
 
     /// Like [`Self::write`], but `f` may refuse: a refusal rolls back everything it wrote.
