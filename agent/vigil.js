@@ -84,8 +84,185 @@
     });
   }
 
+  // ---- Browser integrity: each probe in its own try, each measured on Debian's Chromium and
+  // Firefox against Playwright, Puppeteer (stealth plugin) and people (docs/research).
+
+  // A DevTools Protocol client with the Runtime domain on (every Playwright and Puppeteer driver)
+  // formats console arguments: formatting an Error's stack calls Error.prepareStackTrace. The hook
+  // lives only around one console.debug call and is put back. (An Error with a stack getter is the
+  // same test for older engines.)
+  function cdp() {
+    var E = global.Error, c = global.console, hit = false, own, prev;
+    var e = new E("");
+    try {
+      Object.defineProperty(e, "stack", { configurable: true, get: function () { hit = true; return ""; } });
+      c.debug(e);
+    } catch (x) { /* ignore */ }
+    own = Object.prototype.hasOwnProperty.call(E, "prepareStackTrace");
+    prev = E.prepareStackTrace;
+    var err = new E("");
+    E.prepareStackTrace = function (x, frames) {
+      if (x === err) { hit = true; return ""; }
+      return typeof prev === "function" ? prev(x, frames) : String(x);
+    };
+    try { c.debug(err); } finally { if (own) E.prepareStackTrace = prev; else delete E.prepareStackTrace; }
+    return hit;
+  }
+
+  // Page-world bindings and leftovers of drivers, and frames of injected evaluation.
+  var MARKER = /^(\$?cdc_|\$?wdc_|__playwright|__pw|__puppeteer|puppeteer|__ariaQuerySelector|__selenium|__webdriver|__driver_|__fxdriver)/;
+  function frameworkMarkers() {
+    var found = [], names = Object.getOwnPropertyNames(global), i;
+    for (i = 0; i < names.length && found.length < 8; i++) if (MARKER.test(names[i])) found.push(names[i].slice(0, 40));
+    try {
+      names = Object.getOwnPropertyNames(document);
+      for (i = 0; i < names.length; i++) if (/^\$?(cdc|wdc)_/.test(names[i])) found.push("document." + names[i].slice(0, 30));
+    } catch (e) { /* ignore */ }
+    var m = /(pptr:|__puppeteer_evaluation_script__|UtilityScript\.)/.exec(String(new Error("").stack));
+    if (m) found.push("stack:" + m[1]);
+    return found;
+  }
+
+  var NATIVE = /^function\s*([^(]*)\(\)\s*\{\s*\[native code\]\s*\}$/;
+  // Not native: "source" (script text), "name" (another function's), or toString throws.
+  function notNative(f, name, ts) {
+    var m;
+    try { m = NATIVE.exec(ts.call(f)); } catch (e) { return "throws"; }
+    if (!m) return "source";
+    var n = m[1].replace(/^\s+|\s+$/g, "");
+    return name && n !== name && n !== "get " + name ? "name" : "";
+  }
+
+  // A fresh realm's toString, which a page-world patch has not reached.
+  function realmToString(frame) {
+    try { return frame.contentWindow.Function.prototype.toString; } catch (e) { return Function.prototype.toString; }
+  }
+
+  // navigator.webdriver as Blink (>= 89) and Gecko define it: a native getter on
+  // Navigator.prototype, never an own property, the same in a fresh iframe.
+  function webdriverTamper(frame) {
+    var out = [], nav = global.navigator, ts = realmToString(frame);
+    var d = Object.getOwnPropertyDescriptor(Navigator.prototype, "webdriver");
+    if (!d && ("userAgentData" in nav || "mozInnerScreenX" in global)) out.push("missing");
+    if (Object.prototype.hasOwnProperty.call(nav, "webdriver")) out.push("own");
+    if (d && (!d.get || notNative(d.get, "webdriver", ts))) out.push("getter");
+    try { if (frame.contentWindow.navigator.webdriver !== nav.webdriver) out.push("iframe"); } catch (e) { /* ignore */ }
+    return out;
+  }
+
+  // Natives that stealth kits wrap. A real native has no own "prototype", no extra keys, is not a
+  // constructor, prints as native code, and refuses a prototype cycle (a Proxy accepts one).
+  var NATIVES = [["Function", "toString"], ["Permissions", "query"], ["HTMLCanvasElement", "toDataURL"],
+    ["HTMLCanvasElement", "getContext"], ["WebGLRenderingContext", "getParameter"],
+    ["WebGL2RenderingContext", "getParameter"], ["HTMLMediaElement", "canPlayType"],
+    ["Document", "createElement"], ["Element", "getBoundingClientRect"], ["Date", "getTimezoneOffset"],
+    ["Navigator", "webdriver", 1], ["Navigator", "userAgent", 1], ["Navigator", "platform", 1],
+    ["Navigator", "languages", 1], ["Navigator", "hardwareConcurrency", 1], ["Navigator", "plugins", 1],
+    ["Screen", "width", 1], ["Screen", "height", 1]];
+  function tamperedFunctions(frame) {
+    var out = [], ts = realmToString(frame), i, k;
+    for (i = 0; i < NATIVES.length && out.length < 12; i++) {
+      var t = NATIVES[i], why = [], f, p;
+      try {
+        p = global[t[0]].prototype;
+        f = t[2] ? (Object.getOwnPropertyDescriptor(p, t[1]) || {}).get : p[t[1]];
+      } catch (e) { continue; }
+      if (typeof f !== "function") continue;
+      try {
+        var keys = Object.getOwnPropertyNames(f);
+        for (k = 0; k < keys.length; k++) if (!/^(length|name)$/.test(keys[k])) { why.push("keys"); break; }
+        Reflect.construct(Object, [], f);
+        why.push("ctor");
+      } catch (e) { /* not a constructor: as natives are */ }
+      var nn = notNative(f, t[1], ts);
+      if (nn) why.push(nn);
+      var proto = Object.getPrototypeOf(f);
+      try { Object.setPrototypeOf(f, Object.create(f)); why.push("proxy"); Object.setPrototypeOf(f, proto); } catch (e) { /* a cycle: real */ }
+      if (why.length) out.push(t[0] + "." + t[1] + ":" + why.join("+"));
+    }
+    try {
+      var own = Object.getOwnPropertyNames(document);
+      for (k = 0; k < own.length && out.length < 12; k++) {
+        if (own[k] !== "location" && typeof document[own[k]] === "function") out.push("document." + own[k].slice(0, 30) + ":own");
+      }
+    } catch (e) { /* ignore */ }
+    return out;
+  }
+
+  // What a dedicated Worker reads of the browser, against the window: spoofing kits patch the
+  // window and forget the worker.
+  var WORKER = "var n=self.navigator,o={};try{o.userAgent=n.userAgent;o.platform=n.platform;" +
+    "o.hardwareConcurrency=n.hardwareConcurrency;o.languages=String(n.languages);" +
+    "if(n.userAgentData)o.brands=n.userAgentData.brands.map(function(b){return b.brand+'/'+b.version}).join()}catch(e){}" +
+    "try{var g=new OffscreenCanvas(1,1).getContext('webgl'),d=g.getExtension('WEBGL_debug_renderer_info');" +
+    "o.webglVendor=String(g.getParameter(d.UNMASKED_VENDOR_WEBGL));o.webglRenderer=String(g.getParameter(d.UNMASKED_RENDERER_WEBGL))}catch(e){}" +
+    "postMessage(o)";
+  function contextMismatch(s, ms) {
+    return new Promise(function (resolve) {
+      var w, url, nav = global.navigator;
+      var win = { userAgent: nav.userAgent, platform: nav.platform, hardwareConcurrency: nav.hardwareConcurrency,
+        languages: String(nav.languages), webglVendor: s.webglVendor, webglRenderer: s.webglRenderer };
+      try { if (nav.userAgentData) win.brands = nav.userAgentData.brands.map(function (b) { return b.brand + "/" + b.version; }).join(); } catch (e) { /* ignore */ }
+      function done(o) {
+        try { w.terminate(); URL.revokeObjectURL(url); } catch (e) { /* ignore */ }
+        var diff = [];
+        if (o) for (var k in win) if (o[k] !== undefined && win[k] !== undefined && String(o[k]) !== String(win[k])) diff.push(k);
+        resolve(o ? diff : undefined);
+      }
+      try {
+        url = URL.createObjectURL(new Blob([WORKER], { type: "text/javascript" }));
+        w = new Worker(url);
+        w.onmessage = function (e) { done(e.data || {}); };
+        w.onerror = function () { done(); };
+        setTimeout(done, ms);
+      } catch (e) { resolve(undefined); }
+    });
+  }
+
+  function highEntropy(ms) {
+    return new Promise(function (resolve) {
+      var d = global.navigator.userAgentData;
+      if (!d || !d.getHighEntropyValues) return resolve(undefined);
+      setTimeout(resolve, ms);
+      d.getHighEntropyValues(["platformVersion", "architecture", "bitness", "model", "uaFullVersion", "fullVersionList"]).then(function (v) {
+        resolve({
+          platformVersion: v.platformVersion, architecture: v.architecture, bitness: v.bitness, model: v.model,
+          uaFullVersion: v.uaFullVersion,
+          fullVersionList: (v.fullVersionList || []).map(function (b) { return { brand: b.brand, version: b.version }; })
+        });
+      }, function () { resolve(undefined); });
+    });
+  }
+
+  // The page's first mouse and pointer events (touch aside): untrusted ones are script-made.
+  var input = { events: 0, untrusted: 0, screenEqClient: 0 };
+  function watch(e) {
+    if (input.events >= 20 || (e.pointerType && e.pointerType !== "mouse")) return;
+    input.events++;
+    if (!e.isTrusted) input.untrusted++;
+    else if (e.screenX === e.clientX && e.screenY === e.clientY) input.screenEqClient++;
+  }
+  try {
+    var kinds = ["pointermove", "pointerdown", "mousemove", "mousedown", "click"];
+    for (var ki = 0; ki < kinds.length; ki++) global.addEventListener(kinds[ki], watch, { capture: true, passive: true });
+  } catch (e) { /* ignore */ }
+
+  function integrity(s) {
+    var frame;
+    read(s, "cdp", cdp);
+    read(s, "frameworkMarkers", frameworkMarkers);
+    try {
+      frame = document.createElement("iframe");
+      frame.style.display = "none";
+      (document.body || document.documentElement).appendChild(frame);
+    } catch (e) { frame = {}; }
+    read(s, "webdriverTamper", function () { return webdriverTamper(frame); });
+    read(s, "tamperedFunctions", function () { return tamperedFunctions(frame); });
+    try { frame.parentNode.removeChild(frame); } catch (e) { /* ignore */ }
+  }
+
   function signals(options) {
-    var s = {}, nav = global.navigator || {};
+    var s = {}, nav = global.navigator || {}, t0 = Date.now();
     read(s, "webdriver", function () { return nav.webdriver === true; });
     read(s, "userAgent", function () { return nav.userAgent; });
     read(s, "uaData", function () {
@@ -113,8 +290,19 @@
     read(s, "maxTouchPoints", function () { return nav.maxTouchPoints; });
     read(s, "automationGlobals", automationGlobals);
     try { webgl(s); } catch (e) { /* no WebGL */ }
-    return webrtcIps(options.stun, options.webrtcTimeout || 300).then(function (ips) {
-      if (ips) s.webrtcIps = ips;
+    integrity(s);
+    var ms = options.timeout || 150;
+    return Promise.all([
+      webrtcIps(options.stun, options.webrtcTimeout || 300),
+      contextMismatch(s, ms),
+      highEntropy(ms)
+    ]).then(function (a) {
+      if (a[0]) s.webrtcIps = a[0];
+      if (a[1]) s.contextMismatch = a[1];
+      if (a[2]) s.highEntropy = a[2];
+      s.input = { events: input.events, untrusted: input.untrusted, screenEqClient: input.screenEqClient,
+        chromeless: global.outerWidth - global.innerWidth <= 0 && global.outerHeight - global.innerHeight <= 0 };
+      Vigil.collectMs = Date.now() - t0;
       return s;
     }, function () { return s; });
   }
@@ -142,5 +330,5 @@
     });
   }
 
-  global.Vigil = { collect: collect, signals: signals, version: "1" };
+  var Vigil = global.Vigil = { collect: collect, signals: signals, version: "2", collectMs: undefined };
 })(typeof window !== "undefined" ? window : this);

@@ -369,12 +369,12 @@ async fn the_agent_is_served_cacheable_and_small() {
     assert_eq!(again.body, "");
     assert_eq!(again.header("etag"), Some(etag.as_str()));
 
-    // At most 4 KB gzipped.
+    // At most 6 KB gzipped (issue 14: the browser-integrity probes fit in 2 KB more).
     use std::io::Write;
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
     gz.write_all(r.body.as_bytes()).unwrap();
     let size = gz.finish().unwrap().len();
-    assert!(size <= 4096, "agent.js is {size} bytes gzipped");
+    assert!(size <= 6144, "agent.js is {size} bytes gzipped");
 }
 
 #[tokio::test]

@@ -83,6 +83,50 @@ pub struct Signals {
     pub hardware_concurrency: Option<u32>,
     #[serde(default, deserialize_with = "integral")]
     pub max_touch_points: Option<u32>,
+    /// A DevTools Protocol client formatted the agent's console probe.
+    pub cdp: Option<bool>,
+    /// Drivers' page-world bindings, leftovers and injected-evaluation stack frames.
+    pub framework_markers: Option<Vec<String>>,
+    /// How `navigator.webdriver` departs from the engine's own: `missing`, `own`, `getter`,
+    /// `iframe`.
+    pub webdriver_tamper: Option<Vec<String>>,
+    /// Fields a dedicated Worker reads differently from the window.
+    pub context_mismatch: Option<Vec<String>>,
+    /// Natives that are not what the engine ships (`Name.member:why`).
+    pub tampered_functions: Option<Vec<String>>,
+    /// `navigator.userAgentData.getHighEntropyValues(...)`.
+    pub high_entropy: Option<HighEntropy>,
+    /// The page's first mouse and pointer events.
+    pub input: Option<Input>,
+}
+
+/// High-entropy client hints, as the agent reads them.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HighEntropy {
+    pub platform_version: Option<String>,
+    pub architecture: Option<String>,
+    pub bitness: Option<String>,
+    pub model: Option<String>,
+    pub ua_full_version: Option<String>,
+    #[serde(default)]
+    pub full_version_list: Vec<Brand>,
+}
+
+/// Mouse and pointer events the agent saw before sending.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Input {
+    #[serde(default, deserialize_with = "integral")]
+    pub events: Option<u32>,
+    /// Events whose `isTrusted` is false: dispatched by script.
+    #[serde(default, deserialize_with = "integral")]
+    pub untrusted: Option<u32>,
+    /// Trusted events at equal screen and client coordinates.
+    #[serde(default, deserialize_with = "integral")]
+    pub screen_eq_client: Option<u32>,
+    /// No browser chrome around the page (full screen, kiosk, resistFingerprinting).
+    pub chromeless: Option<bool>,
 }
 
 /// An integer signal, also when JSON spells it `8.0` (JSON has one number type; JSON Schema

@@ -10,6 +10,7 @@ use serde::Serialize;
 
 pub mod batch;
 pub mod evidence;
+pub mod integrity;
 pub mod places;
 pub mod reasons;
 pub mod ua;
@@ -174,6 +175,9 @@ impl Engine {
         self.address_reasons(e.ip_address, agent_lower.as_deref(), &mut reasons);
         if let Some(s) = signals {
             browser_reasons(s, ua.or(js_ua), &mut reasons);
+            // After every other bot rule of the browser side: function tampering counts only
+            // beside another automation reason.
+            integrity::integrity_reasons(s, &mut reasons);
             self.place_reasons(s, country, &mut reasons);
             webrtc_reasons(s, e.ip_address, &mut reasons);
         }
@@ -525,9 +529,83 @@ fn client_hint_reasons(e: &Evidence, ua: Option<&str>, out: &mut Vec<Reason>) {
             if claim.mobile { "mobile" } else { "desktop" }
         ));
     }
+    let high = e.signals.as_ref().and_then(|s| s.high_entropy.as_ref());
+    if let Some(h) = high {
+        let empty = |v: &Option<String>| v.as_deref().is_none_or(str::is_empty);
+        if empty(&h.platform_version)
+            && empty(&h.architecture)
+            && empty(&h.bitness)
+            && empty(&h.ua_full_version)
+            && h.full_version_list.is_empty()
+        {
+            why.push("the high-entropy client hints are all empty".to_owned());
+        }
+    }
+    // The engine's major version by its brands, against the one the user agent claims.
+    let brand_major = header("sec-ch-ua")
+        .and_then(header_brand_major)
+        .or_else(|| {
+            ua_data.and_then(|d| {
+                brand_major(
+                    d.brands
+                        .iter()
+                        .map(|b| (b.brand.as_str(), b.version.as_str())),
+                )
+            })
+        });
+    if let (Some(b), Some(u)) = (brand_major, chromium_major(ua.unwrap_or_default()))
+        && b != u
+    {
+        why.push(format!("brands say version {b}, the user agent {u}"));
+    }
+    if let (Some(d), Some(h)) = (ua_data, high)
+        && !d.brands.is_empty()
+        && !h.full_version_list.is_empty()
+    {
+        if brand_names(&d.brands) != brand_names(&h.full_version_list) {
+            why.push("the brands and the full version list name different brands".to_owned());
+        }
+    }
     if !why.is_empty() {
         out.push(Reason::new(Code::ClientHintsMismatch, why.join("; ")));
     }
+}
+
+fn brand_names(list: &[evidence::Brand]) -> Vec<&str> {
+    let mut v: Vec<&str> = list.iter().map(|b| b.brand.as_str()).collect();
+    v.sort_unstable();
+    v
+}
+
+/// The major version a Chromium user agent claims (`Chrome/131.0...`, `Edg/131...`).
+fn chromium_major(ua: &str) -> Option<u32> {
+    ["Edg/", "Chrome/", "CriOS/", "Chromium/"]
+        .iter()
+        .find_map(|t| ua.split_once(t))
+        .and_then(|(_, rest)| rest.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|d| d.parse().ok())
+}
+
+/// The major version of the Chromium brands in a list of (brand, version).
+fn brand_major<'a>(brands: impl Iterator<Item = (&'a str, &'a str)>) -> Option<u32> {
+    brands
+        .filter(|(b, _)| matches!(*b, "Chromium" | "Google Chrome" | "Microsoft Edge"))
+        .find_map(|(_, v)| v.split('.').next()?.parse().ok())
+}
+
+/// `Sec-CH-UA`'s brands: `"Chromium";v="131", "Not_A Brand";v="24"`.
+fn header_brand_major(v: &str) -> Option<u32> {
+    let pairs: Vec<(&str, &str)> = v
+        .split(',')
+        .filter_map(|item| {
+            let (brand, version) = item.split_once(";v=")?;
+            Some((
+                brand.trim().trim_matches('"'),
+                version.trim().trim_matches('"'),
+            ))
+        })
+        .collect();
+    brand_major(pairs.into_iter())
 }
 
 fn proxy_header_reasons(e: &Evidence, out: &mut Vec<Reason>) {
@@ -794,6 +872,44 @@ mod tests {
                 Code::ProxyHeaders,
                 with(home(), &["headers", "via"], json!("1.1 squid")),
             ),
+            (
+                Code::CdpAutomation,
+                with(home(), &["signals", "cdp"], json!(true)),
+            ),
+            (
+                Code::AutomationFramework,
+                with(
+                    home(),
+                    &["signals", "frameworkMarkers"],
+                    json!(["__ariaQuerySelector"]),
+                ),
+            ),
+            (
+                Code::WebdriverTampered,
+                with(home(), &["signals", "webdriverTamper"], json!(["missing"])),
+            ),
+            (
+                Code::ContextMismatch,
+                with(
+                    home(),
+                    &["signals", "contextMismatch"],
+                    json!(["platform", "hardwareConcurrency"]),
+                ),
+            ),
+            (Code::FunctionTampering, {
+                let mut v = home();
+                v["signals"]["cdp"] = json!(true);
+                v["signals"]["tamperedFunctions"] = json!(["Function.toString:proxy"]);
+                ev(v)
+            }),
+            (
+                Code::SyntheticInput,
+                with(
+                    home(),
+                    &["signals", "input"],
+                    json!({"events": 3, "untrusted": 1, "screenEqClient": 0, "chromeless": false}),
+                ),
+            ),
             (Code::LanguageCountryMismatch, {
                 let mut v = home();
                 v["signals"]["languages"] = json!(["en-GB"]);
@@ -835,6 +951,54 @@ mod tests {
                     "{code:?}: {v:?}"
                 );
             }
+        }
+    }
+
+    /// Browser-integrity evidence as the matrix of issue 14 saw it, scored as it must be.
+    #[test]
+    fn hidden_automation_is_caught_and_soft_signals_alone_are_not() {
+        use serde_json::json;
+        let score = |v: serde_json::Value| ENGINE.evaluate(&ev(v)).score_bot;
+        // Wrapped natives alone (a privacy extension): nothing; beside a protocol client: counted.
+        let alone = with(
+            chrome_home(),
+            &["signals", "tamperedFunctions"],
+            json!(["HTMLCanvasElement.toDataURL:source"]),
+        );
+        assert!(ENGINE.evaluate(&alone).reasons.is_empty());
+        // Equal coordinates in a chromeless window (resistFingerprinting, full screen): nothing.
+        let rfp = with(
+            chrome_home(),
+            &["signals", "input"],
+            json!({"events": 17, "untrusted": 0, "screenEqClient": 17, "chromeless": true}),
+        );
+        assert!(ENGINE.evaluate(&rfp).reasons.is_empty());
+        // chromium --headless=new --user-agent <Windows Chrome 138> on Linux, no client attached:
+        // empty high-entropy hints, brands of another version and platform, software WebGL.
+        let borrowed = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/138.0.0.0 Safari/537.36";
+        let mut v = chrome_home();
+        v["userAgent"] = json!(borrowed);
+        v["headers"]["user-agent"] = json!(borrowed);
+        v["headers"]["sec-ch-ua"] = json!("\"Chromium\";v=\"156\", \"Not:A-Brand\";v=\"24\"");
+        v["headers"]["sec-ch-ua-platform"] = json!("\"Linux\"");
+        v["signals"]["userAgent"] = json!(borrowed);
+        v["signals"]["uaData"] = json!({"brands": [{"brand": "Chromium", "version": "156"}],
+                                         "mobile": false, "platform": "Linux"});
+        v["signals"]["highEntropy"] = json!({"platformVersion": "", "architecture": "",
+                                              "bitness": "", "model": "", "uaFullVersion": "",
+                                              "fullVersionList": []});
+        v["signals"]["webglRenderer"] = json!("ANGLE (Google, Vulkan 1.3.0 (SwiftShader Device))");
+        assert!(score(v) >= 0.9);
+        // Each soft signal alone stays under even odds.
+        for (path, value) in [
+            (&["signals", "plugins"][..], json!(0)),
+            (&["signals", "webglRenderer"][..], json!("llvmpipe")),
+            (&["signals", "outerWidth"][..], json!(0)),
+            (&["signals", "languages"][..], json!([])),
+            (&["headers", "sec-ch-ua-platform"][..], json!("\"Linux\"")),
+        ] {
+            let v = ENGINE.evaluate(&with(chrome_home(), path, value));
+            assert!(v.score_bot < 0.5, "{path:?}: {v:?}");
         }
     }
 

@@ -40,9 +40,9 @@ reasons! {
     Webdriver => Bot, 9.0, "navigator.webdriver is true only under automation: deterministic";
     AutomationGlobals => Bot, 9.0, "globals that only automation frameworks define: deterministic";
     UserAgentMismatch => Bot, 4.0, "the header and JavaScript disagree on the user agent: a spoofed header or a tampered page";
-    ClientHintsMismatch => Bot, 3.0, "client hints contradict the user agent (brand, platform or mobile), as spoofers often leave them";
+    ClientHintsMismatch => Bot, 3.95, "client hints contradict the user agent (brand, major version, platform, mobile) or are all empty, as a borrowed user agent leaves them; just under even odds alone (UA-switching extensions do the same)";
     NoLanguages => Bot, 3.0, "real browsers always report at least one language";
-    NoPlugins => Bot, 2.0, "desktop Chrome lists its PDF viewer plugins; headless Chrome lists none";
+    NoPlugins => Bot, 1.0, "headless Chrome lists no plugins, but neither does Chrome set to download PDFs: weak";
     ZeroWindow => Bot, 3.0, "a window without outer size is not on any screen";
     SoftwareRenderer => Bot, 2.5, "software WebGL (SwiftShader, llvmpipe) is typical of headless servers; rare on real devices";
     EngineMismatch => Bot, 4.0, "the JavaScript engine's fingerprint (eval length, productSub) contradicts the claimed browser";
@@ -50,6 +50,12 @@ reasons! {
     VerifiedBot => Bot, 7.0, "a crawler from its operator's published ranges: certainly a bot, but an honest one";
     SpoofedBot => Bot, 7.0, "claims to be a known crawler from outside its operator's ranges: an impostor";
     DatacenterIp => Bot, 1.0, "people rarely browse from servers; weak alone";
+    CdpAutomation => Bot, 5.0, "a DevTools Protocol client formats the page's console: every Playwright and Puppeteer driver, but also a person's open DevTools";
+    AutomationFramework => Bot, 9.0, "bindings and leftovers that only automation drivers put in a page: deterministic";
+    WebdriverTampered => Bot, 7.0, "navigator.webdriver deleted, redefined or shadowed: only automation hides it";
+    ContextMismatch => Bot, 6.0, "a Worker reads another browser than the window: the window's values were spoofed";
+    FunctionTampering => Bot, 4.0, "natives wrapped as stealth kits wrap them; counted only beside another automation reason, since privacy extensions wrap natives too";
+    SyntheticInput => Bot, 5.0, "pointer events dispatched by script, or at the equal coordinates of protocol-made events";
     // proxy/VPN
     TorExit => ProxyVpn, 10.0, "a listed Tor exit: deterministic";
     VpnRange => ProxyVpn, 8.0, "a commercial VPN's exit range";
