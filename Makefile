@@ -41,8 +41,17 @@ $(VENV_BROWSER)/.installed: requirements-browser.txt
 	$(VENV_BROWSER)/bin/pip install --quiet --disable-pip-version-check -r requirements-browser.txt
 	touch $@
 
-test-browser: $(VENV_BROWSER)/.installed ## The agent in a real browser: Debian's chromium (installed if missing), headless and under Xvfb
+# puppeteer-core and the stealth plugin, pinned by tests/browser/package-lock.json (no browser download).
+NODE_BROWSER := $(CACHE)/browser-node
+$(NODE_BROWSER)/.installed: tests/browser/package.json tests/browser/package-lock.json
+	mkdir -p $(NODE_BROWSER)
+	cp tests/browser/package.json tests/browser/package-lock.json $(NODE_BROWSER)/
+	cd $(NODE_BROWSER) && PUPPETEER_SKIP_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+test-browser: $(VENV_BROWSER)/.installed ## The detection matrix in real browsers: bots (Playwright, Puppeteer stealth, headless Chromium) and people (Chromium, Firefox ESR)
 	scripts/browser-deps.sh
+	$(MAKE) --no-print-directory $(NODE_BROWSER)/.installed
 	cargo build --bin vigil --locked
 	$(VENV_BROWSER)/bin/python tests/browser/demo.py
 

@@ -204,7 +204,9 @@ const PAGE: &str = r#"<!doctype html>
         $("reasons").appendChild(tr);
       });
       if (!e.reasons.length) $("reasons").innerHTML = "<tr><td colspan=4>none: nothing suspicious</td></tr>";
-      $("meta").textContent = "event " + id + " from " + e.ipAddress + " · " + e.engineVersion;
+      $("meta").textContent = "receipt " + id + " from " + e.ipAddress + " · " + e.engineVersion +
+        " · signals collected in " + Vigil.collectMs + " ms";
+      document.body.dataset.collectMs = String(Vigil.collectMs);
       document.body.dataset.state = "done";
     });
   }).catch(fail);

@@ -1,17 +1,25 @@
 #!/usr/bin/env python3
-"""Proof in a real browser (make test-browser): Debian's Chromium opens `vigil serve`'s /demo page,
-whose agent sends the visit to the collect route; the session is then read back through the API.
+"""Proof in real browsers (make test-browser): a matrix of bots and people opens `vigil serve
+--demo`'s /demo page, whose agent sends the visit to the collect route; each session is then read
+back through the API and printed on one line (score and reasons).
 
-- headless Chromium driven by Playwright: scoreBot >= 0.9, with headless_browser or webdriver among
-  the reasons;
-- Chromium with a display (Xvfb), started as a person would start it (no automation flags; only a
-  DevTools port, opened after the visit, to take the screenshot): scoreBot < 0.5.
+Bots, each scoreBot >= 0.9, disguised as scraping tutorials teach: Playwright headless and with a
+display (Xvfb), `--enable-automation` dropped, `--disable-blink-features=AutomationControlled`, a
+borrowed Windows Chrome user agent, with and without an init script that deletes
+navigator.webdriver; `chromium --headless=new` with a borrowed user agent; puppeteer-core with
+puppeteer-extra's stealth plugin. Plus Playwright's plain headless Chromium.
 
-Screenshots of the page in both cases are written to target/browser/.
+People, each scoreBot < 0.5: Chromium and Firefox ESR under Xvfb started as a person starts them
+(Chromium is photographed over a DevTools port opened only after the visit arrived), and Firefox
+ESR with privacy.resistFingerprinting.
+
+Every browser is Debian's (never a downloaded build). Screenshots go to target/browser/; the
+agent's collection time (start to send) is read from the page where a driver can read it.
 """
 
 import json
 import os
+import statistics
 import socket
 import subprocess
 import sys
@@ -27,7 +35,25 @@ from playwright.sync_api import sync_playwright
 ROOT = Path(__file__).resolve().parents[2]
 VIGIL = Path(os.environ.get("VIGIL", ROOT / "target" / "debug" / "vigil"))
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+FIREFOX = os.environ.get("FIREFOX", "/usr/bin/firefox-esr")
+NODE_MODULES = ROOT / ".cache" / "browser-node" / "node_modules"
 SHOTS = ROOT / "target" / "browser"
+# A borrowed user agent: Chrome on Windows, as scrapers copy it.
+WIN_UA = ("Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) "
+          "Chrome/138.0.0.0 Safari/537.36")
+STEALTH_ARGS = ["--disable-blink-features=AutomationControlled"]
+HIDE_WEBDRIVER = "delete Object.getPrototypeOf(navigator).webdriver"
+FIREFOX_PREFS = """user_pref("browser.shell.checkDefaultBrowser", false);
+user_pref("browser.startup.homepage_override.mstone", "ignore");
+user_pref("datareporting.policy.dataSubmissionEnabled", false);
+user_pref("toolkit.telemetry.reportingpolicy.firstRun", false);
+user_pref("app.update.enabled", false);
+user_pref("browser.safebrowsing.malware.enabled", false);
+user_pref("browser.safebrowsing.phishing.enabled", false);
+user_pref("network.captive-portal-service.enabled", false);
+user_pref("network.connectivity-service.enabled", false);
+user_pref("browser.aboutwelcome.enabled", false);
+"""
 # This machine's network is closed: keep Chromium from calling home. None of these is an
 # automation flag (none sets navigator.webdriver or changes what a page sees).
 QUIET = [
@@ -94,75 +120,175 @@ def codes(event):
     return [r["code"] for r in event["reasons"]]
 
 
-def report(name, event):
-    print(f"{name}: scoreBot={event['scoreBot']} scoreProxyVpn={event['scoreProxyVpn']} "
-          f"reasons={codes(event)}")
+def session_id(name):
+    return f"{name}-{uuid.uuid4().hex[:8]}"
 
 
-def headless(server, pw):
-    session = "headless-" + uuid.uuid4().hex[:10]
-    browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=QUIET)
+def wait_event(server, session, seconds=60):
+    deadline, event = time.time() + seconds, None
+    while time.time() < deadline and not event:
+        time.sleep(0.5)
+        event = server.latest_event(session)
+    assert event, f"the visit of {session} never arrived"
+    return event
+
+
+class Display:
+    """An Xvfb display for the browsers that need one."""
+
+    def __enter__(self):
+        self.name = f":{100 + os.getpid() % 400}"
+        self.proc = subprocess.Popen(["Xvfb", self.name, "-screen", "0", "1280x900x24", "-nolisten", "tcp"],
+                                     stderr=subprocess.DEVNULL)
+        time.sleep(1)
+        return self
+
+    def env(self):
+        return dict(os.environ, DISPLAY=self.name)
+
+    def __exit__(self, *exc):
+        self.proc.kill()
+        self.proc.wait()
+
+
+def playwright_bot(server, pw, name, headless=True, stealth=True, hide=False, display=None):
+    """A Playwright-driven visit; returns the event and the agent's collection time."""
+    session = session_id(name)
+    launch = {"executable_path": CHROMIUM, "headless": headless, "args": QUIET + (STEALTH_ARGS if stealth else [])}
+    if stealth:
+        launch["ignore_default_args"] = ["--enable-automation"]
+    if display:
+        launch["env"] = display.env()
+    browser = pw.chromium.launch(**launch)
     try:
-        page = browser.new_page(viewport={"width": 1100, "height": 900})
+        context = browser.new_context(viewport={"width": 1100, "height": 900},
+                                      **({"user_agent": WIN_UA} if stealth else {}))
+        if hide:
+            context.add_init_script(HIDE_WEBDRIVER)
+        page = context.new_page()
         page.goto(server.demo_url(session))
         page.wait_for_selector("body[data-state=done]", timeout=30_000)
-        page.screenshot(path=str(SHOTS / "demo-headless.png"), full_page=True)
+        page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+        ms = page.evaluate("Number(document.body.dataset.collectMs)")
     finally:
         browser.close()
-    event = server.latest_event(session)
-    assert event, f"no event stored for {session}"
-    report("headless", event)
-    assert event["scoreBot"] >= 0.9, event
-    assert {"headless_browser", "webdriver"} & set(codes(event)), event
+    return server.latest_event(session), ms
 
 
-def with_display(server, pw, tmp):
-    session = "display-" + uuid.uuid4().hex[:10]
-    display = f":{100 + os.getpid() % 400}"
-    xvfb = subprocess.Popen(["Xvfb", display, "-screen", "0", "1280x900x24", "-nolisten", "tcp"],
-                            stderr=subprocess.DEVNULL)
-    devtools = free_port()
-    chromium = None
+def headless_new(server, tmp):
+    """`chromium --headless=new` with a borrowed user agent, no driver attached at all."""
+    session = session_id("headless-new")
+    proc = subprocess.Popen([CHROMIUM, "--headless=new", *QUIET, f"--user-agent={WIN_UA}",
+                             f"--user-data-dir={tmp}/headless-new", server.demo_url(session)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        time.sleep(1)
-        env = dict(os.environ, DISPLAY=display)
-        chromium = subprocess.Popen(
-            [CHROMIUM, *QUIET, f"--user-data-dir={tmp}/profile", "--window-size=1280,900",
-             f"--remote-debugging-port={devtools}", server.demo_url(session)],
-            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline, event = time.time() + 60, None
-        while time.time() < deadline and not event:
-            time.sleep(0.5)
-            event = server.latest_event(session)
-        assert event, f"the visit of {session} never arrived"
+        return wait_event(server, session), None
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def puppeteer_stealth(server):
+    session = session_id("puppeteer-stealth")
+    out = subprocess.run(["node", str(ROOT / "tests" / "browser" / "stealth.js"), server.demo_url(session),
+                          str(SHOTS / "puppeteer-stealth.png")],
+                         env=dict(os.environ, NODE_PATH=str(NODE_MODULES), CHROMIUM=CHROMIUM),
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    ms = json.loads(out.stdout.strip().splitlines()[-1])["collectMs"]
+    return server.latest_event(session), ms
+
+
+def chromium_person(server, pw, tmp, display):
+    """Chromium started as a person starts it; photographed over DevTools only after the visit."""
+    session = session_id("person-chromium")
+    devtools = free_port()
+    chromium = subprocess.Popen(
+        [CHROMIUM, *QUIET, f"--user-data-dir={tmp}/person-chromium", "--window-size=1280,900",
+         f"--remote-debugging-port={devtools}", server.demo_url(session)],
+        env=display.env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        event = wait_event(server, session)
         # Only now attach, to photograph the page as the visitor sees it.
         browser = pw.chromium.connect_over_cdp(f"http://127.0.0.1:{devtools}")
         pages = [p for c in browser.contexts for p in c.pages if "/demo" in p.url]
         assert pages, "the demo page is not open"
         pages[0].wait_for_selector("body[data-state=done]", timeout=30_000)
-        pages[0].screenshot(path=str(SHOTS / "demo-display.png"), full_page=True)
+        pages[0].screenshot(path=str(SHOTS / "person-chromium.png"), full_page=True)
         browser.close()
     finally:
-        if chromium:
-            chromium.kill()
-            chromium.wait()
-        xvfb.kill()
-        xvfb.wait()
-    report("with a display", event)
-    assert event["scoreBot"] < 0.5, event
+        chromium.kill()
+        chromium.wait()
+    return event, None
+
+
+def firefox_person(server, tmp, display, rfp=False):
+    name = "person-firefox-rfp" if rfp else "person-firefox"
+    session = session_id(name)
+    profile = Path(tmp) / name
+    profile.mkdir()
+    prefs = FIREFOX_PREFS + ('user_pref("privacy.resistFingerprinting", true);\n' if rfp else "")
+    (profile / "user.js").write_text(prefs)
+    firefox = subprocess.Popen([FIREFOX, "--no-remote", "--profile", str(profile), "--width", "1280",
+                                "--height", "900", server.demo_url(session)],
+                               env=display.env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        return wait_event(server, session), None
+    finally:
+        firefox.kill()
+        firefox.wait()
 
 
 def main():
     SHOTS.mkdir(parents=True, exist_ok=True)
+    results, failures = [], []
+
+    def run(kind, name, visit):
+        started = time.time()
+        try:
+            event, ms = visit()
+        except Exception as e:  # one profile's failure is reported with the others
+            failures.append(f"{name}: {e}")
+            print(f"{name}: FAILED ({e})", flush=True)
+            return
+        assert event, f"no event stored for {name}"
+        score = event["scoreBot"]
+        ok = score >= 0.9 if kind == "bot" else score < 0.5
+        timing = f" collect={ms}ms" if ms is not None else ""
+        print(f"{kind:6} {name:34} scoreBot={score:<6} {'ok  ' if ok else 'FAIL'} reasons={codes(event)}"
+              f"{timing} ({time.time() - started:.1f}s)", flush=True)
+        results.append((kind, name, score, ms, ok))
+        if not ok:
+            failures.append(f"{name}: scoreBot {score} with {codes(event)}")
+
     with tempfile.TemporaryDirectory() as tmp:
         server = Server(tmp)
         try:
-            with sync_playwright() as pw:
-                headless(server, pw)
-                with_display(server, pw, tmp)
+            with sync_playwright() as pw, Display() as display:
+                run("bot", "playwright-headless", lambda: playwright_bot(server, pw, "playwright-headless",
+                                                                        stealth=False))
+                for headless in (True, False):
+                    for hide in (False, True):
+                        name = ("stealth-headless" if headless else "stealth-display") + (
+                            "-no-webdriver" if hide else "")
+                        run("bot", name, lambda: playwright_bot(
+                            server, pw, name, headless=headless, hide=hide,
+                            display=None if headless else display))
+                run("bot", "headless-new-borrowed-ua", lambda: headless_new(server, tmp))
+                run("bot", "puppeteer-extra-stealth", lambda: puppeteer_stealth(server))
+                run("person", "person-chromium", lambda: chromium_person(server, pw, tmp, display))
+                run("person", "person-firefox", lambda: firefox_person(server, tmp, display))
+                run("person", "person-firefox-rfp", lambda: firefox_person(server, tmp, display, rfp=True))
         finally:
             server.stop()
-    print(f"screenshots: {SHOTS}/demo-headless.png, {SHOTS}/demo-display.png")
+    timings = [r[3] for r in results if r[3] is not None]
+    if timings:
+        print(f"agent collection time (start to send) over {len(timings)} driven visits: "
+              f"p50 {statistics.median(timings):.0f} ms, max {max(timings)} ms")
+    print(f"screenshots: {SHOTS}/")
+    print(f"{sum(1 for r in results if r[4])} passed, {len(failures)} failed")
+    if failures:
+        sys.exit("failed profiles:\n  " + "\n  ".join(failures))
 
 
 if __name__ == "__main__":
