@@ -1,12 +1,10 @@
-/*! Vigil browser agent: collects the signals Vigil's detection engine reads and sends them for
- * one visitor session. Usage:
+/*! Vigil browser agent. Usage:
  *   <script src="https://API/v1/agent.js"></script>
  *   Vigil.collect({ publicKey: "pk_...", sessionId: "...", sessionToken: "..." })
  *     .then(function (receiptId) { ... });
- * sessionToken is minted by the site's backend (HMAC-SHA256 under the project's private key); a
- * project that requires tokens refuses visits without one.
- * Every signal is read in its own try: a browser quirk drops that signal, never the visit.
- * No dependencies; no cookies; nothing is stored in the browser. */
+ * sessionToken comes from the site's backend (README, Security model). Every signal is read in
+ * its own try: a browser quirk drops that signal, never the visit. No dependencies, no cookies,
+ * nothing stored in the browser. */
 (function (global) {
   "use strict";
 
@@ -55,8 +53,9 @@
   }
 
   // Addresses in the browser's own WebRTC candidates (a public one that differs from the
-  // request's address means a proxy in between). Bounded in time; no server is contacted unless
-  // the page passes STUN servers.
+  // request's address means a proxy in between). Only with STUN servers that the page passes:
+  // without them browsers show only mDNS names for their own addresses, and gathering costs
+  // 100-150 ms for nothing.
   function webrtcIps(stun, ms) {
     return new Promise(function (resolve) {
       var ips = {}, done = false, pc;
@@ -84,8 +83,7 @@
     });
   }
 
-  // ---- Browser integrity: each probe in its own try, each measured on Debian's Chromium and
-  // Firefox against Playwright, Puppeteer (stealth plugin) and people (docs/research).
+  // ---- Browser integrity, as measured against drivers and people (docs/research).
 
   // A DevTools Protocol client with the Runtime domain on (every Playwright and Puppeteer driver)
   // formats console arguments: formatting an Error's stack calls Error.prepareStackTrace. The hook
@@ -197,17 +195,13 @@
     "try{var g=new OffscreenCanvas(1,1).getContext('webgl'),d=g.getExtension('WEBGL_debug_renderer_info');" +
     "o.webglVendor=String(g.getParameter(d.UNMASKED_VENDOR_WEBGL));o.webglRenderer=String(g.getParameter(d.UNMASKED_RENDERER_WEBGL))}catch(e){}" +
     "postMessage(o)";
-  function contextMismatch(s, ms) {
+  // The Worker's values, or undefined when it does not answer within `ms`.
+  function workerValues(ms) {
     return new Promise(function (resolve) {
-      var w, url, nav = global.navigator;
-      var win = { userAgent: nav.userAgent, platform: nav.platform, hardwareConcurrency: nav.hardwareConcurrency,
-        languages: String(nav.languages), webglVendor: s.webglVendor, webglRenderer: s.webglRenderer };
-      try { if (nav.userAgentData) win.brands = nav.userAgentData.brands.map(function (b) { return b.brand + "/" + b.version; }).join(); } catch (e) { /* ignore */ }
+      var w, url;
       function done(o) {
         try { w.terminate(); URL.revokeObjectURL(url); } catch (e) { /* ignore */ }
-        var diff = [];
-        if (o) for (var k in win) if (o[k] !== undefined && win[k] !== undefined && String(o[k]) !== String(win[k])) diff.push(k);
-        resolve(o ? diff : undefined);
+        resolve(o);
       }
       try {
         url = URL.createObjectURL(new Blob([WORKER], { type: "text/javascript" }));
@@ -217,6 +211,16 @@
         setTimeout(done, ms);
       } catch (e) { resolve(undefined); }
     });
+  }
+
+  // The fields in which the Worker and the window (as read at collect time) disagree.
+  function contextMismatch(s, o) {
+    var nav = global.navigator, diff = [];
+    var win = { userAgent: nav.userAgent, platform: nav.platform, hardwareConcurrency: nav.hardwareConcurrency,
+      languages: String(nav.languages), webglVendor: s.webglVendor, webglRenderer: s.webglRenderer };
+    try { win.brands = nav.userAgentData.brands.map(function (b) { return b.brand + "/" + b.version; }).join(); } catch (e) { /* ignore */ }
+    for (var k in win) if (o[k] !== undefined && win[k] !== undefined && String(o[k]) !== String(win[k])) diff.push(k);
+    return diff;
   }
 
   function highEntropy(ms) {
@@ -261,8 +265,16 @@
     try { frame.parentNode.removeChild(frame); } catch (e) { /* ignore */ }
   }
 
+  // The probes that do not depend on the call start as soon as the agent loads: a Worker boots
+  // on its own thread while the page goes on loading. The first collect takes them.
+  function offThread(ms) { return [workerValues(ms), highEntropy(ms)]; }
+  var early = offThread(150);
+
   function signals(options) {
     var s = {}, nav = global.navigator || {}, t0 = Date.now();
+    var pending = early || offThread(options.timeout || 150);
+    early = null;
+    pending = pending.concat(options.stun ? webrtcIps(options.stun, options.webrtcTimeout || 300) : []);
     read(s, "webdriver", function () { return nav.webdriver === true; });
     read(s, "userAgent", function () { return nav.userAgent; });
     read(s, "uaData", function () {
@@ -291,15 +303,10 @@
     read(s, "automationGlobals", automationGlobals);
     try { webgl(s); } catch (e) { /* no WebGL */ }
     integrity(s);
-    var ms = options.timeout || 150;
-    return Promise.all([
-      webrtcIps(options.stun, options.webrtcTimeout || 300),
-      contextMismatch(s, ms),
-      highEntropy(ms)
-    ]).then(function (a) {
-      if (a[0]) s.webrtcIps = a[0];
-      if (a[1]) s.contextMismatch = a[1];
-      if (a[2]) s.highEntropy = a[2];
+    return Promise.all(pending).then(function (a) {
+      if (a[0]) s.contextMismatch = contextMismatch(s, a[0]);
+      if (a[1]) s.highEntropy = a[1];
+      if (a[2]) s.webrtcIps = a[2];
       s.input = { events: input.events, untrusted: input.untrusted, screenEqClient: input.screenEqClient,
         chromeless: global.outerWidth - global.innerWidth <= 0 && global.outerHeight - global.innerHeight <= 0 };
       Vigil.collectMs = Date.now() - t0;

@@ -190,7 +190,10 @@ const PAGE: &str = r#"<!doctype html>
     $("meta").className = "error";
     $("meta").textContent = String(e && e.message || e);
   }
-  Vigil.collect({ publicKey: __PUBLIC_KEY__, sessionId: session, sessionToken: __SESSION_TOKEN__ }).then(function (id) {
+  // As a shop would: once the page has loaded.
+  function visit() { return Vigil.collect({ publicKey: __PUBLIC_KEY__, sessionId: session, sessionToken: __SESSION_TOKEN__ }); }
+  var loaded = document.readyState === "complete" ? Promise.resolve() : new Promise(function (r) { addEventListener("load", r); });
+  loaded.then(visit).then(function (id) {
     return fetch("/demo/events/" + encodeURIComponent(session), { credentials: "same-origin" }).then(function (r) { return r.json(); }).then(function (j) {
       var e = j.data;
       if (!e) throw new Error("no event stored for this session");
