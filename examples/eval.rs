@@ -47,6 +47,7 @@ fn engine(data: &Path, only_source: Option<&str>) -> Engine {
     Engine::from_data(
         &patterns,
         &read("ip-ranges.tsv"),
+        &read("asn-hosting.tsv"),
         std::fs::read(data.join("country.mmdb")).expect("country.mmdb"),
         &read("zones.tsv"),
         &read("MANIFEST"),
@@ -211,6 +212,45 @@ fn main() {
             r.0 * 100 >= r.1 * 99,
         );
     }
+    // Addresses drawn from all that large hosting providers' networks announce (not only the
+    // ranges they publish), with a browser's user agent.
+    let mut providers: Vec<(String, usize, usize)> = Vec::new();
+    let mut hosting = Vec::new();
+    for line in lines(&corpora.join("hosting-networks.tsv")) {
+        let cols: Vec<&str> = line.split('\t').collect();
+        let (Some(ip), Some(provider)) = (cols.first().and_then(|s| s.parse().ok()), cols.get(2))
+        else {
+            continue;
+        };
+        let e = Evidence {
+            ip_address: Some(ip),
+            user_agent: Some(CHROME.into()),
+            ..Evidence::default()
+        };
+        let hit = usize::from(full.evaluate(&e).score_proxy_vpn >= 0.5);
+        match providers.iter_mut().find(|(p, ..)| p == provider) {
+            Some(p) => {
+                p.1 += hit;
+                p.2 += 1;
+            }
+            None => providers.push(((*provider).to_owned(), hit, 1)),
+        }
+        hosting.push(e);
+    }
+    let r = share(&full, &hosting, proxy_score, 0.5);
+    let by_provider: Vec<String> = providers
+        .iter()
+        .map(|(p, hit, n)| format!("{p} {hit}/{n}"))
+        .collect();
+    row(
+        &format!(
+            "hosting-network addresses ({}), scoreProxyVpn >= 0.5",
+            by_provider.join(", ")
+        ),
+        r,
+        ">= 90%",
+        r.0 * 10 >= r.1 * 9,
+    );
     // Consumer ISPs with consistent browser signals: the zone and language of the address's
     // country.
     let mut isp = Vec::new();

@@ -12,6 +12,10 @@ Every source is fetched with its registry's own client (npm pack, pip download, 
                           data from providers' own feeds and CC0 aggregations, see below)
   data/country.mmdb       IP to country: @ip-location-db/geo-whois-asn-country-mmdb (data CC BY
                           4.0 by the NRO, credited in the README)
+  data/asn-hosting.tsv    the announced ranges of hosting, cloud and colocation networks (ASNs),
+                          with each network's number, kind and name: @ip-location-db/asn (CC BY
+                          4.0: RouteViews, DB-IP, NRO), classified by scripts/hosting-asns.tsv
+                          (Vigil's reviewed list) and by registered names (HOSTING_NAME)
   data/zones.tsv          IANA zone (and its aliases) to the countries that use it: tzdata (public
                           domain zone1970.tab / zone.tab, Apache-2.0 packaging)
   data/MANIFEST           package, version, licence, sha256 and date of every source
@@ -28,6 +32,8 @@ import io
 import ipaddress
 import json
 import os
+import random
+import re
 import shutil
 import subprocess
 import sys
@@ -44,13 +50,13 @@ NPM = {
     "crawler-user-agents": ("1.60.0", "MIT"),
     "isbot": ("5.2.3", "Unlicense"),
     "@ip-location-db/geo-whois-asn-country-mmdb": ("2.3.2026061719", "CC-BY-4.0 (NRO data; package CC0-1.0)"),
+    "@ip-location-db/asn": ("2.3.2026061719", "CC-BY-4.0 (RouteViews, DB-IP, NRO)"),
 }
 PYPI = {
     "iporigin": ("1.1.2", "MIT (data: provider feeds, CC0-1.0 aggregations)"),
     "tzdata": ("2026.6", "Apache-2.0 (zone data: public domain)"),
 }
 # Only for measuring (make eval), never shipped.
-EVAL_NPM = {"@ip-location-db/asn": ("2.3.2026061719", "CC-BY-4.0 (DB-IP), ROUTEVIEWS")}
 EVAL_CRATES = {"isbot": ("0.1.3", "MIT")}
 
 # iporigin providers whose ranges come only from sources without a written licence (its NOTICE,
@@ -206,6 +212,52 @@ def zones():
     return countries
 
 
+# A hosting network by its registered name (measured on the ASN data: about 2,650 networks, ~48 of
+# 50 sampled ones real hosters); the veto keeps access networks out, whose names can say "cloud"
+# ("The Cloud Networks", public Wi-Fi) or "host" (AFRIHOST, a South African ISP).
+HOSTING_NAME = re.compile(r"host|cloud|server|data ?cent(er|re)|colo(cation)?\b|\bvps\b|dedicated|\bidc\b", re.I)
+NOT_HOSTING = re.compile(r"broadband|telecom|mobile|cable|fib(er|re)|wireless|universit|college|school|"
+                         r"the cloud networks|afrihost", re.I)
+
+
+def asn_rows(tgz):
+    """(start, end, asn, name) of every announced range, IPv4 then IPv6."""
+    for member in ("package/asn-ipv4.csv", "package/asn-ipv6.csv"):
+        for start, end, asn, name in csv.reader(io.StringIO(tar_member(tgz, member).decode())):
+            yield start, end, int(asn), name
+
+
+def hosting_asns():
+    """The hosting networks: {asn: (kind, name)}, `listed` from scripts/hosting-asns.tsv, `named`
+    by HOSTING_NAME; and their ranges, clipped where the data overlaps."""
+    listed = {}
+    for line in (ROOT / "scripts" / "hosting-asns.tsv").read_text().splitlines():
+        if line and not line.startswith("#"):
+            asn, operator = line.split("\t")
+            listed[int(asn)] = operator
+    tgz = npm_pack("@ip-location-db/asn", NPM["@ip-location-db/asn"][0])
+    networks, ranges = {}, []
+    last_end = {4: -1, 6: -1}
+    for start, end, asn, name in asn_rows(tgz):
+        s, e = ipaddress.ip_address(start), ipaddress.ip_address(end)
+        fam = s.version
+        # One IPv4 range overlaps its predecessor (AS749 / AS721): the earlier one keeps its part.
+        if int(s) <= last_end[fam]:
+            if int(e) <= last_end[fam]:
+                continue
+            s = ipaddress.ip_address(last_end[fam] + 1)
+        last_end[fam] = int(e)
+        if asn in listed:
+            kind, label = "listed", listed[asn]
+        elif HOSTING_NAME.search(name) and not NOT_HOSTING.search(name):
+            kind, label = "named", name
+        else:
+            continue
+        networks[asn] = (kind, label.replace("\t", " "))
+        ranges.append((str(s), str(e), asn))
+    return networks, ranges
+
+
 def write_manifest(entries):
     today = datetime.date.today().isoformat()
     lines = ["# package\tversion\tlicence\tsha256\tdate"]
@@ -235,6 +287,14 @@ def build():
                         NPM["@ip-location-db/geo-whois-asn-country-mmdb"][0])
     (OUT / "country.mmdb").write_bytes(tar_member(mmdb_tgz, "package/geo-whois-asn-country.mmdb"))
 
+    networks, hosting = hosting_asns()
+    with open(OUT / "asn-hosting.tsv", "w") as f:
+        f.write("# @ip-location-db/asn: announced ranges of hosting networks; lines #A asn kind name\n")
+        for asn, (kind, name) in sorted(networks.items()):
+            f.write(f"#A\t{asn}\t{kind}\t{name}\n")
+        for start, end, asn in hosting:
+            f.write(f"{start}\t{end}\t{asn}\n")
+
     with open(OUT / "zones.tsv", "w") as f:
         f.write("# IANA zone\tcountries (ISO 3166) that use it\n")
         for zone, cs in sorted(zones().items()):
@@ -244,7 +304,8 @@ def build():
     entries += [(n, v, l, pip_download(n, v)) for n, (v, l) in PYPI.items()]
     write_manifest(entries)
     print(f"data/: {len(rows)} bot patterns, {len(ranges)} IP ranges "
-          f"({sum(keep)} of {len(labels)} providers), country.mmdb, zones.tsv, MANIFEST")
+          f"({sum(keep)} of {len(labels)} providers), {len(hosting)} ranges of {len(networks)} "
+          f"hosting networks, country.mmdb, zones.tsv, MANIFEST")
 
 
 def corpora():
@@ -257,19 +318,49 @@ def corpora():
     for name in ("bots.txt", "browsers.txt"):
         shutil.copy(src / "fixtures" / name, EVAL / f"isbot-crate-{name}")
     # Consumer ISP addresses: the first address of ranges announced by large residential ISPs.
-    asn_tgz = npm_pack("@ip-location-db/asn", EVAL_NPM["@ip-location-db/asn"][0])
-    text = tar_member(asn_tgz, "package/asn-ipv4.csv").decode()
+    asn_tgz = npm_pack("@ip-location-db/asn", NPM["@ip-location-db/asn"][0])
+    rows = list(asn_rows(asn_tgz))
     isps = ("Comcast Cable", "Deutsche Telekom", "Charter Communications", "Orange S.A.",
             "British Telecommunications", "Telefonica de Espana", "KDDI", "Telstra",
             "Bell Canada", "Verizon", "Free SAS", "Vodafone GmbH", "Telecom Italia")
-    picked = []
-    for start, end, asn, org in csv.reader(io.StringIO(text)):
-        if any(org.startswith(i) for i in isps):
-            picked.append(f"{start}\t{org}")
+    picked = [f"{start}\t{org}" for start, _, _, org in rows if any(org.startswith(i) for i in isps)]
     step = max(1, len(picked) // 2000)
     (EVAL / "consumer-isp.tsv").write_text("\n".join(picked[::step]) + "\n")
+    hosting = hosting_sample(rows)
+    (EVAL / "hosting-networks.tsv").write_text("".join(f"{ip}\t{asn}\t{p}\n" for ip, asn, p in hosting))
     print(f".cache/eval: {len(instances)} crawler-user-agents instances, isbot crate fixtures, "
-          f"{len(picked[::step])} consumer ISP addresses")
+          f"{len(picked[::step])} consumer ISP addresses, {len(hosting)} hosting-network addresses")
+
+
+# Large hosting providers' networks, as the issue measured them: addresses drawn from all that
+# each ASN announces (not only the ranges its operator publishes).
+HOSTING_SAMPLE = {
+    16509: "Amazon", 14618: "Amazon", 396982: "Google Cloud", 15169: "Google", 8075: "Microsoft",
+    51167: "Contabo", 24940: "Hetzner", 16276: "OVHcloud", 14061: "DigitalOcean",
+    63949: "Akamai (Linode)", 20473: "Vultr", 31898: "Oracle", 45102: "Alibaba",
+    132203: "Tencent", 12876: "Scaleway",
+}
+
+
+def hosting_sample(rows, per_asn=40):
+    """`per_asn` addresses of each HOSTING_SAMPLE network, drawn at random (fixed seed) from its
+    ranges, weighted by size: three of four IPv4, one of four IPv6."""
+    rng = random.Random(20261123)
+    by_asn = {}
+    for start, end, asn, _ in rows:
+        if asn in HOSTING_SAMPLE:
+            s, e = int(ipaddress.ip_address(start)), int(ipaddress.ip_address(end))
+            by_asn.setdefault((asn, ":" in start), []).append((s, e))
+    out = []
+    for asn, provider in HOSTING_SAMPLE.items():
+        for v6, n in ((False, per_asn * 3 // 4), (True, per_asn // 4)):
+            ranges = by_asn.get((asn, v6), [])
+            if not ranges:
+                continue
+            weights = [min(e - s + 1, 2**64) for s, e in ranges]
+            for s, e in rng.choices(ranges, weights=weights, k=n):
+                out.append((str(ipaddress.ip_address(rng.randint(s, e))), asn, provider))
+    return out
 
 
 if __name__ == "__main__":

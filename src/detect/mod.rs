@@ -11,6 +11,7 @@ use serde::Serialize;
 pub mod batch;
 pub mod evidence;
 pub mod integrity;
+pub mod networks;
 pub mod places;
 pub mod reasons;
 pub mod ua;
@@ -18,6 +19,7 @@ pub mod ua;
 pub use evidence::{Evidence, Headers, Signals};
 pub use reasons::{Code, Reason, Target};
 
+use networks::{Basis, Networks};
 use places::{Geo, Kind, Ranges, country_name, language_region};
 use ua::{BotPatterns, Claim, headless_marker};
 
@@ -48,6 +50,7 @@ pub struct Verdict {
 pub struct Engine {
     bots: BotPatterns,
     ranges: Ranges,
+    networks: Networks,
     geo: Geo,
     data_version: String,
 }
@@ -90,11 +93,13 @@ impl Engine {
     pub fn load(dir: &Path) -> Result<Self, DataError> {
         let patterns = text(read(dir, "bot-patterns.tsv")?, "bot-patterns.tsv")?;
         let ranges = text(read(dir, "ip-ranges.tsv")?, "ip-ranges.tsv")?;
+        let hosting = text(read(dir, "asn-hosting.tsv")?, "asn-hosting.tsv")?;
         let zones = text(read(dir, "zones.tsv")?, "zones.tsv")?;
         let manifest = text(read(dir, "MANIFEST")?, "MANIFEST")?;
         Self::from_data(
             &patterns,
             &ranges,
+            &hosting,
             read(dir, "country.mmdb")?,
             &zones,
             &manifest,
@@ -111,6 +116,7 @@ impl Engine {
                 "/data/bot-patterns.tsv"
             )),
             include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/data/ip-ranges.tsv")),
+            include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/data/asn-hosting.tsv")),
             include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/data/country.mmdb")).to_vec(),
             include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/data/zones.tsv")),
             include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/data/MANIFEST")),
@@ -121,6 +127,7 @@ impl Engine {
     pub fn from_data(
         patterns: &str,
         ranges: &str,
+        hosting: &str,
         mmdb: Vec<u8>,
         zones: &str,
         manifest: &str,
@@ -138,6 +145,7 @@ impl Engine {
         Ok(Self {
             bots: BotPatterns::parse(patterns)?,
             ranges: Ranges::parse(ranges)?,
+            networks: Networks::parse(hosting)?,
             geo: Geo::load(mmdb, zones)?,
             data_version,
         })
@@ -153,6 +161,10 @@ impl Engine {
 
     pub fn geo(&self) -> &Geo {
         &self.geo
+    }
+
+    pub fn networks(&self) -> &Networks {
+        &self.networks
     }
 
     /// Scores one visit.
@@ -282,10 +294,30 @@ impl Engine {
                 )),
             }
         }
+        let network = ip.and_then(|ip| self.networks.lookup(ip));
         let Some(label) = label else {
+            // Not in an operator's published ranges, but announced by a hosting network.
+            if let Some(n) = network {
+                let how = match n.basis {
+                    Basis::Listed => "a hosting network",
+                    Basis::Named => "a hosting network by its registered name",
+                };
+                let name = visitor_text(&n.name, 60);
+                out.push(Reason::new(
+                    Code::HostingIp,
+                    format!("an address of AS{} {name}, {how}", n.asn),
+                ));
+                out.push(Reason::new(
+                    Code::DatacenterIp,
+                    format!("a data centre address (AS{} {name})", n.asn),
+                ));
+            }
             return;
         };
         let p = &label.provider;
+        let asn = network.map_or(String::new(), |n| {
+            format!(", AS{} {}", n.asn, visitor_text(&n.name, 60))
+        });
         match label.kind {
             Kind::Tor => out.push(Reason::new(Code::TorExit, "a Tor exit node")),
             Kind::Vpn if p.contains("Relay") => {
@@ -293,7 +325,10 @@ impl Engine {
             }
             Kind::Vpn => out.push(Reason::new(Code::VpnRange, format!("an exit of {p}"))),
             Kind::Hosting | Kind::Cdn => {
-                out.push(Reason::new(Code::HostingIp, format!("an address of {p}")));
+                out.push(Reason::new(
+                    Code::HostingIp,
+                    format!("an address of {p}{asn}"),
+                ));
                 out.push(Reason::new(
                     Code::DatacenterIp,
                     format!("a data centre address ({p})"),
