@@ -35,7 +35,7 @@ rl.on("line", (l) => { out.push(JSON.stringify({ bot: isbot(JSON.parse(l).userAg
 rl.on("close", () => { if (out.length) process.stdout.write(out.join("\n") + "\n"); });
 JS
 time_of() { local s e; s=$(date +%s.%N); "$@" >/dev/null; e=$(date +%s.%N); echo "$e - $s" | bc -l; }
-v=$(time_of target/release/vigil evaluate --data data "$work/input.jsonl")
+v=$(time_of target/release/vigil evaluate "$work/input.jsonl")
 n=$(time_of sh -c "node '$work/isbot.js' < '$work/input.jsonl'")
 printf 'vigil evaluate: %8.0f lines/s (%s lines in %.2f s)\n' "$(echo "$lines / $v" | bc -l)" "$lines" "$v"
 printf 'node isbot:     %8.0f lines/s (%s lines in %.2f s)\n' "$(echo "$lines / $n" | bc -l)" "$lines" "$n"

@@ -154,9 +154,10 @@ pub enum Command {
         file: Option<PathBuf>,
         #[arg(long, value_enum, default_value = "json")]
         format: crate::detect::batch::Format,
-        /// The engine's data (bot patterns, IP ranges, countries, zones).
-        #[arg(long, env = "VIGIL_DATA_DIR", default_value = "data")]
-        data: PathBuf,
+        /// Load the engine's data from this folder (bot patterns, IP ranges, hosting networks,
+        /// countries, zones) instead of the copy built into the binary.
+        #[arg(long, env = "VIGIL_DATA_DIR")]
+        data: Option<PathBuf>,
     },
     /// Create and list an account's projects (under its plan's maxProjects).
     Projects {
@@ -241,7 +242,7 @@ fn parse_score(s: &str) -> Result<Score, String> {
 /// Runs the command; the error is the one line printed before exiting non-zero.
 pub async fn run(cli: Cli) -> Result<(), CliError> {
     if let Command::Evaluate { file, format, data } = &cli.command {
-        return evaluate(file.as_deref(), *format, data);
+        return evaluate(file.as_deref(), *format, data.as_deref());
     }
     let config = Config::from_env()?;
     if cli.store.dynamodb {
@@ -371,9 +372,14 @@ async fn run_on<S: Store + ChangeFeed>(
 fn evaluate(
     file: Option<&Path>,
     format: crate::detect::batch::Format,
-    data: &Path,
+    data: Option<&Path>,
 ) -> Result<(), CliError> {
-    let engine = crate::detect::Engine::load(data).map_err(CliError::DetectionData)?;
+    // The binary carries its data, as the Lambda functions do: it scores logs from any folder.
+    let engine = match data {
+        Some(dir) => crate::detect::Engine::load(dir),
+        None => crate::detect::Engine::embedded(),
+    }
+    .map_err(CliError::DetectionData)?;
     let out = std::io::BufWriter::new(std::io::stdout().lock());
     let bad = match file {
         Some(path) => {

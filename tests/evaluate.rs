@@ -122,3 +122,30 @@ fn combined_log_lines_and_files() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot read /nonexistent/file"));
 }
+
+/// The binary carries its data: a user who installed it scores logs from any folder, and the
+/// answers are those of the repository's data/.
+#[test]
+fn evaluate_runs_from_any_directory_with_its_own_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = "{\"ipAddress\": \"3.5.140.1\", \"userAgent\": \"curl/8.5.0\"}\n";
+    let mut child = Command::new(env!("CARGO_BIN_EXE_vigil"))
+        .arg("evaluate")
+        .current_dir(dir.path())
+        .env_remove("VIGIL_DATA_DIR")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(answers(&out), answers(&evaluate(&[], input)));
+    assert!(answers(&out)[0]["scoreBot"].as_f64().unwrap() >= 0.9);
+}
