@@ -145,7 +145,11 @@ fn evaluate_runs_from_any_directory_with_its_own_data() {
         .write_all(input.as_bytes())
         .unwrap();
     let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(answers(&out), answers(&evaluate(&[], input)));
     assert!(answers(&out)[0]["scoreBot"].as_f64().unwrap() >= 0.9);
 }

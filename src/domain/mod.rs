@@ -7,7 +7,8 @@ pub mod event;
 pub mod idempotency;
 pub mod ids;
 pub mod model;
-pub mod net;
+/// Special-purpose address ranges, shared with the detection engine, which owns them.
+pub use crate::detect::net;
 pub mod plan;
 pub mod project;
 pub mod score;

@@ -4,9 +4,7 @@
 //! Debian's Chromium and Firefox against Playwright, Puppeteer with the stealth plugin and people
 //! (docs/research/issue-14-stealth-probes.md).
 
-use super::evidence::Signals;
-use super::reasons::{Code, Reason};
-use super::visitor_text;
+use crate::detect::{Code, Engine, Reason, Visit, visitor_text};
 
 /// The reasons that name automation outright: function tampering counts only beside one of them,
 /// because privacy extensions wrap natives too.
@@ -34,8 +32,11 @@ fn non_empty(v: &Option<Vec<String>>) -> Option<&[String]> {
     v.as_deref().filter(|l| !l.is_empty())
 }
 
-/// Must run after every other bot rule of the browser side (see [`AUTOMATION`]).
-pub fn integrity_reasons(s: &Signals, out: &mut Vec<Reason>) {
+/// Runs after the user agent's and the browser's rules (see [`AUTOMATION`]).
+pub fn reasons(_: &Engine, v: &Visit<'_>, out: &mut Vec<Reason>) {
+    let Some(s) = v.signals else {
+        return;
+    };
     if s.cdp == Some(true) {
         out.push(Reason::new(
             Code::CdpAutomation,

@@ -1,0 +1,31 @@
+//! The rules: one file per family, each turning the normalised view of a visit ([`Visit`]) into
+//! named reasons. [`RULES`] lists them once, in the order their reasons are reported.
+
+use super::{Engine, Reason, Visit};
+
+mod address;
+mod browser;
+mod client_hints;
+mod integrity;
+mod language;
+mod place;
+mod proxy_headers;
+mod user_agent;
+mod webrtc;
+
+/// A rule family: the reasons it finds in one visit, appended to `out`.
+pub type Rule = fn(&Engine, &Visit<'_>, &mut Vec<Reason>);
+
+/// Every family, in order. One dependency: `integrity` runs after `user_agent` and `browser`,
+/// because function tampering counts only beside another automation reason they may have found.
+pub const RULES: &[(&str, Rule)] = &[
+    ("user_agent", user_agent::reasons),
+    ("address", address::reasons),
+    ("browser", browser::reasons),
+    ("integrity", integrity::reasons),
+    ("place", place::reasons),
+    ("webrtc", webrtc::reasons),
+    ("client_hints", client_hints::reasons),
+    ("proxy_headers", proxy_headers::reasons),
+    ("language", language::reasons),
+];

@@ -1,0 +1,44 @@
+//! The normalised view of one visit that every rule reads: the user agents as received, the one
+//! lower-cased copy the bot patterns and crawler claims share, and the address's country.
+
+use super::Engine;
+use super::evidence::{Evidence, Signals};
+use super::places::Country;
+
+pub struct Visit<'a> {
+    pub evidence: &'a Evidence,
+    pub signals: Option<&'a Signals>,
+    /// The request's user agent: the evidence's own, else its `User-Agent` header, trimmed.
+    pub ua: Option<&'a str>,
+    /// `navigator.userAgent`, as the agent read it.
+    pub js_ua: Option<&'a str>,
+    /// The user agent (the request's, else JavaScript's), lower-cased once.
+    pub agent_lower: Option<String>,
+    /// The address's country.
+    pub country: Option<Country>,
+}
+
+impl<'a> Visit<'a> {
+    pub fn of(engine: &Engine, e: &'a Evidence) -> Self {
+        let signals = e.signals.as_ref();
+        let ua = e
+            .user_agent
+            .as_deref()
+            .or_else(|| e.headers.as_ref().and_then(|h| h.get("user-agent")))
+            .map(str::trim);
+        let js_ua = signals.and_then(|s| s.user_agent.as_deref());
+        Self {
+            evidence: e,
+            signals,
+            ua,
+            js_ua,
+            agent_lower: ua.or(js_ua).map(str::to_lowercase),
+            country: e.ip_address.and_then(|ip| engine.geo.country(ip)),
+        }
+    }
+
+    /// The request's own user agent, lower-cased (none when only JavaScript's is known).
+    pub fn ua_lower(&self) -> Option<&str> {
+        self.ua.and(self.agent_lower.as_deref())
+    }
+}
