@@ -40,3 +40,18 @@ n=$(time_of sh -c "node '$work/isbot.js' < '$work/input.jsonl'")
 printf 'vigil evaluate: %8.0f lines/s (%s lines in %.2f s)\n' "$(echo "$lines / $v" | bc -l)" "$lines" "$v"
 printf 'node isbot:     %8.0f lines/s (%s lines in %.2f s)\n' "$(echo "$lines / $n" | bc -l)" "$lines" "$n"
 printf 'ratio vigil / isbot: %.2f\n' "$(echo "$n / $v" | bc -l)"
+
+# Accuracy on the same lines in the same run: browsers flagged (vigil scoreBot >= 0.5, isbot true)
+# on the isbot crate's browsers.txt, every line as it is.
+python3 - "$work/browsers.jsonl" <<'PY'
+import json, sys
+with open(sys.argv[1], "w") as f:
+    for l in open(".cache/eval/isbot-crate-browsers.txt", encoding="utf-8", errors="replace"):
+        if l.strip():
+            f.write(json.dumps({"userAgent": l.strip()}) + "\n")
+PY
+total=$(wc -l < "$work/browsers.jsonl")
+vf=$(target/release/vigil evaluate "$work/browsers.jsonl" | python3 -c 'import json,sys; print(sum(json.loads(l).get("scoreBot", 0) >= 0.5 for l in sys.stdin))')
+nf=$(node "$work/isbot.js" < "$work/browsers.jsonl" | grep -c '"bot":true' || true)
+printf 'browsers flagged: vigil %s of %s, isbot %s of %s (%s)\n' "$vf" "$total" "$nf" "$total" \
+  "$([ "$vf" -le "$nf" ] && echo "no more often than isbot" || echo "MORE OFTEN than isbot")"
