@@ -9,9 +9,14 @@ use serde_json::Value;
 
 fn evaluate(args: &[&str], input: &str) -> Output {
     let data = concat!(env!("CARGO_MANIFEST_DIR"), "/data");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_vigil"))
-        .args(["evaluate", "--data", data])
-        .args(args)
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_vigil"));
+    cmd.args(["evaluate", "--data", data]).args(args);
+    run(cmd, input)
+}
+
+/// Runs `cmd` with `input` on its standard input, to completion.
+fn run(mut cmd: Command, input: &str) -> Output {
+    let mut child = cmd
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -129,22 +134,11 @@ fn combined_log_lines_and_files() {
 fn evaluate_runs_from_any_directory_with_its_own_data() {
     let dir = tempfile::tempdir().unwrap();
     let input = "{\"ipAddress\": \"3.5.140.1\", \"userAgent\": \"curl/8.5.0\"}\n";
-    let mut child = Command::new(env!("CARGO_BIN_EXE_vigil"))
-        .arg("evaluate")
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_vigil"));
+    cmd.arg("evaluate")
         .current_dir(dir.path())
-        .env_remove("VIGIL_DATA_DIR")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+        .env_remove("VIGIL_DATA_DIR");
+    let out = run(cmd, input);
     assert!(
         out.status.success(),
         "{}",

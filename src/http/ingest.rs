@@ -137,14 +137,14 @@ const ORIGIN_REFUSED: &str = "Origin is not allowed for this project";
 
 /// The collect route's body, read once and whole before anything is read or counted: exactly
 /// `publicKey`, `sessionId`, and optionally `sessionToken` and `signals`.
-pub struct Visit {
+pub struct VisitBody {
     pub public_key: String,
     pub session: SessionId,
     pub session_token: Option<String>,
     pub signals: Option<Signals>,
 }
 
-impl Visit {
+impl VisitBody {
     fn read(req: &Request) -> Result<Self, ApiError> {
         if !has_media_type(req, COLLECT_TYPES) {
             return Err(ApiError::UnsupportedMediaType(COLLECT_415));
@@ -244,7 +244,7 @@ where
         return preflight(req);
     }
     let mut allowed = None;
-    let mut res = match visit(app, req, &mut allowed).await {
+    let mut res = match record(app, req, &mut allowed).await {
         Ok(id) => {
             let body = serde_json::json!({ "data": Collected { id } }).to_string();
             super::json_response(StatusCode::ACCEPTED, body)
@@ -257,7 +257,7 @@ where
     res
 }
 
-async fn visit<S>(
+async fn record<S>(
     app: &Vigil<S>,
     req: &Request,
     allowed: &mut Option<HeaderValue>,
@@ -265,7 +265,7 @@ async fn visit<S>(
 where
     S: ProjectStore + ResultStore + AccountStore + UsageStore,
 {
-    let visit = Visit::read(req)?;
+    let visit = VisitBody::read(req)?;
     let origin = page_origin(req).ok_or(ApiError::Forbidden(ORIGIN_REFUSED))?;
     let visited = app.visitor(&visit.public_key, &origin).await?;
     *allowed = HeaderValue::from_str(origin.as_str()).ok();
@@ -312,9 +312,8 @@ fn preflight(req: &Request) -> Response<Body> {
     };
     let mut res = Response::new(Body::Empty);
     *res.status_mut() = StatusCode::NO_CONTENT;
+    allow_origin(&mut res, origin);
     let h = res.headers_mut();
-    h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);
-    h.insert(header::VARY, HeaderValue::from_static("Origin"));
     h.insert(
         header::ACCESS_CONTROL_ALLOW_METHODS,
         HeaderValue::from_static("POST"),
