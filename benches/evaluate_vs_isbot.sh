@@ -42,12 +42,19 @@ printf 'node isbot:     %8.0f lines/s (%s lines in %.2f s)\n' "$(echo "$lines / 
 printf 'ratio vigil / isbot: %.2f\n' "$(echo "$n / $v" | bc -l)"
 
 # Accuracy on the same lines in the same run: browsers flagged (vigil scoreBot >= 0.5, isbot true)
-# on the isbot crate's browsers.txt, every line as it is.
+# on the isbot crate's browsers.txt, cleaned as examples/eval.rs cleans it (entries a browser in
+# use sends: no URL, no bot, crawler, headless or HTTP-library word, no Internet Explorer).
 python3 - "$work/browsers.jsonl" <<'PY'
 import json, sys
+WORDS = ("http://", "https://", "+http", "bot", "crawl", "spider", "curl", "wget", "python",
+         "java/", "headless", "phantomjs", "slimerjs", "msie", "trident/")
+def browser(ua):
+    low = ua.lower()
+    return (low.startswith("mozilla/") or low.startswith("opera/")) and " (" in low \
+        and not any(w in low for w in WORDS)
 with open(sys.argv[1], "w") as f:
     for l in open(".cache/eval/isbot-crate-browsers.txt", encoding="utf-8", errors="replace"):
-        if l.strip():
+        if l.strip() and browser(l.strip()):
             f.write(json.dumps({"userAgent": l.strip()}) + "\n")
 PY
 total=$(wc -l < "$work/browsers.jsonl")

@@ -23,15 +23,29 @@ fn lines(path: &Path) -> Vec<String> {
 /// The cleaning rule for the isbot crate's browsers.txt, which collects user agents of every age:
 /// an entry counts as a browser in use only if it looks like one (starts with `Mozilla/` or
 /// `Opera/` and names its platform in parentheses), does not say it is something else (a URL,
-/// or a bot, crawler, spider, headless or HTTP-library word), and is not Internet Explorer
+/// or a bot, crawler, spider, headless (PhantomJS, SlimerJS) or HTTP-library word), and is not
+/// Internet Explorer
 /// (`MSIE`, `Trident/`), retired in 2022. What is dropped is counted and reported.
 fn is_browser_entry(ua: &str) -> bool {
     let lower = ua.to_ascii_lowercase();
     (lower.starts_with("mozilla/") || lower.starts_with("opera/"))
         && lower.contains(" (")
         && ![
-            "http://", "https://", "+http", "bot", "crawl", "spider", "curl", "wget", "python",
-            "java/", "headless", "msie", "trident/",
+            "http://",
+            "https://",
+            "+http",
+            "bot",
+            "crawl",
+            "spider",
+            "curl",
+            "wget",
+            "python",
+            "java/",
+            "headless",
+            "phantomjs",
+            "slimerjs",
+            "msie",
+            "trident/",
         ]
         .iter()
         .any(|w| lower.contains(w))

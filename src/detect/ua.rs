@@ -259,17 +259,12 @@ impl Claim {
     }
 }
 
-/// Headless browsers that say so.
+/// Headless browsers that say so. (Not Electron: its user agents are desktop apps people use,
+/// Slack's and Brave's first builds among them.)
 pub fn headless_marker(ua: &str) -> Option<&'static str> {
-    [
-        "HeadlessChrome",
-        "PhantomJS",
-        "SlimerJS",
-        "HtmlUnit",
-        "Electron/",
-    ]
-    .into_iter()
-    .find(|m| ua.contains(m))
+    ["HeadlessChrome", "PhantomJS", "SlimerJS", "HtmlUnit"]
+        .into_iter()
+        .find(|m| ua.contains(m))
 }
 
 #[cfg(test)]
