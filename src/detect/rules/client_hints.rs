@@ -96,10 +96,9 @@ pub fn reasons(_: &Engine, v: &Visit<'_>, out: &mut Vec<Reason>) {
     if let (Some(d), Some(h)) = (ua_data, high)
         && !d.brands.is_empty()
         && !h.full_version_list.is_empty()
+        && brand_names(&d.brands) != brand_names(&h.full_version_list)
     {
-        if brand_names(&d.brands) != brand_names(&h.full_version_list) {
-            why.push("the brands and the full version list name different brands".to_owned());
-        }
+        why.push("the brands and the full version list name different brands".to_owned());
     }
     if !why.is_empty() {
         out.push(Reason::new(Code::ClientHintsMismatch, why.join("; ")));
