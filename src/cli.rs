@@ -158,6 +158,9 @@ pub enum Command {
         /// countries, zones) instead of the copy built into the binary.
         #[arg(long, env = "VIGIL_DATA_DIR")]
         data: Option<PathBuf>,
+        /// After scoring, print a table on stderr: lines, bots, proxies, the top reasons.
+        #[arg(long)]
+        summary: bool,
     },
     /// Create and list an account's projects (under its plan's maxProjects).
     Projects {
@@ -241,8 +244,14 @@ fn parse_score(s: &str) -> Result<Score, String> {
 
 /// Runs the command; the error is the one line printed before exiting non-zero.
 pub async fn run(cli: Cli) -> Result<(), CliError> {
-    if let Command::Evaluate { file, format, data } = &cli.command {
-        return evaluate(file.as_deref(), *format, data.as_deref());
+    if let Command::Evaluate {
+        file,
+        format,
+        data,
+        summary,
+    } = &cli.command
+    {
+        return evaluate(file.as_deref(), *format, data.as_deref(), *summary);
     }
     let config = Config::from_env()?;
     if cli.store.dynamodb {
@@ -373,6 +382,7 @@ fn evaluate(
     file: Option<&Path>,
     format: crate::detect::batch::Format,
     data: Option<&Path>,
+    summary: bool,
 ) -> Result<(), CliError> {
     // The binary carries its data, as the Lambda functions do: it scores logs from any folder.
     let engine = match data {
@@ -381,7 +391,7 @@ fn evaluate(
     }
     .map_err(CliError::DetectionData)?;
     let out = std::io::BufWriter::new(std::io::stdout().lock());
-    let bad = match file {
+    let scored = match file {
         Some(path) => {
             let f = std::fs::File::open(path).map_err(|source| CliError::ReadFile {
                 path: path.to_owned(),
@@ -392,8 +402,11 @@ fn evaluate(
         None => crate::detect::batch::run(&engine, std::io::stdin().lock(), out, format),
     }
     .map_err(CliError::Io)?;
-    if bad > 0 {
-        return Err(CliError::BadLines(bad));
+    if summary {
+        eprint!("{}", scored.table(10));
+    }
+    if scored.bad > 0 {
+        return Err(CliError::BadLines(scored.bad));
     }
     Ok(())
 }

@@ -147,3 +147,22 @@ fn evaluate_runs_from_any_directory_with_its_own_data() {
     assert_eq!(answers(&out), answers(&evaluate(&[], input)));
     assert!(answers(&out)[0]["scoreBot"].as_f64().unwrap() >= 0.9);
 }
+
+/// `--summary` adds a table on stderr; the answers on stdout are the same lines.
+#[test]
+fn summary_tables_lines_bots_proxies_and_reasons() {
+    let input = "{\"userAgent\": \"curl/8.5.0\"}\n{\"userAgent\": \"Mozilla/5.0 (compatible; GPTBot/1.2; +https://openai.com/gptbot)\"}\n{}\n";
+    let out = evaluate(&["--summary"], input);
+    assert!(out.status.success());
+    assert_eq!(answers(&out), answers(&evaluate(&[], input)));
+    let table = String::from_utf8(out.stderr).unwrap();
+    for line in [
+        "lines             3",
+        "bad               0",
+        "bots              2",
+        "top reasons:",
+    ] {
+        assert!(table.contains(line), "{line:?} in\n{table}");
+    }
+    assert!(table.contains("bot_user_agent"), "{table}");
+}

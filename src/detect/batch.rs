@@ -1,11 +1,12 @@
 //! `vigil evaluate`: scores visits in batch, one answer line per input line, in order.
 
+use std::collections::HashMap;
 use std::io::{BufRead, Write};
 use std::net::IpAddr;
 
 use serde::Serialize;
 
-use super::{Engine, Evidence};
+use super::{Code, Engine, Evidence};
 
 /// How the input lines are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -117,31 +118,103 @@ fn truncate(s: &str, n: usize) -> &str {
 const BATCH: usize = 8192;
 
 /// One input line's answer: the verdict, or why the line is bad.
-fn answer(engine: &Engine, line: &str, line_no: usize, format: Format, out: &mut Vec<u8>) -> bool {
-    let ok = match parse(line, format) {
-        Ok(evidence) => serde_json::to_writer(&mut *out, &engine.evaluate(&evidence)).is_ok(),
-        Err(why) => {
-            let message = format!("line {line_no}: {why}");
-            let _ = serde_json::to_writer(&mut *out, &Bad { message: &message });
-            false
-        }
-    };
-    out.push(b'\n');
-    ok
+/// What a run scored: lines, bad lines, visits at or above 0.5 on each score, and how often each
+/// reason fired.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Summary {
+    pub lines: usize,
+    pub bad: usize,
+    pub bots: usize,
+    pub proxies: usize,
+    pub reasons: HashMap<Code, usize>,
 }
 
-/// Scores every line of `input` onto `output`, in order. Returns how many lines were bad (each
-/// answered `{"message": "line N: ..."}` in its place). I/O errors stop the run.
+impl Summary {
+    fn add(&mut self, other: Summary) {
+        self.lines += other.lines;
+        self.bad += other.bad;
+        self.bots += other.bots;
+        self.proxies += other.proxies;
+        for (code, n) in other.reasons {
+            *self.reasons.entry(code).or_default() += n;
+        }
+    }
+
+    /// The summary as a small table: counts, then the `top` reasons that fired most.
+    pub fn table(&self, top: usize) -> String {
+        let pct = |n: usize| {
+            let scored = self.lines - self.bad;
+            if scored == 0 {
+                0.0
+            } else {
+                100.0 * n as f64 / scored as f64
+            }
+        };
+        let mut t = format!(
+            "lines    {:>10}\nbad      {:>10}\nbots     {:>10}  {:.2}% scoreBot >= 0.5\nproxies  {:>10}  {:.2}% scoreProxyVpn >= 0.5\n",
+            self.lines,
+            self.bad,
+            self.bots,
+            pct(self.bots),
+            self.proxies,
+            pct(self.proxies)
+        );
+        let mut reasons: Vec<(&Code, &usize)> = self.reasons.iter().collect();
+        reasons.sort_by(|a, b| {
+            b.1.cmp(a.1)
+                .then_with(|| format!("{:?}", a.0).cmp(&format!("{:?}", b.0)))
+        });
+        if !reasons.is_empty() {
+            t.push_str("top reasons:\n");
+        }
+        for (code, n) in reasons.into_iter().take(top) {
+            let name = serde_json::to_string(code).unwrap_or_default();
+            t.push_str(&format!("  {:<28} {n:>10}\n", name.trim_matches('"')));
+        }
+        t
+    }
+}
+
+fn answer(
+    engine: &Engine,
+    line: &str,
+    line_no: usize,
+    format: Format,
+    out: &mut Vec<u8>,
+    summary: &mut Summary,
+) {
+    summary.lines += 1;
+    match parse(line, format) {
+        Ok(evidence) => {
+            let verdict = engine.evaluate(&evidence);
+            summary.bots += usize::from(verdict.score_bot >= 0.5);
+            summary.proxies += usize::from(verdict.score_proxy_vpn >= 0.5);
+            for r in &verdict.reasons {
+                *summary.reasons.entry(r.code).or_default() += 1;
+            }
+            let _ = serde_json::to_writer(&mut *out, &verdict);
+        }
+        Err(why) => {
+            summary.bad += 1;
+            let message = format!("line {line_no}: {why}");
+            let _ = serde_json::to_writer(&mut *out, &Bad { message: &message });
+        }
+    }
+    out.push(b'\n');
+}
+
+/// Scores every line of `input` onto `output`, in order, and sums up what it scored. Bad lines are
+/// answered `{"message": "line N: ..."}` in their place and counted. I/O errors stop the run.
 pub fn run(
     engine: &Engine,
     mut input: impl BufRead,
     mut output: impl Write,
     format: Format,
-) -> std::io::Result<usize> {
+) -> std::io::Result<Summary> {
     let workers = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .clamp(1, 8);
-    let mut bad = 0;
+    let mut summary = Summary::default();
     let mut first_line = 1;
     loop {
         let mut lines = Vec::with_capacity(BATCH);
@@ -158,7 +231,7 @@ pub fn run(
             break;
         }
         let chunk = lines.len().div_ceil(workers);
-        let results: Vec<std::thread::Result<(Vec<u8>, usize)>> = std::thread::scope(|s| {
+        let results: Vec<std::thread::Result<(Vec<u8>, Summary)>> = std::thread::scope(|s| {
             let handles: Vec<_> = lines
                 .chunks(chunk)
                 .enumerate()
@@ -166,12 +239,11 @@ pub fn run(
                     let start = first_line + i * chunk;
                     s.spawn(move || {
                         let mut out = Vec::with_capacity(part.len() * 160);
-                        let bad = part
-                            .iter()
-                            .enumerate()
-                            .filter(|(j, line)| !answer(engine, line, start + j, format, &mut out))
-                            .count();
-                        (out, bad)
+                        let mut summary = Summary::default();
+                        for (j, line) in part.iter().enumerate() {
+                            answer(engine, line, start + j, format, &mut out, &mut summary);
+                        }
+                        (out, summary)
                     })
                 })
                 .collect();
@@ -179,14 +251,14 @@ pub fn run(
         });
         for result in results {
             // A worker that panicked lost its lines: stop rather than answer out of step.
-            let (out, n) = result.map_err(|_| std::io::Error::other("evaluation failed"))?;
+            let (out, part) = result.map_err(|_| std::io::Error::other("evaluation failed"))?;
             output.write_all(&out)?;
-            bad += n;
+            summary.add(part);
         }
         first_line += lines.len();
     }
     output.flush()?;
-    Ok(bad)
+    Ok(summary)
 }
 
 #[cfg(test)]
@@ -208,6 +280,20 @@ mod tests {
         assert!(combined(r#"203.0.113.7 - - [x] "GET / 200 1 "-" "ua"#).is_err());
         let dash = combined(r#"::1 - - [x] "GET /" 200 1 "-" "-""#).unwrap();
         assert_eq!(dash.user_agent, None);
+    }
+
+    #[test]
+    fn a_run_sums_up_what_it_scored() {
+        let engine = Engine::embedded().unwrap();
+        let input = "{\"userAgent\": \"curl/8.5.0\"}\n{\"ipAddress\": \"nope\"}\n{}\n{\"userAgent\": \"python-requests/2.32\", \"ipAddress\": \"3.5.140.1\"}\n";
+        let mut out = Vec::new();
+        let s = run(&engine, input.as_bytes(), &mut out, Format::Json).unwrap();
+        assert_eq!((s.lines, s.bad, s.bots, s.proxies), (4, 1, 2, 1));
+        assert_eq!(s.reasons.get(&Code::BotUserAgent), Some(&2));
+        assert_eq!(String::from_utf8(out).unwrap().lines().count(), 4);
+        let table = s.table(10);
+        assert!(table.contains("bots              2  66.67%"), "{table}");
+        assert!(table.contains("bot_user_agent"), "{table}");
     }
 
     #[test]
