@@ -23,17 +23,32 @@ use crate::store::{DeliveryStore, DynamoStore, ProjectStore};
 pub type Error = lambda_runtime::Error;
 pub type App = Vigil<DynamoStore>;
 
-/// Logs as JSON in Lambda (CloudWatch parses it), readable text elsewhere. `RUST_LOG` filters.
+/// Logs as JSON in Lambda (CloudWatch parses it), readable text elsewhere; `RUST_LOG` filters
+/// them. In Lambda, metric events ([`crate::metrics`]) are written to stdout as the EMF lines they
+/// carry, whatever `RUST_LOG` says; elsewhere they are dropped.
 pub fn init_tracing() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_target(false);
+    use tracing_subscriber::filter::{EnvFilter, filter_fn};
+    use tracing_subscriber::prelude::*;
+    let env = || EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let logs = || filter_fn(|m| m.target() != crate::metrics::TARGET);
     if std::env::var_os("AWS_LAMBDA_FUNCTION_NAME").is_some() {
-        builder.json().with_ansi(false).without_time().init();
+        let fmt = tracing_subscriber::fmt::layer()
+            .json()
+            .with_ansi(false)
+            .without_time()
+            .with_target(false)
+            .with_filter(env())
+            .with_filter(logs());
+        let emf = crate::metrics::EmfLayer::new(std::io::stdout())
+            .with_filter(filter_fn(|m| m.target() == crate::metrics::TARGET));
+        tracing_subscriber::registry().with(fmt).with(emf).init();
     } else {
-        builder.with_writer(std::io::stderr).init();
+        let fmt = tracing_subscriber::fmt::layer()
+            .with_target(false)
+            .with_writer(std::io::stderr)
+            .with_filter(env())
+            .with_filter(logs());
+        tracing_subscriber::registry().with(fmt).init();
     }
 }
 
@@ -137,7 +152,10 @@ pub async fn run_collect() -> Result<(), Error> {
     init_tracing();
     let app = detecting_app().await?;
     lambda_http::run(service_fn(move |req: Request| async move {
-        Ok::<_, std::convert::Infallible>(crate::http::ingest::collect(app, &req).await)
+        let started = std::time::Instant::now();
+        let res = crate::http::ingest::collect(app, &req).await;
+        crate::metrics::request("Collect", res.status().as_u16(), ms(started));
+        Ok::<_, std::convert::Infallible>(res)
     }))
     .await
 }
@@ -157,9 +175,29 @@ async fn detecting_app() -> Result<&'static App, Error> {
 
 async fn serve_http<E: Endpoint<DynamoStore>>(app: &'static App) -> Result<(), Error> {
     lambda_http::run(service_fn(move |req: Request| async move {
-        Ok::<_, std::convert::Infallible>(answer::<E, _>(app, req).await)
+        Ok::<_, std::convert::Infallible>(answer_measured::<E, _>(app, req).await)
     }))
     .await
+}
+
+/// [`answer`], with the request's metrics: count and latency by route and status class.
+pub async fn answer_measured<E, S>(app: &Vigil<S>, req: Request) -> Response<Body>
+where
+    E: Endpoint<S>,
+    S: crate::store::AccountStore + ProjectStore + crate::store::UsageStore + Sync,
+{
+    let started = std::time::Instant::now();
+    let res = answer::<E, S>(app, req).await;
+    let route = std::any::type_name::<E>()
+        .rsplit("::")
+        .next()
+        .unwrap_or("unknown");
+    crate::metrics::request(route, res.status().as_u16(), ms(started));
+    res
+}
+
+fn ms(since: std::time::Instant) -> f64 {
+    since.elapsed().as_secs_f64() * 1000.0
 }
 
 /// Runs the agent-script function: a static answer, no store, no engine.

@@ -12,6 +12,7 @@ pub mod dispatch;
 pub mod domain;
 pub mod http;
 pub mod lambda;
+pub mod metrics;
 pub mod report;
 pub mod seed;
 pub mod server;

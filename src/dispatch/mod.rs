@@ -257,7 +257,13 @@ impl<S: ProjectStore + DeliveryStore> Dispatcher<S> {
         };
         let gone = attempt.outcome == AttemptOutcome::Gone && attempt.status_code.is_some();
         tracing::info!(delivery = %d.id, outcome = ?attempt.outcome, code = ?attempt.status_code, "delivery attempt");
+        let outcome = match attempt.outcome {
+            AttemptOutcome::Delivered => "delivered",
+            AttemptOutcome::Gone => "gone",
+            AttemptOutcome::Failed => "failed",
+        };
         d.record(attempt, &self.schedule);
+        crate::metrics::delivery(outcome, d.attempts.len());
         if gone
             && let Err(e) = self
                 .store

@@ -127,12 +127,15 @@ impl From<ServiceError> for ApiError {
             }
             ServiceError::ProjectLimit => ApiError::Forbidden("Project limit reached"),
             ServiceError::Refused(Refusal::PlanInactive) => {
+                crate::metrics::refusal("plan_inactive");
                 ApiError::Forbidden("Plan is not active")
             }
             ServiceError::Refused(Refusal::RateLimited(s)) => {
+                crate::metrics::refusal("rate");
                 ApiError::TooManyRequests("Rate limit exceeded", s)
             }
             ServiceError::Refused(Refusal::QuotaExceeded(s)) => {
+                crate::metrics::refusal("quota");
                 ApiError::TooManyRequests("Monthly request quota exceeded", s)
             }
             ServiceError::EventNotFound => ApiError::NotFound("Event not found"),

@@ -103,7 +103,14 @@ impl<S: ProjectStore + ResultStore> Vigil<S> {
     ) -> ServiceResult<Written<Event>> {
         let engine = self.engine.as_deref().ok_or(ServiceError::NoEngine)?;
         let ip_address = evidence.ip_address.ok_or(ServiceError::NoAddress)?;
+        let started = Instant::now();
         let verdict = engine.evaluate(evidence);
+        crate::metrics::evaluation(
+            project.as_str(),
+            started.elapsed().as_secs_f64() * 1e6,
+            verdict.score_bot >= 0.5,
+            verdict.score_proxy_vpn >= 0.5,
+        );
         // The engine's scores are probabilities rounded to 4 places; outside [0, 1] is a bug.
         let score = |v: f64| Score::new(v).map_err(|_| ServiceError::EngineFault(v));
         let new = NewResult {
