@@ -21,9 +21,11 @@ pub const TARGET: &str = "vigil::metrics";
 /// The CloudWatch namespace of every metric.
 pub const NAMESPACE: &str = "Vigil";
 
-/// One EMF line: `metrics` are (name, unit, value); `dimensions` name the one dimension set.
+/// One EMF line: `metrics` are (name, unit, value); `dimensions` are the values, and `sets` the
+/// dimension sets they are published under (an aggregate set lets one alarm read every route).
 fn line(
     dimensions: &[(&str, &str)],
+    sets: &[&[&str]],
     metrics: &[(&str, &str, f64)],
     properties: &[(&str, Value)],
 ) -> String {
@@ -37,7 +39,6 @@ fn line(
     for (k, v) in properties {
         root.insert((*k).to_owned(), v.clone());
     }
-    let names: Vec<&str> = dimensions.iter().map(|(k, _)| *k).collect();
     let defs: Vec<Value> = metrics
         .iter()
         .map(|(name, unit, _)| json!({"Name": name, "Unit": unit}))
@@ -46,7 +47,7 @@ fn line(
         "_aws".into(),
         json!({
             "Timestamp": chrono::Utc::now().timestamp_millis(),
-            "CloudWatchMetrics": [{"Namespace": NAMESPACE, "Dimensions": [names], "Metrics": defs}],
+            "CloudWatchMetrics": [{"Namespace": NAMESPACE, "Dimensions": sets, "Metrics": defs}],
         }),
     );
     Value::Object(root).to_string()
@@ -71,6 +72,7 @@ pub fn status_class(status: u16) -> &'static str {
 pub fn request(route: &str, status: u16, latency_ms: f64) {
     emit(line(
         &[("Route", route), ("StatusClass", status_class(status))],
+        &[&["Route", "StatusClass"], &["StatusClass"]],
         &[
             ("Requests", "Count", 1.0),
             ("Latency", "Milliseconds", latency_ms),
@@ -84,6 +86,7 @@ pub fn request(route: &str, status: u16, latency_ms: f64) {
 pub fn evaluation(project: &str, engine_us: f64, bot: bool, proxy: bool) {
     emit(line(
         &[],
+        &[&[]],
         &[
             ("EngineTime", "Microseconds", engine_us),
             ("Evaluations", "Count", 1.0),
@@ -100,6 +103,7 @@ pub fn delivery(outcome: &str, attempt: usize) {
     let attempt = attempt.clamp(1, 8).to_string();
     emit(line(
         &[("Outcome", outcome), ("Attempt", &attempt)],
+        &[&["Outcome", "Attempt"], &["Outcome"]],
         &[("Deliveries", "Count", 1.0)],
         &[],
     ));
@@ -108,7 +112,12 @@ pub fn delivery(outcome: &str, attempt: usize) {
 /// One request refused by the plan or a visit budget, by kind (`plan_inactive`, `rate`,
 /// `quota`).
 pub fn refusal(kind: &str) {
-    emit(line(&[("Kind", kind)], &[("Refusals", "Count", 1.0)], &[]));
+    emit(line(
+        &[("Kind", kind)],
+        &[&["Kind"]],
+        &[("Refusals", "Count", 1.0)],
+        &[],
+    ));
 }
 
 /// Writes metric events' lines, as they are, one per line, to its writer (stdout in Lambda).
@@ -214,7 +223,10 @@ mod tests {
         );
         let cw = &r["_aws"]["CloudWatchMetrics"][0];
         assert_eq!(cw["Namespace"], "Vigil");
-        assert_eq!(cw["Dimensions"], json!([["Route", "StatusClass"]]));
+        assert_eq!(
+            cw["Dimensions"],
+            json!([["Route", "StatusClass"], ["StatusClass"]])
+        );
         assert_eq!(
             cw["Metrics"],
             json!([{"Name": "Requests", "Unit": "Count"}, {"Name": "Latency", "Unit": "Milliseconds"}])

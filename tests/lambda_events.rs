@@ -1039,6 +1039,6 @@ async fn the_lambda_adapter_writes_emf_metric_lines() {
     assert!(request_line["Latency"].as_f64().unwrap() >= 0.0);
     assert_eq!(
         request_line["_aws"]["CloudWatchMetrics"][0]["Dimensions"],
-        json!([["Route", "StatusClass"]])
+        json!([["Route", "StatusClass"], ["StatusClass"]])
     );
 }
