@@ -152,9 +152,7 @@ pub async fn run_collect() -> Result<(), Error> {
     init_tracing();
     let app = detecting_app().await?;
     lambda_http::run(service_fn(move |req: Request| async move {
-        let started = std::time::Instant::now();
-        let res = crate::http::ingest::collect(app, &req).await;
-        crate::metrics::request("Collect", res.status().as_u16(), ms(started));
+        let res = measured("Collect", crate::http::ingest::collect(app, &req)).await;
         Ok::<_, std::convert::Infallible>(res)
     }))
     .await
@@ -186,18 +184,23 @@ where
     E: Endpoint<S>,
     S: crate::store::AccountStore + ProjectStore + crate::store::UsageStore + Sync,
 {
-    let started = std::time::Instant::now();
-    let res = answer::<E, S>(app, req).await;
     let route = std::any::type_name::<E>()
         .rsplit("::")
         .next()
         .unwrap_or("unknown");
-    crate::metrics::request(route, res.status().as_u16(), ms(started));
-    res
+    measured(route, answer::<E, S>(app, req)).await
 }
 
-fn ms(since: std::time::Instant) -> f64 {
-    since.elapsed().as_secs_f64() * 1000.0
+/// `answer`, with its count and latency written as `route`'s request metrics.
+async fn measured(
+    route: &str,
+    answer: impl std::future::Future<Output = Response<Body>>,
+) -> Response<Body> {
+    let started = std::time::Instant::now();
+    let res = answer.await;
+    let ms = started.elapsed().as_secs_f64() * 1000.0;
+    crate::metrics::request(route, res.status().as_u16(), ms);
+    res
 }
 
 /// Runs the agent-script function: a static answer, no store, no engine.

@@ -294,19 +294,13 @@ impl<S: ProjectStore + ResultStore + UsageStore> Vigil<S> {
         token: Option<&str>,
         evidence: &Evidence,
     ) -> ServiceResult<String> {
-        let project = &visited.project;
-        if !visited.terms.in_force(self.now()) {
+        let (project, now) = (&visited.project, self.now());
+        if !visited.terms.in_force(now) {
             return Err(ServiceError::Refused(Refusal::PlanInactive));
         }
         if project.require_session_token {
             let token = token.ok_or(ServiceError::SessionTokenRequired)?;
-            session_token::verify(
-                token,
-                &project.api_key_private,
-                &project.id,
-                session,
-                self.now(),
-            )?;
+            session_token::verify(token, &project.api_key_private, &project.id, session, now)?;
         }
         self.admit_visit(project, &visited.terms, source).await?;
         let event = match self
