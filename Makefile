@@ -49,11 +49,12 @@ $(NODE_BROWSER)/.installed: tests/browser/package.json tests/browser/package-loc
 	cd $(NODE_BROWSER) && PUPPETEER_SKIP_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-test-browser: $(VENV_BROWSER)/.installed ## The detection matrix in real browsers: bots (Playwright, Puppeteer stealth, headless Chromium) and people (Chromium, Firefox ESR)
+test-browser: $(VENV_BROWSER)/.installed ## Real browsers: the detection matrix (bots and people) and the dashboard against 10,000 events
 	scripts/browser-deps.sh
 	$(MAKE) --no-print-directory $(NODE_BROWSER)/.installed
 	cargo build --bin vigil --locked
 	$(VENV_BROWSER)/bin/python tests/browser/demo.py
+	$(VENV_BROWSER)/bin/python tests/browser/dashboard.py
 
 test-api: $(VENV_TEST)/.installed ## Schemathesis against vigil serve on SQLite and on the emulator (every check, stateful links)
 	cargo build --bin vigil --locked

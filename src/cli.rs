@@ -301,7 +301,11 @@ async fn run_on<S: Store + ChangeFeed>(
                 None => crate::detect::Engine::embedded(),
             }
             .map_err(CliError::DetectionData)?;
-            let app = Arc::new(Vigil::new(store.clone(), policy).with_engine(Arc::new(engine)));
+            let app = Arc::new(
+                Vigil::new(store.clone(), policy)
+                    .with_engine(Arc::new(engine))
+                    .with_threshold(config.webhook_threshold),
+            );
             let limits = crate::server::Limits {
                 max_connections,
                 read_timeout,
@@ -480,6 +484,7 @@ async fn serve<S: Store + ChangeFeed>(
     let listener = tokio::net::TcpListener::bind(addr).await.map_err(listen)?;
     let local = listener.local_addr().map_err(listen)?;
     println!("vigil listening on http://{local}/v1");
+    println!("dashboard: http://{local}/dashboard");
     if let Some(key) = demo_key {
         print_demo(&local, &key, limits.demo);
     }
@@ -507,11 +512,17 @@ fn print_demo(addr: &SocketAddr, key: &ApiKey, page: bool) {
          -d '{{\"type\":\"proxy_vpn_detect\",\"url\":\"https://hooks.shop.example/vigil\"}}' {base}/projects/prj_demo/webhooks\n\
          curl -s -H 'Authorization: Bearer {key}' {base}/projects/prj_demo/webhooks\n\
          curl -s -H 'Authorization: Bearer {key}' {base}/usage\n\
+         curl -s -H 'Authorization: Bearer {key}' '{base}/projects/prj_demo/sessions?minScoreProxyVpn=0.5'\n\
+         curl -s -H 'Authorization: Bearer {key}' '{base}/projects/prj_demo/stats?granularity=day'\n\
          curl -si -H 'Authorization: Bearer {key}' -H 'Content-Type: application/json' \\\n  \
          -d '{{\"name\":\"Blog\",\"domain\":\"blog.example\"}}' {base}/projects\n\
          curl -si -H 'Authorization: Bearer {key}' -H 'Content-Type: application/json' \\\n  \
          -d '{{\"ipAddress\":\"185.220.101.1\",\"userAgent\":\"curl/8.5.0\"}}' {base}/projects/prj_demo/sessions/sess_new/events\n\
          vigil sessions token --project prj_demo --session sess_new\n"
+    );
+    println!(
+        "The dashboard (paste the key above): http://localhost:{}/dashboard\n",
+        addr.port()
     );
     if page {
         println!(

@@ -63,7 +63,9 @@ async fn store(config: &Config) -> DynamoStore {
 async fn app() -> Result<&'static App, Error> {
     let config = Config::from_env()?;
     let store = store(&config).await;
-    Ok(Box::leak(Box::new(Vigil::new(store, UrlPolicy::default()))))
+    Ok(Box::leak(Box::new(
+        Vigil::new(store, UrlPolicy::default()).with_threshold(config.webhook_threshold),
+    )))
 }
 
 /// The webhook dispatcher over DynamoDB, built once per cold start.
@@ -167,7 +169,9 @@ async fn detecting_app() -> Result<&'static App, Error> {
         tokio::task::spawn_blocking(crate::detect::Engine::embedded)
     );
     let engine = engine.map_err(|e| format!("building the engine: {e}"))??;
-    let app = Vigil::new(store, UrlPolicy::default()).with_engine(Arc::new(engine));
+    let app = Vigil::new(store, UrlPolicy::default())
+        .with_engine(Arc::new(engine))
+        .with_threshold(config.webhook_threshold);
     Ok(Box::leak(Box::new(app)))
 }
 
@@ -208,6 +212,15 @@ pub async fn run_agent_script() -> Result<(), Error> {
     init_tracing();
     lambda_http::run(service_fn(|req: Request| async move {
         Ok::<_, std::convert::Infallible>(crate::http::ingest::agent_script(&req))
+    }))
+    .await
+}
+
+/// Runs the dashboard page's function: a static page, no key, no table.
+pub async fn run_dashboard() -> Result<(), Error> {
+    init_tracing();
+    lambda_http::run(service_fn(|req: Request| async move {
+        Ok::<_, std::convert::Infallible>(crate::http::insight::dashboard(&req))
     }))
     .await
 }

@@ -69,6 +69,9 @@ const HTTP_EVENTS: &[(&str, &str)] = &[
     ("get-event.json", "get-event"),
     ("collect.json", "collect"),
     ("agent-script.json", "agent-script"),
+    ("list-sessions.json", "list-sessions"),
+    ("get-stats.json", "get-stats"),
+    ("dashboard.json", "dashboard"),
     ("fallback.json", "fallback"),
     ("fallback-wrong-method.json", "fallback"),
 ];
@@ -276,6 +279,7 @@ fn every_event_file_is_known_and_parses_like_lambda_http() {
             "list-results-no-auth-context.json",
             "collect.json",
             "agent-script.json",
+            "dashboard.json",
         ];
         let expected_account = if anonymous.contains(file) {
             None
@@ -1040,5 +1044,76 @@ async fn the_lambda_adapter_writes_emf_metric_lines() {
     assert_eq!(
         request_line["_aws"]["CloudWatchMetrics"][0]["Dimensions"],
         json!([["Route", "StatusClass"], ["StatusClass"]])
+    );
+}
+
+#[tokio::test]
+async fn list_sessions_filters_the_seeded_session_by_score() {
+    let f = fixture().await;
+    // The sample asks for sessions with scoreBot >= 0.5: the seeded one has 0.02.
+    let none = answer(
+        http_api::answer::<handlers::ListSessions, _>(&f.app, request("list-sessions.json")).await,
+    );
+    assert_eq!(none.status, StatusCode::OK, "{}", none.body);
+    assert_eq!(none.body, json!({"data": []}));
+    let mut all = event_json("list-sessions.json");
+    all["queryStringParameters"] = json!({"minScoreProxyVpn": "0.9"});
+    all["multiValueQueryStringParameters"] = json!({"minScoreProxyVpn": ["0.9"]});
+    let listed =
+        answer(http_api::answer::<handlers::ListSessions, _>(&f.app, request_from(&all)).await);
+    assert_eq!(
+        listed.body,
+        json!({"data": [{
+            "sessionId": "sess_1",
+            "scoreBot": 0.02,
+            "scoreProxyVpn": 0.91,
+            "lastSeenAt": "2026-11-21T10:00:00.000Z",
+            "events": 1,
+            "lastReasons": []
+        }]})
+    );
+    assert_eq!(listed.header(header::LINK), None);
+}
+
+#[tokio::test]
+async fn get_stats_counts_the_seeded_result_in_its_hour() {
+    let f = fixture().await;
+    let a =
+        answer(http_api::answer::<handlers::GetStats, _>(&f.app, request("get-stats.json")).await);
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    let buckets = a.body["data"].as_array().unwrap();
+    assert_eq!(buckets.len(), 24);
+    assert_eq!(buckets[0]["start"], "2026-11-21T00:00:00.000Z");
+    let ten = &buckets[10];
+    assert_eq!(
+        ten,
+        &json!({"start": "2026-11-21T10:00:00.000Z", "visits": 1, "bots": 0, "proxies": 0, "reasons": {}})
+    );
+    let total: u64 = buckets.iter().map(|b| b["visits"].as_u64().unwrap()).sum();
+    assert_eq!(total, 1);
+    let mut long = event_json("get-stats.json");
+    long["queryStringParameters"]["to"] = json!("2026-12-31T00:00:00Z");
+    long["multiValueQueryStringParameters"]["to"] = json!(["2026-12-31T00:00:00Z"]);
+    let refused =
+        answer(http_api::answer::<handlers::GetStats, _>(&f.app, request_from(&long)).await);
+    assert_eq!(refused.status, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        refused.body["message"],
+        "the range may span at most 744 hours for granularity=hour"
+    );
+}
+
+#[tokio::test]
+async fn the_dashboard_is_a_static_page_with_a_strict_policy() {
+    let res = vigil::http::insight::dashboard(&request("dashboard.json"));
+    assert_eq!(res.status(), StatusCode::OK);
+    let h = res.headers();
+    assert_eq!(h[header::CONTENT_TYPE], "text/html; charset=utf-8");
+    let csp = h[header::CONTENT_SECURITY_POLICY].to_str().unwrap();
+    assert!(csp.contains("connect-src 'self'") && csp.contains("frame-ancestors 'none'"));
+    let body = std::str::from_utf8(res.body().as_ref()).unwrap();
+    assert!(
+        body.contains("<title>Vigil dashboard</title>"),
+        "{body:.200}"
     );
 }

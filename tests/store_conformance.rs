@@ -10,6 +10,9 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use vigil::domain::ManualClock;
+use vigil::domain::insight::{
+    Bucket, Flagged, Granularity, SessionQuery, SessionSummary, StatsRange,
+};
 use vigil::domain::plan::{Counted, Period, Refusal, VisitCount};
 use vigil::domain::webhook::{UrlPolicy, WebhookType, WebhookUrl};
 use vigil::domain::{
@@ -915,6 +918,7 @@ async fn events_and_public_keys_round_trip<S: Store>(store: S) {
     evaluated.evaluation = Some(vigil::domain::Evaluation {
         reasons: vec![reason.clone()],
         engine_version: "vigil-detect/test".into(),
+        flagged: Default::default(),
     });
     let at = store.add_result(&evaluated).await.unwrap();
     let plain = result("p", "s", 0.1, 0.2, "2026-11-21T10:00:00Z");
@@ -1006,6 +1010,292 @@ async fn idempotency_keys_make_writes_happen_once<S: Store>(store: S) {
     assert_eq!(store.project(&pid("q2")).await.unwrap(), None);
 }
 
+/// A result the engine evaluated, flagged as the service flags it (threshold 0.5), with reasons.
+fn evaluated(
+    project: &str,
+    session: &str,
+    bot: f64,
+    pv: f64,
+    at: &str,
+    codes: &[vigil::detect::Code],
+) -> NewResult {
+    let mut r = result(project, session, bot, pv, at);
+    r.evaluation = Some(vigil::domain::Evaluation {
+        reasons: codes
+            .iter()
+            .map(|c| vigil::detect::Reason::new(*c, "test"))
+            .collect(),
+        engine_version: "vigil-detect/test".into(),
+        flagged: Flagged::at(Score::HALF, score(bot), score(pv)),
+    });
+    r
+}
+
+fn query(limit: usize, bot: Option<f64>, pv: Option<f64>) -> SessionQuery {
+    SessionQuery {
+        limit,
+        after: None,
+        min_score_bot: bot.map(score),
+        min_score_proxy_vpn: pv.map(score),
+    }
+}
+
+/// Every page of a query, followed to the end: the sessions in the order listed.
+async fn all_pages<S: Store>(store: &S, project: &str, mut q: SessionQuery) -> Vec<SessionSummary> {
+    let mut out = Vec::new();
+    for _ in 0..100 {
+        let page = store.sessions(&pid(project), &q).await.unwrap();
+        assert!(page.sessions.len() <= q.limit);
+        out.extend(page.sessions);
+        match page.next {
+            Some(next) => q.after = Some(next),
+            None => return out,
+        }
+    }
+    panic!("paging did not end");
+}
+
+async fn sessions_are_listed_by_last_activity_paged_and_filtered<S: Store>(store: S) {
+    assert!(
+        store
+            .sessions(&pid("p"), &query(10, None, None))
+            .await
+            .unwrap()
+            .sessions
+            .is_empty()
+    );
+    let writes = [
+        ("s1", 0.1, 0.1, "2026-11-21T10:00:00Z"),
+        ("s2", 0.9, 0.1, "2026-11-21T11:00:00Z"),
+        ("s3", 0.2, 0.8, "2026-11-21T12:00:00Z"),
+        ("s1", 0.6, 0.0, "2026-11-21T13:00:00Z"),
+        ("s4", 0.7, 0.7, "2026-11-21T14:00:00Z"),
+        // A late-arriving result from earlier: s4 stays last seen at 14:00.
+        ("s4", 0.0, 0.0, "2026-11-21T09:00:00Z"),
+        ("s5", 0.0, 0.0, "2026-11-21T12:00:00Z"),
+    ];
+    for (s, b, p, at) in writes {
+        store.add_result(&result("p", s, b, p, at)).await.unwrap();
+    }
+    store
+        .add_result(&result("q", "other", 1.0, 1.0, "2026-11-21T15:00:00Z"))
+        .await
+        .unwrap();
+
+    let page = store
+        .sessions(&pid("p"), &query(100, None, None))
+        .await
+        .unwrap();
+    assert_eq!(page.next, None);
+    let order: Vec<&str> = page
+        .sessions
+        .iter()
+        .map(|s| s.session_id.as_str())
+        .collect();
+    // s3 and s5 were both last seen at 12:00: the tie goes by session id, descending.
+    assert_eq!(order, ["s4", "s1", "s5", "s3", "s2"]);
+    let s4 = &page.sessions[0];
+    assert_eq!(s4.last_seen_at, ts("2026-11-21T14:00:00Z"));
+    assert_eq!(
+        (s4.events, s4.score_bot.get(), s4.score_proxy_vpn.get()),
+        (2, 0.7, 0.7)
+    );
+    let s1 = &page.sessions[1];
+    assert_eq!((s1.events, s1.score_bot.get()), (2, 0.6));
+
+    // Pages of two cover every session once, in the same order.
+    let paged = all_pages(&store, "p", query(2, None, None)).await;
+    let paged: Vec<&str> = paged.iter().map(|s| s.session_id.as_str()).collect();
+    assert_eq!(paged, order);
+
+    // Filters on the overall scores, alone and together, also across pages.
+    let bots = all_pages(&store, "p", query(1, Some(0.6), None)).await;
+    let bots: Vec<&str> = bots.iter().map(|s| s.session_id.as_str()).collect();
+    assert_eq!(bots, ["s4", "s1", "s2"]);
+    let both = all_pages(&store, "p", query(100, Some(0.5), Some(0.5))).await;
+    let both: Vec<&str> = both.iter().map(|s| s.session_id.as_str()).collect();
+    assert_eq!(both, ["s4"]);
+    assert!(
+        store
+            .sessions(&pid("p"), &query(5, Some(1.0), None))
+            .await
+            .unwrap()
+            .sessions
+            .is_empty()
+    );
+
+    // Another project's sessions are its own.
+    let q = store
+        .sessions(&pid("q"), &query(10, None, None))
+        .await
+        .unwrap();
+    assert_eq!(q.sessions.len(), 1);
+    assert_eq!(q.sessions[0].session_id.as_str(), "other");
+}
+
+async fn stats_buckets_equal_the_events_written<S: Store>(store: S) {
+    use vigil::detect::Code::{CdpAutomation, HostingIp, Webdriver};
+    let writes = [
+        evaluated(
+            "p",
+            "a",
+            0.99,
+            0.1,
+            "2026-11-21T10:05:00Z",
+            &[Webdriver, CdpAutomation],
+        ),
+        evaluated("p", "b", 0.1, 0.9, "2026-11-21T10:59:59.999Z", &[HostingIp]),
+        evaluated(
+            "p",
+            "c",
+            0.5,
+            0.5,
+            "2026-11-21T10:30:00Z",
+            &[CdpAutomation, HostingIp],
+        ),
+        evaluated("p", "d", 0.1, 0.1, "2026-11-21T11:00:00Z", &[]),
+        // Not evaluated (a backend's own scores): a visit, never a bot or a proxy.
+        result("p", "e", 1.0, 1.0, "2026-11-21T11:10:00Z"),
+        evaluated("p", "a", 0.9, 0.0, "2026-11-22T00:00:00Z", &[Webdriver]),
+        evaluated("q", "a", 0.99, 0.99, "2026-11-21T10:00:00Z", &[Webdriver]),
+    ];
+    for w in &writes {
+        store.add_result(w).await.unwrap();
+    }
+    let hours = StatsRange::new(
+        ts("2026-11-21T09:00:00Z"),
+        ts("2026-11-21T12:00:00Z"),
+        Granularity::Hour,
+    )
+    .unwrap();
+    let got = store.stats(&pid("p"), &hours).await.unwrap();
+    let counts = |b: &Bucket| (b.start.to_string(), b.visits, b.bots, b.proxies);
+    assert_eq!(
+        got.iter().map(counts).collect::<Vec<_>>(),
+        [
+            ("2026-11-21T09:00:00.000Z".to_owned(), 0, 0, 0),
+            ("2026-11-21T10:00:00.000Z".to_owned(), 3, 2, 2),
+            ("2026-11-21T11:00:00.000Z".to_owned(), 2, 0, 0),
+        ]
+    );
+    let reasons: Vec<(&str, u64)> = got[1]
+        .reasons
+        .iter()
+        .map(|(k, v)| (k.as_str(), *v))
+        .collect();
+    assert_eq!(
+        reasons,
+        [("cdp_automation", 2), ("hosting_ip", 2), ("webdriver", 1)]
+    );
+    assert!(got[2].reasons.is_empty());
+
+    let days = StatsRange::new(
+        ts("2026-11-20T00:00:00Z"),
+        ts("2026-11-23T00:00:00Z"),
+        Granularity::Day,
+    )
+    .unwrap();
+    let got = store.stats(&pid("p"), &days).await.unwrap();
+    assert_eq!(
+        got.iter().map(counts).collect::<Vec<_>>(),
+        [
+            ("2026-11-20T00:00:00.000Z".to_owned(), 0, 0, 0),
+            ("2026-11-21T00:00:00.000Z".to_owned(), 5, 2, 2),
+            ("2026-11-22T00:00:00.000Z".to_owned(), 1, 1, 0),
+        ]
+    );
+    assert_eq!(got[1].reasons["webdriver"], 1);
+    assert_eq!(got[2].reasons["webdriver"], 1);
+
+    // The sums over hours equal the day's, and another project counts apart.
+    let q = store.stats(&pid("q"), &days).await.unwrap();
+    assert_eq!(q.iter().map(|b| b.visits).sum::<u64>(), 1);
+    let none = store.stats(&pid("nobody"), &hours).await.unwrap();
+    assert!(none.iter().all(|b| b.visits == 0) && none.len() == 3);
+}
+
+async fn concurrent_events_are_all_counted<S: Store>(store: S) {
+    let store = Arc::new(store);
+    let mut tasks = Vec::new();
+    for i in 0..40 {
+        let store = store.clone();
+        tasks.push(tokio::spawn(async move {
+            let r = evaluated(
+                "p",
+                &format!("s{}", i % 7),
+                0.9,
+                0.1,
+                "2026-11-21T10:00:00Z",
+                &[vigil::detect::Code::Webdriver],
+            );
+            store.add_result(&r).await.unwrap();
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let day = StatsRange::new(
+        ts("2026-11-21T00:00:00Z"),
+        ts("2026-11-22T00:00:00Z"),
+        Granularity::Day,
+    )
+    .unwrap();
+    let got = store.stats(&pid("p"), &day).await.unwrap();
+    assert_eq!(
+        (got[0].visits, got[0].bots, got[0].reasons["webdriver"]),
+        (40, 40, 40)
+    );
+    let sessions = all_pages(&*store, "p", query(3, None, None)).await;
+    assert_eq!(sessions.len(), 7);
+    assert_eq!(sessions.iter().map(|s| s.events).sum::<u64>(), 40);
+}
+
+async fn sessions_and_stats_belong_to_the_project_owner<S: Store>(store: S) {
+    store.put_account(&account("acc_1")).await.unwrap();
+    store.put_account(&account("acc_2")).await.unwrap();
+    store.put_project(&project("p", "acc_1")).await.unwrap();
+    store
+        .add_result(&result("p", "s", 0.9, 0.9, "2026-11-21T10:00:00Z"))
+        .await
+        .unwrap();
+    let app = Vigil::new(store, UrlPolicy::default());
+    let (owner, stranger) = (
+        AccountId::parse("acc_1").unwrap(),
+        AccountId::parse("acc_2").unwrap(),
+    );
+    let day = StatsRange::new(
+        ts("2026-11-21T00:00:00Z"),
+        ts("2026-11-22T00:00:00Z"),
+        Granularity::Day,
+    )
+    .unwrap();
+    assert_eq!(
+        app.sessions(&owner, &pid("p"), &query(10, None, None))
+            .await
+            .unwrap()
+            .sessions
+            .len(),
+        1
+    );
+    assert_eq!(
+        app.stats(&owner, &pid("p"), &day).await.unwrap()[0].visits,
+        1
+    );
+    assert!(matches!(
+        app.sessions(&stranger, &pid("p"), &query(10, None, None))
+            .await,
+        Err(ServiceError::ProjectNotFound)
+    ));
+    assert!(matches!(
+        app.stats(&stranger, &pid("p"), &day).await,
+        Err(ServiceError::ProjectNotFound)
+    ));
+    assert!(matches!(
+        app.stats(&owner, &pid("missing"), &day).await,
+        Err(ServiceError::ProjectNotFound)
+    ));
+}
+
 macro_rules! conformance {
     ($($name:ident),* $(,)?) => {
         mod sqlite_store {
@@ -1046,6 +1336,10 @@ conformance!(
     the_service_enforces_plans_at_exact_boundaries,
     events_and_public_keys_round_trip,
     idempotency_keys_make_writes_happen_once,
+    sessions_are_listed_by_last_activity_paged_and_filtered,
+    stats_buckets_equal_the_events_written,
+    concurrent_events_are_all_counted,
+    sessions_and_stats_belong_to_the_project_owner,
 );
 
 // ---- SQLite only ----------------------------------------------------------------------------------

@@ -76,6 +76,26 @@ impl Code {
         self.entry().2
     }
 
+    /// The code as the API shows it (snake_case), without allocating.
+    pub fn name(self) -> &'static str {
+        static NAMES: std::sync::LazyLock<Vec<(Code, String)>> = std::sync::LazyLock::new(|| {
+            TABLE
+                .iter()
+                .map(|(c, ..)| {
+                    let name = serde_json::to_value(c)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_owned))
+                        .unwrap_or_default();
+                    (*c, name)
+                })
+                .collect()
+        });
+        NAMES
+            .iter()
+            .find(|(c, _)| *c == self)
+            .map_or("", |(_, n)| n.as_str())
+    }
+
     fn entry(self) -> &'static (Code, Target, f64, &'static str) {
         // The table is generated from the same list as the enum, so every code is in it.
         TABLE.iter().find(|(c, ..)| *c == self).unwrap_or(&TABLE[0])

@@ -1,4 +1,4 @@
-//! Opaque paging cursors for a session's results.
+//! Opaque paging cursors for a session's results and for a project's sessions.
 //!
 //! A cursor names the last result of the page the client has seen, and is bound to the project and
 //! session it was issued for: a garbled cursor, or one presented for another session, is refused
@@ -10,6 +10,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::{Deserialize, Serialize};
 
 use super::ids::{ProjectId, SessionId};
+use super::insight::SessionPosition;
 use super::model::ResultPosition;
 use super::time::Timestamp;
 
@@ -59,6 +60,42 @@ pub fn decode(
     })
 }
 
+/// A sessions-list cursor: the last session of the page seen, bound to the project.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SessionsWire {
+    v: u8,
+    p: String,
+    t: i64,
+    s: String,
+}
+
+pub fn encode_sessions(project: &ProjectId, at: &SessionPosition) -> String {
+    let wire = SessionsWire {
+        v: 2,
+        p: project.as_str().to_owned(),
+        t: at.last_seen_at.unix_millis(),
+        s: at.session_id.as_str().to_owned(),
+    };
+    let json = serde_json::to_vec(&wire).unwrap_or_default();
+    URL_SAFE_NO_PAD.encode(json)
+}
+
+pub fn decode_sessions(cursor: &str, project: &ProjectId) -> Result<SessionPosition, CursorError> {
+    if cursor.len() > 1024 {
+        return Err(CursorError);
+    }
+    let bytes = URL_SAFE_NO_PAD.decode(cursor).map_err(|_| CursorError)?;
+    let wire: SessionsWire = serde_json::from_slice(&bytes).map_err(|_| CursorError)?;
+    if wire.v != 2 || wire.p != project.as_str() {
+        return Err(CursorError);
+    }
+    Ok(SessionPosition {
+        last_seen_at: Timestamp::from_unix_millis(wire.t).map_err(|_| CursorError)?,
+        session_id: SessionId::parse(&wire.s).map_err(|_| CursorError)?,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -100,6 +137,28 @@ mod tests {
         ] {
             assert_eq!(decode(bad, &p, &s), Err(CursorError), "{bad}");
         }
+    }
+
+    #[test]
+    fn session_cursors_round_trip_and_stay_in_their_project() {
+        let (p, s) = ids();
+        let at = SessionPosition {
+            last_seen_at: "2026-11-21T10:00:00.123Z".parse().unwrap(),
+            session_id: s.clone(),
+        };
+        let c = encode_sessions(&p, &at);
+        assert_eq!(decode_sessions(&c, &p), Ok(at.clone()));
+        let other = ProjectId::parse("p2").unwrap();
+        assert_eq!(decode_sessions(&c, &other), Err(CursorError));
+        let results = encode(
+            &p,
+            &s,
+            ResultPosition {
+                created_at: at.last_seen_at,
+                seq: 1,
+            },
+        );
+        assert_eq!(decode_sessions(&results, &p), Err(CursorError));
     }
 
     proptest::proptest! {

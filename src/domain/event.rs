@@ -79,6 +79,8 @@ impl Serialize for EventId {
 pub struct Evaluation {
     pub reasons: Vec<Reason>,
     pub engine_version: String,
+    /// Whether the visit counts as a bot and as a proxy in the project's statistics.
+    pub flagged: super::insight::Flagged,
 }
 
 /// One event as the API shows it.

@@ -6,6 +6,7 @@ pub mod delivery;
 pub mod event;
 pub mod idempotency;
 pub mod ids;
+pub mod insight;
 pub mod model;
 /// Special-purpose address ranges, shared with the detection engine, which owns them.
 pub use crate::detect::net;

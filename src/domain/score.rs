@@ -14,6 +14,7 @@ pub struct ScoreError;
 
 impl Score {
     pub const ZERO: Score = Score(0.0);
+    pub const HALF: Score = Score(0.5);
 
     pub fn new(v: f64) -> Result<Self, ScoreError> {
         if v.is_finite() && (0.0..=1.0).contains(&v) {

@@ -25,6 +25,7 @@ use crate::store::{
 
 pub use super::extract::MAX_PAGE;
 pub use super::ingest::{CreateEvent, GetEvent, ListEvents};
+pub use super::insight::{GetStats, ListSessions};
 /// Largest webhook creation body accepted.
 pub const MAX_WEBHOOK_BODY: usize = 8 * 1024;
 

@@ -9,6 +9,7 @@ pub mod error;
 pub mod extract;
 pub mod handlers;
 pub mod ingest;
+pub mod insight;
 pub mod pipeline;
 pub mod routes;
 

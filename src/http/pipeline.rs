@@ -252,6 +252,7 @@ pub async fn route<S: Store>(app: &Vigil<S>, route: Route, req: Request) -> Resp
                 $(Route::$name => answer::<super::handlers::$name, S>(app, req).await,)*
                 Route::Collect => super::ingest::collect(app, &req).await,
                 Route::AgentScript => super::ingest::agent_script(&req),
+                Route::Dashboard => super::insight::dashboard(&req),
             }
         };
     }

@@ -27,6 +27,8 @@ macro_rules! with_routes {
             CreateEvent,
             ListEvents,
             GetEvent,
+            ListSessions,
+            GetStats,
         }
     };
 }
@@ -43,10 +45,14 @@ macro_rules! route_enum {
             Collect,
             /// The browser agent: a static script, outside the pipeline (no key, no plan).
             AgentScript,
+            /// The dashboard: a static page, outside the pipeline; its script calls the API with
+            /// the key a person types in.
+            Dashboard,
         }
 
         impl Route {
-            pub const ALL: &[Route] = &[$(Route::$name,)* Route::Collect, Route::AgentScript];
+            pub const ALL: &[Route] =
+                &[$(Route::$name,)* Route::Collect, Route::AgentScript, Route::Dashboard];
         }
     };
 }
@@ -76,22 +82,28 @@ pub const ROUTES: &[(Method, &str, Route)] = &[
     (Method::POST,   concatcp!("/projects/", PROJECT, "/sessions/", SESSION, "/events"),  Route::CreateEvent),
     (Method::GET,    concatcp!("/projects/", PROJECT, "/sessions/", SESSION, "/events"),  Route::ListEvents),
     (Method::GET,    concatcp!("/projects/", PROJECT, "/sessions/", SESSION, "/events/", EVENT), Route::GetEvent),
+    (Method::GET,    concatcp!("/projects/", PROJECT, "/sessions"),                       Route::ListSessions),
+    (Method::GET,    concatcp!("/projects/", PROJECT, "/stats"),                          Route::GetStats),
     (Method::POST,   "/collect",                                                          Route::Collect),
     (Method::OPTIONS, "/collect",                                                         Route::Collect),
     (Method::GET,    "/agent.js",                                                         Route::AgentScript),
     (Method::HEAD,   "/agent.js",                                                         Route::AgentScript),
+    (Method::GET,    DASHBOARD_ALIAS,                                                     Route::Dashboard),
+    (Method::HEAD,   DASHBOARD_ALIAS,                                                     Route::Dashboard),
 ];
 
 impl Route {
     /// Whether the route is called without a developer key: the collect route (public key and
     /// origin instead) and the agent script. API Gateway runs them without the authorizer.
     pub fn is_public(self) -> bool {
-        matches!(self, Route::Collect | Route::AgentScript)
+        matches!(self, Route::Collect | Route::AgentScript | Route::Dashboard)
     }
 }
 
 /// The base path every route sits under.
 pub const BASE: &str = "/v1";
+/// The dashboard's path, under the base and at the root.
+pub const DASHBOARD_ALIAS: &str = "/dashboard";
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Resolved {
@@ -155,6 +167,9 @@ impl Router {
     pub fn resolve_full(&self, method: &Method, path: &str) -> Resolved {
         match path.strip_prefix(BASE) {
             Some(rest) if rest.starts_with('/') => self.resolve(method, rest),
+            // The dashboard also answers at the site's root, where a person would look for it
+            // (under API Gateway it is the stage's: /v1/dashboard).
+            _ if path == DASHBOARD_ALIAS => self.resolve(method, DASHBOARD_ALIAS),
             _ => Resolved::NotFound,
         }
     }
@@ -185,10 +200,14 @@ mod tests {
                 "/projects/{projectId}/sessions/{sessionId}/events",
                 "/projects/{projectId}/sessions/{sessionId}/events",
                 "/projects/{projectId}/sessions/{sessionId}/events/{eventId}",
+                "/projects/{projectId}/sessions",
+                "/projects/{projectId}/stats",
                 "/collect",
                 "/collect",
                 "/agent.js",
                 "/agent.js",
+                "/dashboard",
+                "/dashboard",
             ]
         );
     }

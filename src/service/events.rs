@@ -10,6 +10,7 @@ use super::{ServiceError, ServiceResult, Vigil};
 use crate::detect::{ENGINE_VERSION, Evidence};
 use crate::domain::ResultPosition;
 use crate::domain::idempotency::{Created, Once, Used, Written};
+use crate::domain::insight::Flagged;
 use crate::domain::plan::Refusal;
 use crate::domain::plan::Terms;
 use crate::domain::project::{Origin, origin_allowed};
@@ -108,12 +109,12 @@ impl<S: ProjectStore + ResultStore> Vigil<S> {
         crate::metrics::evaluation(
             project.as_str(),
             started.elapsed().as_secs_f64() * 1e6,
-            verdict.score_bot >= 0.5,
-            verdict.score_proxy_vpn >= 0.5,
+            verdict.score_bot >= self.threshold.get(),
+            verdict.score_proxy_vpn >= self.threshold.get(),
         );
         // The engine's scores are probabilities rounded to 4 places; outside [0, 1] is a bug.
         let score = |v: f64| Score::new(v).map_err(|_| ServiceError::EngineFault(v));
-        let new = NewResult {
+        let mut new = NewResult {
             project_id: project.clone(),
             session_id: session.clone(),
             result: CheckResult {
@@ -122,11 +123,17 @@ impl<S: ProjectStore + ResultStore> Vigil<S> {
                 ip_address,
                 created_at: self.now(),
             },
-            evaluation: Some(Evaluation {
-                reasons: verdict.reasons.clone(),
-                engine_version: ENGINE_VERSION.to_owned(),
-            }),
+            evaluation: None,
         };
+        new.evaluation = Some(Evaluation {
+            reasons: verdict.reasons.clone(),
+            engine_version: ENGINE_VERSION.to_owned(),
+            flagged: Flagged::at(
+                self.threshold,
+                new.result.score_bot,
+                new.result.score_proxy_vpn,
+            ),
+        });
         let reasons = verdict.reasons;
         let at = match self.store.write_result(&new, once).await? {
             Written::New(at) => at,

@@ -11,7 +11,7 @@ use crate::domain::plan::{Principal, Refusal, Terms};
 use crate::domain::token::ApiKey;
 use crate::domain::webhook::{UrlPolicy, WebhookType, WebhookUrl};
 use crate::domain::{
-    AccountId, Plan, Project, ProjectId, ResultPosition, SessionId, SessionScore, Timestamp,
+    AccountId, Plan, Project, ProjectId, ResultPosition, Score, SessionId, SessionScore, Timestamp,
     Webhook, WebhookId,
 };
 use crate::domain::{Clock, DeliveryView, SystemClock};
@@ -22,6 +22,7 @@ use crate::store::{
 
 pub mod admin;
 pub mod events;
+pub mod insight;
 pub mod plans;
 pub mod projects;
 
@@ -87,7 +88,11 @@ pub struct Vigil<S> {
     /// Public keys that named no project, with when that was found: a flood of made-up keys
     /// costs one read per key and window, not one per request.
     unknown_keys: Cache<String, Instant>,
+    threshold: Score,
 }
+
+/// The webhook threshold's default.
+const DEFAULT_THRESHOLD: Score = Score::HALF;
 
 impl<S> Vigil<S> {
     pub fn new(store: S, url_policy: UrlPolicy) -> Self {
@@ -100,7 +105,15 @@ impl<S> Vigil<S> {
             projects: Cache::new(OWNER_CACHE_SIZE),
             visitors: Cache::new(OWNER_CACHE_SIZE),
             unknown_keys: Cache::new(OWNER_CACHE_SIZE),
+            threshold: DEFAULT_THRESHOLD,
         }
+    }
+
+    /// The same service counting evaluated visits at or above `threshold` as bots and proxies in
+    /// the statistics (the composition roots pass the webhook threshold).
+    pub fn with_threshold(mut self, threshold: Score) -> Self {
+        self.threshold = threshold;
+        self
     }
 
     /// The same service evaluating visits with `engine` (the events and collect routes need it).

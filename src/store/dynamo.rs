@@ -21,11 +21,14 @@ use serde::de::DeserializeOwned;
 
 use super::items::*;
 use super::{
-    AccountStore, AdminStore, COUNTER_GRACE_SECONDS, DeliveryStore, IdempotencyStore, KeyStore,
-    OpFailed, ProjectInsert, ProjectStore, RATE_WINDOW_TTL, ResultPage, ResultStore, StoreError,
-    UsageStore, WebhookInsert, WebhookStore,
+    AccountStore, AdminStore, COUNTER_GRACE_SECONDS, DeliveryStore, IdempotencyStore, InsightStore,
+    KeyStore, OpFailed, ProjectInsert, ProjectStore, RATE_WINDOW_TTL, ResultPage, ResultStore,
+    StoreError, UsageStore, WebhookInsert, WebhookStore,
 };
 use crate::domain::idempotency::{Created, IdempotencyKey, Once, Used, Written};
+use crate::domain::insight::{
+    Bucket, Granularity, SessionPage, SessionPosition, SessionQuery, StatsRange, Tally,
+};
 use crate::domain::plan::{Counted, Period, VisitCount};
 use crate::domain::webhook::MAX_WEBHOOKS_PER_PROJECT;
 use crate::domain::{
@@ -543,6 +546,7 @@ impl DynamoStore {
             .attribute_definitions(attr(SK)?)
             .attribute_definitions(attr(DUE)?)
             .attribute_definitions(attr(DUE_AT)?)
+            .attribute_definitions(attr(SEEN)?)
             .key_schema(schema(PK, KeyType::Hash)?)
             .key_schema(schema(SK, KeyType::Range)?)
             .global_secondary_indexes(build(
@@ -550,6 +554,18 @@ impl DynamoStore {
                     .index_name(DUE_INDEX)
                     .key_schema(schema(DUE, KeyType::Hash)?)
                     .key_schema(schema(DUE_AT, KeyType::Range)?)
+                    .projection(
+                        Projection::builder()
+                            .projection_type(ProjectionType::All)
+                            .build(),
+                    )
+                    .build(),
+            )?)
+            .global_secondary_indexes(build(
+                GlobalSecondaryIndex::builder()
+                    .index_name(SESSIONS_INDEX)
+                    .key_schema(schema(PK, KeyType::Hash)?)
+                    .key_schema(schema(SEEN, KeyType::Range)?)
                     .projection(
                         Projection::builder()
                             .projection_type(ProjectionType::All)
@@ -912,6 +928,7 @@ impl ResultStore for DynamoStore {
         // The first attempt reads the summary; a retry uses the current summary that the failed
         // condition returned, saving a round trip.
         let mut known: Option<Option<SessionItem>> = None;
+        let tally = Tally::of(r);
         for attempt in 0..MAX_WRITE_ATTEMPTS {
             // Optimistic concurrency on the summary's `seq`: the result and the new summary are
             // written together only if nobody else wrote the session since we read it.
@@ -942,6 +959,10 @@ impl ResultStore for DynamoStore {
                 let created = Created::event(&r.project_id, &r.session_id, result.position());
                 tx.push(self.put_key_use(o, created)?);
             }
+            // Last, so that the conditions above keep their positions in a refusal's reasons.
+            for g in Granularity::ALL {
+                tx.push(self.count_stats(r, &tally, g)?);
+            }
             match self.transact(tx).await? {
                 TxOutcome::Done => return Ok(Written::New(result.position())),
                 TxOutcome::ConditionFailed(reasons) => {
@@ -968,6 +989,166 @@ impl ResultStore for DynamoStore {
             .into(),
         ))
     }
+}
+
+impl DynamoStore {
+    /// The update that adds one written result to its bucket's statistics item (one shard of it),
+    /// creating the item on the bucket's first event.
+    fn count_stats(
+        &self,
+        r: &NewResult,
+        tally: &Tally,
+        g: Granularity,
+    ) -> Result<TransactWriteItem, StoreError> {
+        let start = g.floor(r.result.created_at);
+        let blank = StatsItem::empty(&r.project_id, g, start, stats_shard(&r.session_id));
+        let mut expr = String::from(
+            "SET #e = if_not_exists(#e, :entity), #start = if_not_exists(#start, :start), \
+             #ttl = if_not_exists(#ttl, :ttl) ADD #visits :one, #bots :bot, #proxies :proxy",
+        );
+        let mut update = Update::builder()
+            .table_name(&self.table)
+            .set_key(Some(key(blank.pk.clone(), blank.sk.clone())))
+            .expression_attribute_names("#e", "entity")
+            .expression_attribute_names("#start", "start")
+            .expression_attribute_names("#ttl", TTL)
+            .expression_attribute_names("#visits", "visits")
+            .expression_attribute_names("#bots", "bots")
+            .expression_attribute_names("#proxies", "proxies")
+            .expression_attribute_values(":entity", s("stats"))
+            .expression_attribute_values(":start", s(start.to_string()))
+            .expression_attribute_values(":ttl", n(blank.ttl))
+            .expression_attribute_values(":one", n(1))
+            .expression_attribute_values(":bot", n(u8::from(tally.bot)))
+            .expression_attribute_values(":proxy", n(u8::from(tally.proxy)));
+        for (i, code) in tally.reasons.iter().enumerate() {
+            expr.push_str(&format!(", #r{i} :one"));
+            update = update.expression_attribute_names(
+                format!("#r{i}"),
+                format!("{REASON_ATTR_PREFIX}{code}"),
+            );
+        }
+        let update = build(update.update_expression(expr).build())?;
+        Ok(TransactWriteItem::builder().update(update).build())
+    }
+}
+
+/// Query pages read at most for one page of filtered sessions: a filter that matches rarely
+/// returns a short page with a cursor rather than reading a whole project.
+const MAX_SESSION_QUERY_PAGES: usize = 8;
+
+impl InsightStore for DynamoStore {
+    async fn sessions(
+        &self,
+        project: &ProjectId,
+        query: &SessionQuery,
+    ) -> Result<SessionPage, StoreError> {
+        let filtered = query.min_score_bot.is_some() || query.min_score_proxy_vpn.is_some();
+        let want = query.limit + 1;
+        let mut found: Vec<SessionItem> = Vec::with_capacity(want);
+        let mut start: Option<Item> = None;
+        for _ in 0..MAX_SESSION_QUERY_PAGES {
+            let mut req = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .index_name(SESSIONS_INDEX)
+                .scan_index_forward(false)
+                .expression_attribute_values(":pk", s(project_pk(project)))
+                .set_exclusive_start_key(start.take())
+                // Unfiltered, the extra item says whether more exist; filtered, read more at a
+                // time, since some items read are dropped.
+                .limit(if filtered { 200 } else { want as i32 });
+            req = match &query.after {
+                Some(a) => req
+                    .key_condition_expression("pk = :pk AND #seen < :after")
+                    .expression_attribute_names("#seen", SEEN)
+                    .expression_attribute_values(
+                        ":after",
+                        s(seen_key(a.last_seen_at, &a.session_id)),
+                    ),
+                None => req.key_condition_expression("pk = :pk"),
+            };
+            let mut filter = Vec::new();
+            if let Some(m) = query.min_score_bot {
+                filter.push("scoreBot >= :bot");
+                req = req.expression_attribute_values(":bot", n(m.get()));
+            }
+            if let Some(m) = query.min_score_proxy_vpn {
+                filter.push("scoreProxyVpn >= :proxy");
+                req = req.expression_attribute_values(":proxy", n(m.get()));
+            }
+            if !filter.is_empty() {
+                req = req.filter_expression(filter.join(" AND "));
+            }
+            let out = req.send().await.map_err(|e| sdk_error("Query", e))?;
+            for item in out.items.unwrap_or_default() {
+                found.push(from_item(item)?);
+            }
+            start = out.last_evaluated_key;
+            if found.len() >= want || start.is_none() {
+                break;
+            }
+        }
+        let more = found.len() > query.limit;
+        found.truncate(query.limit);
+        let next = if more {
+            found.last().map(|s| SessionPosition {
+                last_seen_at: s.last_seen(),
+                session_id: s.session_id.clone(),
+            })
+        } else {
+            // The reading bound was reached first: go on from the last item read.
+            start.as_ref().and_then(position_of)
+        };
+        Ok(SessionPage {
+            sessions: found.into_iter().map(SessionItem::summary).collect(),
+            next,
+        })
+    }
+
+    async fn stats(
+        &self,
+        project: &ProjectId,
+        range: &StatsRange,
+    ) -> Result<Vec<Bucket>, StoreError> {
+        let g = range.granularity();
+        let mut rows: Vec<StatsItem> = Vec::new();
+        let mut start: Option<Item> = None;
+        // One query; DynamoDB pages it past 1 MB (about 5,000 shard items).
+        loop {
+            let out = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .key_condition_expression("pk = :pk AND sk BETWEEN :lo AND :hi")
+                .expression_attribute_values(":pk", s(project_pk(project)))
+                .expression_attribute_values(":lo", s(stats_sk_bound(g, range.from())))
+                .expression_attribute_values(":hi", s(stats_sk_bound(g, range.to())))
+                .set_exclusive_start_key(start.take())
+                .send()
+                .await
+                .map_err(|e| sdk_error("Query", e))?;
+            for item in out.items.unwrap_or_default() {
+                rows.push(from_item(item)?);
+            }
+            start = out.last_evaluated_key;
+            if start.is_none() {
+                break;
+            }
+        }
+        Ok(super::buckets(range, &rows))
+    }
+}
+
+/// The list position of a sessions index key (`seen` holds both the time and the session).
+fn position_of(key: &Item) -> Option<SessionPosition> {
+    let seen = key.get(SEEN)?.as_s().ok()?;
+    let (at, session) = seen.split_once('#')?;
+    Some(SessionPosition {
+        last_seen_at: at.parse().ok()?,
+        session_id: SessionId::parse(session).ok()?,
+    })
 }
 
 impl IdempotencyStore for DynamoStore {

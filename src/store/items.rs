@@ -4,7 +4,8 @@
 //! | item            | pk                  | sk                                        |
 //! |-----------------|---------------------|-------------------------------------------|
 //! | project         | `PROJECT#{project}` | `PROJECT`                                 |
-//! | session summary | `PROJECT#{project}` | `SESSION#{session}`                       |
+//! | session summary | `PROJECT#{project}` | `SESSION#{session}` (in the `sessions` index by `seen`) |
+//! | statistics      | `PROJECT#{project}` | `STATS#{H or D}#{bucket start}#{shard}` (expires by `ttl`) |
 //! | result          | `PROJECT#{project}` | `SESSION#{session}#RESULT#{createdAt}#{seq:020}` |
 //! | webhook         | `PROJECT#{project}` | `WEBHOOK#{webhook}`                       |
 //! | webhook guard   | `PROJECT#{project}` | `WEBHOOKURL#{type}#{sha256(url)}`         |
@@ -32,6 +33,7 @@ use sha2::{Digest, Sha256};
 
 use crate::detect::Reason;
 use crate::domain::idempotency::{Created, IdempotencyKey, Once, Used};
+use crate::domain::insight::{Counts, Granularity, SessionSummary};
 use crate::domain::{
     Account, AccountId, CheckResult, Delivery, DeliveryStatus, Event, EventId, NewResult, Project,
     ProjectId, ResultPosition, Score, SessionId, SessionScore, Timestamp, Webhook, WebhookId,
@@ -56,6 +58,12 @@ pub const DUE: &str = "due";
 pub const DUE_AT: &str = "dueAt";
 /// The one value of `due`: every pending delivery sits in one index partition, ordered by `dueAt`.
 pub const DUE_PARTITION: &str = "pending";
+/// The sparse index of session summaries: partition `pk` (the project), sorted by `seen`.
+pub const SESSIONS_INDEX: &str = "sessions";
+pub const SEEN: &str = "seen";
+/// Statistics items per bucket: one event adds to one of them (by its session), so that a busy
+/// project's hour is spread over this many items; a range's query reads them all.
+pub const STATS_SHARDS: u64 = 4;
 
 pub fn project_pk(p: &ProjectId) -> String {
     format!("PROJECT#{p}")
@@ -103,6 +111,37 @@ pub fn visit_source_sk(source: &str, second: i64) -> String {
 pub fn visits_sk(period_start: Timestamp) -> String {
     format!("VISITS#{period_start}")
 }
+/// The sessions index's sort key: when the session was last seen, then its id. The fixed-width
+/// time first makes text order that order; ids cannot contain `#`.
+pub fn seen_key(last_seen_at: Timestamp, s: &SessionId) -> String {
+    format!("{last_seen_at}#{s}")
+}
+/// Every statistics sort key of one granularity starts with this.
+pub fn stats_prefix(g: Granularity) -> &'static str {
+    match g {
+        Granularity::Hour => "STATS#H#",
+        Granularity::Day => "STATS#D#",
+    }
+}
+/// The bucket's items sort between `stats_sk_bound(g, start)` and the next bucket's bound.
+pub fn stats_sk_bound(g: Granularity, start: Timestamp) -> String {
+    format!("{}{start}", stats_prefix(g))
+}
+pub fn stats_sk(g: Granularity, start: Timestamp, shard: u64) -> String {
+    format!("{}{start}#{shard}", stats_prefix(g))
+}
+/// The shard a session's events count in: FNV-1a of its id, stable across processes.
+pub fn stats_shard(s: &SessionId) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in s.as_str().bytes() {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    h % STATS_SHARDS
+}
+/// The prefix of a statistics item's reason counters (top-level attributes, so that DynamoDB can
+/// `ADD` to one that does not exist yet).
+pub const REASON_ATTR_PREFIX: &str = "r_";
+
 pub fn webhook_sk(w: &WebhookId) -> String {
     format!("{WEBHOOK_PREFIX}{w}")
 }
@@ -142,6 +181,7 @@ pub enum Entity {
     Idempotency,
     ProjectCount,
     Counter,
+    Stats,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -229,6 +269,13 @@ pub struct SessionItem {
     /// The reasons of the latest write's result, so a webhook can say why the session crossed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub last_reasons: Vec<Reason>,
+    /// The latest `createdAt` of the session's results (absent on summaries written before it
+    /// was kept: their latest write's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_seen_at: Option<Timestamp>,
+    /// The sessions index's sort key ([`seen_key`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seen: Option<String>,
 }
 
 impl SessionItem {
@@ -238,6 +285,10 @@ impl SessionItem {
             Some(p) => p.score().with(&r.result),
             None => SessionScore::of(&r.result),
         };
+        let last_seen_at = previous
+            .map(SessionItem::last_seen)
+            .filter(|t| *t > r.result.created_at)
+            .unwrap_or(r.result.created_at);
         Self {
             pk: project_pk(&r.project_id),
             sk: session_sk(&r.session_id),
@@ -253,6 +304,24 @@ impl SessionItem {
                 .as_ref()
                 .map(|e| e.reasons.clone())
                 .unwrap_or_default(),
+            last_seen_at: Some(last_seen_at),
+            seen: Some(seen_key(last_seen_at, &r.session_id)),
+        }
+    }
+
+    pub fn last_seen(&self) -> Timestamp {
+        self.last_seen_at.unwrap_or(self.last.created_at)
+    }
+
+    /// The session as the sessions list shows it.
+    pub fn summary(self) -> SessionSummary {
+        SessionSummary {
+            last_seen_at: self.last_seen(),
+            session_id: self.session_id,
+            score_bot: self.score_bot,
+            score_proxy_vpn: self.score_proxy_vpn,
+            events: self.seq,
+            last_reasons: self.last_reasons,
         }
     }
 
@@ -268,6 +337,67 @@ impl SessionItem {
         SessionScore {
             score_bot: self.score_bot,
             score_proxy_vpn: self.score_proxy_vpn,
+        }
+    }
+}
+
+/// One shard of one statistics bucket. Reason counters are top-level attributes named
+/// `r_{code}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StatsItem {
+    pub pk: String,
+    pub sk: String,
+    pub entity: Entity,
+    pub start: Timestamp,
+    #[serde(default)]
+    pub visits: u64,
+    #[serde(default)]
+    pub bots: u64,
+    #[serde(default)]
+    pub proxies: u64,
+    pub ttl: i64,
+    #[serde(flatten)]
+    pub reasons: std::collections::BTreeMap<String, u64>,
+}
+
+impl StatsItem {
+    pub fn empty(project: &ProjectId, g: Granularity, start: Timestamp, shard: u64) -> Self {
+        Self {
+            pk: project_pk(project),
+            sk: stats_sk(g, start, shard),
+            entity: Entity::Stats,
+            start,
+            visits: 0,
+            bots: 0,
+            proxies: 0,
+            ttl: start.unix_seconds() + g.retention_seconds(),
+            reasons: Default::default(),
+        }
+    }
+
+    pub fn add(&mut self, c: &Counts) {
+        self.visits += c.visits;
+        self.bots += c.bots;
+        self.proxies += c.proxies;
+        for (code, n) in &c.reasons {
+            *self
+                .reasons
+                .entry(format!("{REASON_ATTR_PREFIX}{code}"))
+                .or_default() += n;
+        }
+    }
+
+    pub fn counts(&self) -> Counts {
+        Counts {
+            visits: self.visits,
+            bots: self.bots,
+            proxies: self.proxies,
+            reasons: self
+                .reasons
+                .iter()
+                .filter_map(|(k, n)| Some((k.strip_prefix(REASON_ATTR_PREFIX)?.to_owned(), *n)))
+                .collect(),
         }
     }
 }
@@ -589,6 +719,31 @@ mod tests {
         assert_eq!(json["accountId"], "acc_1");
         let back: ProjectItem = serde_json::from_value(json).unwrap();
         assert_eq!(Project::from(back), project);
+    }
+
+    #[test]
+    fn stats_items_keep_reason_counters_in_both_encodings() {
+        let p = ProjectId::parse("prj_1").unwrap();
+        let start: Timestamp = "2026-11-21T10:00:00.000Z".parse().unwrap();
+        let mut item = StatsItem::empty(&p, Granularity::Hour, start, 3);
+        let mut c = Counts {
+            visits: 1,
+            bots: 1,
+            proxies: 0,
+            ..Counts::default()
+        };
+        c.reasons.insert("cdp_automation".into(), 1);
+        item.add(&c);
+        item.add(&c);
+        let dynamo: serde_dynamo::Item = serde_dynamo::to_item(&item).unwrap();
+        assert!(dynamo.contains_key("r_cdp_automation"), "{dynamo:?}");
+        let back: StatsItem = serde_dynamo::from_item(dynamo).unwrap();
+        assert_eq!(back, item);
+        assert_eq!(back.counts().reasons["cdp_automation"], 2);
+        let json = serde_json::to_string(&item).unwrap();
+        let back: StatsItem = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, item);
+        assert_eq!(item.sk, "STATS#H#2026-11-21T10:00:00.000Z#3");
     }
 
     #[test]

@@ -4,6 +4,7 @@
 use std::future::Future;
 
 use crate::domain::idempotency::{IdempotencyKey, Once, Used, Written};
+use crate::domain::insight::{Bucket, SessionPage, SessionQuery, StatsRange};
 use crate::domain::plan::{Counted, Period, VisitCount};
 use crate::domain::{
     Account, AccountId, Delivery, Event, NewResult, Project, ProjectId, ResultPosition, SessionId,
@@ -242,6 +243,43 @@ pub trait ResultStore: Send + Sync {
     }
 }
 
+/// A project's traffic as a whole, kept by [`ResultStore::write_result`]: its sessions by when
+/// they were last seen, and its statistics by hour and day.
+pub trait InsightStore: Send + Sync {
+    /// A page of the project's sessions that pass the query's filters, most recently seen first.
+    /// DynamoDB reads the `sessions` index (never a scan); SQLite its `sessions` table's index.
+    fn sessions(
+        &self,
+        project: &ProjectId,
+        query: &SessionQuery,
+    ) -> impl Future<Output = Res<SessionPage>> + Send;
+
+    /// Every bucket of the range, in order, empty ones included: one query over the range's
+    /// statistics items.
+    fn stats(
+        &self,
+        project: &ProjectId,
+        range: &StatsRange,
+    ) -> impl Future<Output = Res<Vec<Bucket>>> + Send;
+}
+
+/// The buckets of `range` from the statistics items read for it (any shards, any order).
+pub(crate) fn buckets(range: &StatsRange, rows: &[items::StatsItem]) -> Vec<Bucket> {
+    let mut out: Vec<Bucket> = range.starts().map(Bucket::empty).collect();
+    let step = range.granularity().seconds();
+    let from = range.from().unix_seconds();
+    for row in rows {
+        let offset = row.start.unix_seconds() - from;
+        let slot = usize::try_from(offset / step)
+            .ok()
+            .filter(|_| offset % step == 0);
+        if let Some(b) = slot.and_then(|i| out.get_mut(i)) {
+            b.add(&row.counts());
+        }
+    }
+    out
+}
+
 /// What a write without an idempotency key did: it cannot have found its key in use.
 fn unkeyed<T>(written: Written<T>) -> Res<T> {
     match written {
@@ -349,6 +387,7 @@ pub trait Store:
     + DeliveryStore
     + UsageStore
     + IdempotencyStore
+    + InsightStore
     + 'static
 {
 }
@@ -363,6 +402,7 @@ impl<T> Store for T where
         + DeliveryStore
         + UsageStore
         + IdempotencyStore
+        + InsightStore
         + 'static
 {
 }

@@ -18,15 +18,18 @@ use serde::de::DeserializeOwned;
 use super::items::*;
 use super::{
     AccountStore, AdminStore, COUNTER_GRACE_SECONDS, Cause, DeliveryStore, IdempotencyStore,
-    KeyStore, OpFailed, ProjectInsert, ProjectStore, RATE_WINDOW_TTL, ResultPage, ResultStore,
-    StoreError, UsageStore, WebhookInsert, WebhookStore,
+    InsightStore, KeyStore, OpFailed, ProjectInsert, ProjectStore, RATE_WINDOW_TTL, ResultPage,
+    ResultStore, StoreError, UsageStore, WebhookInsert, WebhookStore,
 };
 use crate::domain::idempotency::{Created, IdempotencyKey, Once, Used, Written};
+use crate::domain::insight::{
+    Bucket, Granularity, SessionPage, SessionPosition, SessionQuery, StatsRange, Tally,
+};
 use crate::domain::plan::{Counted, Period, VisitCount};
 use crate::domain::webhook::MAX_WEBHOOKS_PER_PROJECT;
 use crate::domain::{
-    Account, AccountId, Delivery, Event, NewResult, Project, ProjectId, ResultPosition, SessionId,
-    SessionScore, Timestamp, Webhook, WebhookId,
+    Account, AccountId, Delivery, Event, NewResult, Project, ProjectId, ResultPosition, Score,
+    SessionId, SessionScore, Timestamp, Webhook, WebhookId,
 };
 
 const SCHEMA: &str = "
@@ -56,11 +59,39 @@ CREATE TABLE IF NOT EXISTS counters (
     expires INTEGER NOT NULL
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS counters_by_expiry ON counters (expires);
+-- The sessions index (DynamoDB's sparse `sessions` GSI): each session summary by when it was last
+-- seen, with the scores the list filters on.
+CREATE TABLE IF NOT EXISTS sessions (
+    pk              TEXT NOT NULL,
+    sk              TEXT NOT NULL,
+    seen            TEXT NOT NULL,
+    score_bot       REAL NOT NULL,
+    score_proxy_vpn REAL NOT NULL,
+    PRIMARY KEY (pk, sk)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS sessions_by_seen ON sessions (pk, seen);
+-- Statistics items (the table's STATS# items). Not in `items`: one is written with every event,
+-- and they feed nothing.
+CREATE TABLE IF NOT EXISTS stats (
+    pk   TEXT NOT NULL,
+    sk   TEXT NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (pk, sk)
+) WITHOUT ROWID;
 -- Where each change-feed consumer has got to. Not items: writing them feeds nothing.
 CREATE TABLE IF NOT EXISTS checkpoints (
     name  TEXT PRIMARY KEY,
     value TEXT NOT NULL
 );
+";
+
+const BACKFILL_SESSIONS: &str = "
+INSERT OR IGNORE INTO sessions (pk, sk, seen, score_bot, score_proxy_vpn)
+SELECT pk, sk,
+       COALESCE(json_extract(body, '$.seen'),
+                json_extract(body, '$.last.createdAt') || '#' || json_extract(body, '$.sessionId')),
+       json_extract(body, '$.scoreBot'), json_extract(body, '$.scoreProxyVpn')
+FROM items WHERE json_extract(body, '$.entity') = 'session';
 ";
 
 /// How long a writer waits for another process's transaction before giving up.
@@ -101,7 +132,16 @@ impl SqliteStore {
             .connection_timeout(BUSY_TIMEOUT)
             .build(manager)?;
         let conn = pool.get()?;
+        let had_sessions: bool = conn.query_row(
+            "SELECT count(*) > 0 FROM sqlite_master WHERE type = 'table' AND name = 'sessions'",
+            [],
+            |r| r.get(0),
+        )?;
         conn.execute_batch(SCHEMA)?;
+        if !had_sessions {
+            // A database from before the sessions index: index the summaries it already has.
+            conn.execute_batch(BACKFILL_SESSIONS)?;
+        }
         Ok(Self { pool })
     }
 
@@ -574,9 +614,123 @@ impl ResultStore for SqliteStore {
             let result = ResultItem::new(&r, session.seq);
             put(tx, &result.pk, &result.sk, None, &result)?;
             put(tx, &pk, &sk, old.as_ref(), &session)?;
+            index_session(tx, &session)?;
+            count_stats(tx, &r)?;
             let created = || Created::event(&r.project_id, &r.session_id, result.position());
             record_key(tx, once.as_ref(), created)?;
             Ok(Written::New(result.position()))
+        })
+        .await
+    }
+}
+
+/// Keeps the sessions index up to date with a summary just written.
+fn index_session(tx: &Transaction<'_>, s: &SessionItem) -> Result<(), StoreError> {
+    let seen = s
+        .seen
+        .clone()
+        .unwrap_or_else(|| seen_key(s.last_seen(), &s.session_id));
+    tx.prepare_cached(
+        "INSERT OR REPLACE INTO sessions (pk, sk, seen, score_bot, score_proxy_vpn) \
+         VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?
+    .execute(params![
+        s.pk,
+        s.sk,
+        seen,
+        s.score_bot.get(),
+        s.score_proxy_vpn.get()
+    ])?;
+    Ok(())
+}
+
+/// Adds a written result to its hour's and its day's statistics.
+fn count_stats(tx: &Transaction<'_>, r: &NewResult) -> Result<(), StoreError> {
+    let counts = Tally::of(r).counts();
+    let shard = stats_shard(&r.session_id);
+    for g in Granularity::ALL {
+        let start = g.floor(r.result.created_at);
+        let mut item = StatsItem::empty(&r.project_id, g, start, shard);
+        let body: Option<String> = tx
+            .prepare_cached("SELECT body FROM stats WHERE pk = ?1 AND sk = ?2")?
+            .query_row(params![item.pk, item.sk], |row| row.get(0))
+            .optional()?;
+        if let Some(b) = body {
+            item = serde_json::from_str(&b).map_err(corrupt)?;
+        }
+        item.add(&counts);
+        let body = serde_json::to_string(&item).map_err(corrupt)?;
+        tx.prepare_cached("INSERT OR REPLACE INTO stats (pk, sk, body) VALUES (?1, ?2, ?3)")?
+            .execute(params![item.pk, item.sk, body])?;
+    }
+    Ok(())
+}
+
+impl InsightStore for SqliteStore {
+    async fn sessions(
+        &self,
+        project: &ProjectId,
+        query: &SessionQuery,
+    ) -> Result<SessionPage, StoreError> {
+        let pk = project_pk(project);
+        // Every seen key starts with a year's digit, so "~" sorts after them all.
+        let before = query.after.as_ref().map_or_else(
+            || "~".to_owned(),
+            |a| seen_key(a.last_seen_at, &a.session_id),
+        );
+        let min = |m: Option<Score>| m.map_or(-1.0, Score::get);
+        let (bot, proxy, limit) = (
+            min(query.min_score_bot),
+            min(query.min_score_proxy_vpn),
+            query.limit,
+        );
+        self.run(move |c| {
+            let mut stmt = c.prepare_cached(
+                "SELECT i.body FROM sessions s JOIN items i ON i.pk = s.pk AND i.sk = s.sk \
+                 WHERE s.pk = ?1 AND s.seen < ?2 AND s.score_bot >= ?3 AND s.score_proxy_vpn >= ?4 \
+                 ORDER BY s.seen DESC LIMIT ?5",
+            )?;
+            let rows = stmt.query_map(params![pk, before, bot, proxy, limit as i64 + 1], |r| {
+                r.get::<_, String>(0)
+            })?;
+            let mut items: Vec<SessionItem> = rows
+                .map(|b| serde_json::from_str(&b?).map_err(corrupt))
+                .collect::<Result<_, StoreError>>()?;
+            let more = items.len() > limit;
+            items.truncate(limit);
+            let next = items.last().filter(|_| more).map(|s| SessionPosition {
+                last_seen_at: s.last_seen(),
+                session_id: s.session_id.clone(),
+            });
+            Ok(SessionPage {
+                sessions: items.into_iter().map(SessionItem::summary).collect(),
+                next,
+            })
+        })
+        .await
+    }
+
+    async fn stats(
+        &self,
+        project: &ProjectId,
+        range: &StatsRange,
+    ) -> Result<Vec<Bucket>, StoreError> {
+        let pk = project_pk(project);
+        let g = range.granularity();
+        let (lo, hi) = (
+            stats_sk_bound(g, range.from()),
+            stats_sk_bound(g, range.to()),
+        );
+        let range = *range;
+        self.run(move |c| {
+            let mut stmt = c.prepare_cached(
+                "SELECT body FROM stats WHERE pk = ?1 AND sk > ?2 AND sk < ?3 ORDER BY sk",
+            )?;
+            let rows = stmt.query_map(params![pk, lo, hi], |r| r.get::<_, String>(0))?;
+            let items: Vec<StatsItem> = rows
+                .map(|b| serde_json::from_str(&b?).map_err(corrupt))
+                .collect::<Result<_, StoreError>>()?;
+            Ok(super::buckets(&range, &items))
         })
         .await
     }
