@@ -20,7 +20,7 @@ TOOLS_ENV     := PATH="$(CURDIR)/$(VENV_TOOLS)/bin:$$PATH" SAM_CLI_TELEMETRY=0
 # `sam validate` and `sam build` need a region but no account or credentials.
 SAM_OFFLINE   := $(TOOLS_ENV) AWS_REGION=us-east-1 AWS_DEFAULT_REGION=us-east-1
 
-.PHONY: help run test test-unit test-browser test-api lint fmt build sizes sam-build deploy tools clean bench data eval
+.PHONY: help run test test-unit test-browser test-api lint fmt build sizes sam-build deploy tools clean bench data eval cost
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -109,6 +109,9 @@ bench: ## Benchmarks: vigil serve req/s, webhook latency and dispatch, detection
 
 data: ## Rebuild data/ (bot patterns, IP ranges, countries, zones) from pinned registry packages
 	$(PY) scripts/data.py
+
+cost: ## The cost and capacity model: USD per million visits, reads and deliveries, and the limits that bind first
+	cargo run --release --locked --example capacity
 
 eval: ## Accuracy of the detection engine on labelled corpora (fetched into .cache/eval)
 	$(PY) scripts/data.py --corpora

@@ -347,10 +347,30 @@ async fn round_trips_per_request() {
         .await
         .status();
     check(
-        "GET usage",
+        "GET usage (every shard of the period in one Query)",
         s,
         StatusCode::OK,
-        &["UpdateItem", "UpdateItem", "GetItem"],
+        &["UpdateItem", "UpdateItem", "Query"],
+    );
+
+    // Sessions and statistics: one Query each (ownership is cached by now).
+    let s = answer::<handlers::ListSessions, _>(&app, req(&p, Body::Empty))
+        .await
+        .status();
+    check(
+        "GET sessions (the sessions index)",
+        s,
+        StatusCode::OK,
+        &["UpdateItem", "UpdateItem", "Query"],
+    );
+    let s = answer::<handlers::GetStats, _>(&app, req(&p, Body::Empty))
+        .await
+        .status();
+    check(
+        "GET stats (the range's items)",
+        s,
+        StatusCode::OK,
+        &["UpdateItem", "UpdateItem", "Query"],
     );
 
     // A context from before the plan's terms were in it (a policy cached across a deploy): the

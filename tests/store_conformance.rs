@@ -566,6 +566,7 @@ async fn visits_have_their_own_budget<S: Store>(store: S) {
         source_rps: 3,
         period: p,
         max_requests,
+        max_rps: 1,
     };
     // The developer rate of this second is spent...
     assert_eq!(
@@ -1296,6 +1297,81 @@ async fn sessions_and_stats_belong_to_the_project_owner<S: Store>(store: S) {
     ));
 }
 
+/// A large plan's counters are spread over items (DynamoDB: at most 250 writes a second each), and
+/// the limits stay exact: concurrent requests over the limit are refused, exactly the limit is
+/// allowed, and usage is the sum of every shard.
+async fn large_plans_spread_counters_and_stay_exact<S: Store>(store: S) {
+    let store = Arc::new(store);
+    let acc = AccountId::parse("acc_large").unwrap();
+    let p = period("2026-11-01T00:00:00Z", "2026-12-01T00:00:00Z");
+    // Concurrent, but no more at once than the emulator answers within the SDK's timeouts.
+    let gate = Arc::new(tokio::sync::Semaphore::new(16));
+    let burst = |n: usize, second: i64, max_rps: u32, max_requests: u64| {
+        let tasks: Vec<_> = (0..n)
+            .map(|_| {
+                let (store, acc, gate) = (store.clone(), acc.clone(), gate.clone());
+                tokio::spawn(async move {
+                    let _turn = gate.acquire().await.unwrap();
+                    store
+                        .count_request(&acc, second, max_rps, &p, max_requests)
+                        .await
+                })
+            })
+            .collect();
+        async move {
+            let (mut allowed, mut rate, mut quota) = (0, 0, 0);
+            for t in tasks {
+                match t.await.unwrap().unwrap() {
+                    Counted::Allowed { .. } => allowed += 1,
+                    Counted::RateLimited => rate += 1,
+                    Counted::QuotaExceeded => quota += 1,
+                }
+            }
+            (allowed, rate, quota)
+        }
+    };
+    // maxRps 1,000: four rate shards of 250. 1,100 requests in one second: exactly 1,000 pass.
+    assert_eq!(
+        burst(1_100, SECOND, 1_000, 1_000_000).await,
+        (1_000, 100, 0)
+    );
+    assert_eq!(store.period_usage(&acc, &p).await.unwrap(), 1_000);
+    // A quota of 1,600 spread over eight usage shards: 700 more requests, exactly 600 pass.
+    assert_eq!(burst(700, SECOND + 1, 1_000, 1_600).await, (600, 0, 100));
+    assert_eq!(store.period_usage(&acc, &p).await.unwrap(), 1_600);
+
+    // Visits of a project allowed 1,000 a second, each from its own address: exactly 1,000 pass.
+    let prj = pid("prj_large");
+    let tasks: Vec<_> = (0..1_050)
+        .map(|i| {
+            let (store, acc, prj, gate) = (store.clone(), acc.clone(), prj.clone(), gate.clone());
+            tokio::spawn(async move {
+                let _turn = gate.acquire().await.unwrap();
+                let visit = VisitCount {
+                    account: &acc,
+                    project: &prj,
+                    source: format!("198.51.{}.{}", i / 250, i % 250),
+                    second: SECOND + 2,
+                    project_rps: 1_000,
+                    source_rps: 20,
+                    period: p,
+                    max_requests: 1_000_000,
+                    max_rps: 1_000,
+                };
+                store.count_visit(&visit).await
+            })
+        })
+        .collect();
+    let mut allowed = 0;
+    for t in tasks {
+        if let Counted::Allowed { .. } = t.await.unwrap().unwrap() {
+            allowed += 1;
+        }
+    }
+    assert_eq!(allowed, 1_000);
+    assert_eq!(store.period_usage(&acc, &p).await.unwrap(), 2_600);
+}
+
 macro_rules! conformance {
     ($($name:ident),* $(,)?) => {
         mod sqlite_store {
@@ -1340,6 +1416,7 @@ conformance!(
     stats_buckets_equal_the_events_written,
     concurrent_events_are_all_counted,
     sessions_and_stats_belong_to_the_project_owner,
+    large_plans_spread_counters_and_stay_exact,
 );
 
 // ---- SQLite only ----------------------------------------------------------------------------------
@@ -1456,4 +1533,61 @@ async fn sqlite_counters_in_separate_pools_allow_exactly_max_rps() {
     assert_eq!(allowed, 7);
     let store = SqliteStore::open(&path).unwrap();
     assert_eq!(store.period_usage(&acc, &p).await.unwrap(), 7);
+}
+
+// ---- DynamoDB only --------------------------------------------------------------------------------
+
+/// A plan of 1,000 requests a second writes four rate items of at most 250 each (a partition takes
+/// about 1,000 writes a second), and a small plan still writes one item under its plain key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn dynamodb_rate_windows_of_large_plans_spread_over_items() {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    let store = common::fresh_dynamo("spread_items").await;
+    let p = period("2026-11-01T00:00:00Z", "2026-12-01T00:00:00Z");
+    let (large, small) = (
+        AccountId::parse("acc_big").unwrap(),
+        AccountId::parse("acc_small").unwrap(),
+    );
+    for _ in 0..1_000 {
+        let c = store
+            .count_request(&large, SECOND, 1_000, &p, 1_000_000)
+            .await
+            .unwrap();
+        assert!(matches!(c, Counted::Allowed { .. }), "{c:?}");
+    }
+    store
+        .count_request(&small, SECOND, 10, &p, 100)
+        .await
+        .unwrap();
+    let counts = |account: &'static str| {
+        let store = &store;
+        async move {
+            let out = store
+                .client()
+                .query()
+                .table_name(store.table())
+                .key_condition_expression("pk = :pk AND begins_with(sk, :rate)")
+                .expression_attribute_values(":pk", AttributeValue::S(format!("ACCOUNT#{account}")))
+                .expression_attribute_values(":rate", AttributeValue::S(format!("RATE#{SECOND}")))
+                .send()
+                .await
+                .unwrap();
+            out.items()
+                .iter()
+                .map(|i| {
+                    let sk = i["sk"].as_s().unwrap().clone();
+                    let n: u64 = i["count"].as_n().unwrap().parse().unwrap();
+                    (sk, n)
+                })
+                .collect::<Vec<_>>()
+        }
+    };
+    let big = counts("acc_big").await;
+    assert_eq!(big.len(), 4, "{big:?}");
+    assert!(big.iter().all(|(_, n)| *n == 250), "{big:?}");
+    assert_eq!(
+        counts("acc_small").await,
+        [(format!("RATE#{SECOND}"), 1)],
+        "one shard keeps the plain key"
+    );
 }

@@ -99,6 +99,7 @@ impl<S: UsageStore> Vigil<S> {
             source_rps: VISITS_PER_ADDRESS,
             period,
             max_requests: terms.max_requests,
+            max_rps: terms.max_rps,
         };
         let counted = if visit.project_rps == 0 {
             Counted::RateLimited

@@ -29,7 +29,7 @@ use crate::domain::idempotency::{Created, IdempotencyKey, Once, Used, Written};
 use crate::domain::insight::{
     Bucket, Granularity, SessionPage, SessionPosition, SessionQuery, StatsRange, Tally,
 };
-use crate::domain::plan::{Counted, Period, VisitCount};
+use crate::domain::plan::{Counted, MAX_COUNTER_SHARDS, Period, Spread, VisitCount};
 use crate::domain::webhook::MAX_WEBHOOKS_PER_PROJECT;
 use crate::domain::{
     Account, AccountId, Delivery, Event, NewResult, Project, ProjectId, ResultPosition, SessionId,
@@ -43,10 +43,20 @@ type Item = HashMap<String, AttributeValue>;
 /// only stops a pathological hot key from looping forever.
 const MAX_WRITE_ATTEMPTS: u32 = 40;
 
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct DynamoStore {
     client: Client,
     table: String,
+    /// Spread counters this instance saw full in every shard, and when.
+    full: std::sync::Arc<quick_cache::sync::Cache<String, std::time::Instant>>,
+}
+
+impl Debug for DynamoStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DynamoStore")
+            .field("table", &self.table)
+            .finish()
+    }
 }
 
 /// The SDK configuration: region, credentials and endpoint (`AWS_ENDPOINT_URL`) from the
@@ -154,6 +164,7 @@ impl DynamoStore {
         Self {
             client,
             table: table.into(),
+            full: std::sync::Arc::new(quick_cache::sync::Cache::new(1_024)),
         }
     }
 
@@ -328,18 +339,6 @@ impl DynamoStore {
         Err(StoreError::Throttled(
             format!("{entity} too contended after {MAX_WRITE_ATTEMPTS} attempts").into(),
         ))
-    }
-
-    /// Adds one request to a counter unless it already holds `max`: the new count, or None when
-    /// refused.
-    async fn bump(
-        &self,
-        pk: &str,
-        sk: String,
-        max: u64,
-        ttl: i64,
-    ) -> Result<Option<u64>, StoreError> {
-        self.bump_counter(pk, sk, Counter::Window, max, ttl).await
     }
 
     /// Adds one to `counter`'s attributes of the item unless its guarded attribute has reached
@@ -738,30 +737,34 @@ impl UsageStore for DynamoStore {
         max_requests: u64,
     ) -> Result<Counted, StoreError> {
         let pk = account_pk(account);
-        // Both counters at once: one round trip. A request the rate refuses is taken back out of
-        // the period's count, which only refused requests pay for.
+        let (rate_spread, usage_spread) =
+            (Spread::rate(max_rps), Spread::usage(max_rps, max_requests));
+        let (rate_base, usage_base) = (rate_sk(second), usage_sk(period.start));
+        // Both counters at once: one round trip while their shards have room. A request the rate
+        // refuses is taken back out of the period's count, which only refused requests pay for.
         let (rate, usage) = tokio::join!(
-            self.bump(
+            self.bump_spread(
                 &pk,
-                rate_sk(second),
-                u64::from(max_rps),
+                &rate_base,
+                rate_spread,
+                Counter::Window,
                 second + RATE_WINDOW_TTL
             ),
-            self.bump_counter(
+            self.bump_spread(
                 &pk,
-                usage_sk(period.start),
+                &usage_base,
+                usage_spread,
                 Counter::Developer,
-                max_requests,
                 period.end.unix_seconds() + COUNTER_GRACE_SECONDS,
             ),
         );
         match (rate?, usage?) {
-            (Some(in_second), Some(in_period)) => Ok(Counted::Allowed {
-                in_second: u32::try_from(in_second).unwrap_or(u32::MAX),
-                in_period,
+            (Some((ri, in_second)), Some((ui, in_period))) => Ok(Counted::Allowed {
+                in_second: u32::try_from(rate_spread.estimate(ri, in_second)).unwrap_or(u32::MAX),
+                in_period: usage_spread.estimate(ui, in_period),
             }),
-            (None, Some(_)) => {
-                self.take_back(pk, usage_sk(period.start), Counter::Developer)
+            (None, Some((ui, _))) => {
+                self.take_back(pk, shard_sk(&usage_base, ui), Counter::Developer)
                     .await?;
                 Ok(Counted::RateLimited)
             }
@@ -773,34 +776,30 @@ impl UsageStore for DynamoStore {
     async fn count_visit(&self, v: &VisitCount<'_>) -> Result<Counted, StoreError> {
         let (apk, ppk) = (account_pk(v.account), project_pk(v.project));
         let expires = v.second + RATE_WINDOW_TTL;
-        // The three counters at once: one round trip.
+        let source_base = visit_source_sk(&v.source, v.second);
+        let rate_base = visit_rate_sk(v.second);
+        let usage_base = usage_sk(v.period.start);
+        let one = Spread::for_rate(0, u64::from(v.source_rps));
+        let rate_spread = Spread::for_rate(u64::from(v.project_rps), u64::from(v.project_rps));
+        let usage_spread = Spread::usage(v.max_rps, v.max_requests);
+        // The three counters at once: one round trip while their shards have room.
         let (source, rate, usage) = tokio::join!(
-            self.bump(
-                &ppk,
-                visit_source_sk(&v.source, v.second),
-                u64::from(v.source_rps),
-                expires
-            ),
-            self.bump(
-                &ppk,
-                visit_rate_sk(v.second),
-                u64::from(v.project_rps),
-                expires
-            ),
-            self.bump_counter(
+            self.bump_spread(&ppk, &source_base, one, Counter::Window, expires),
+            self.bump_spread(&ppk, &rate_base, rate_spread, Counter::Window, expires),
+            self.bump_spread(
                 &apk,
-                usage_sk(v.period.start),
+                &usage_base,
+                usage_spread,
                 Counter::Visits,
-                v.max_requests,
                 v.period.end.unix_seconds() + COUNTER_GRACE_SECONDS,
             ),
         );
         let (source, rate, usage) = (source?, rate?, usage?);
         let counted = match (source, rate, usage) {
-            (Some(in_second), Some(_), Some(in_period)) => {
+            (Some((_, in_second)), Some(_), Some((ui, in_period))) => {
                 return Ok(Counted::Allowed {
                     in_second: u32::try_from(in_second).unwrap_or(u32::MAX),
-                    in_period,
+                    in_period: usage_spread.estimate(ui, in_period),
                 });
             }
             (Some(_), Some(_), None) => Counted::QuotaExceeded,
@@ -808,40 +807,92 @@ impl UsageStore for DynamoStore {
         };
         // A refused visit counts nowhere: what the others counted is taken back (writes that
         // only refused visits pay for), so every limit is exact as on SQLite.
-        let back = |counted: Option<u64>, pk: &str, sk: String, counter| {
+        let back = |counted: Option<(u32, u64)>, pk: &str, base: &str, counter| {
             let pk = pk.to_owned();
+            let sk = counted.map(|(i, _)| shard_sk(base, i));
             async move {
-                match counted {
-                    Some(_) => self.take_back(pk, sk, counter).await,
+                match sk {
+                    Some(sk) => self.take_back(pk, sk, counter).await,
                     None => Ok(()),
                 }
             }
         };
         let (a, b, c) = tokio::join!(
-            back(
-                source,
-                &ppk,
-                visit_source_sk(&v.source, v.second),
-                Counter::Window
-            ),
-            back(rate, &ppk, visit_rate_sk(v.second), Counter::Window),
-            back(usage, &apk, usage_sk(v.period.start), Counter::Visits),
+            back(source, &ppk, &source_base, Counter::Window),
+            back(rate, &ppk, &rate_base, Counter::Window),
+            back(usage, &apk, &usage_base, Counter::Visits),
         );
         a.and(b).and(c)?;
         Ok(counted)
     }
 
     async fn period_usage(&self, account: &AccountId, period: &Period) -> Result<u64, StoreError> {
-        let item: Option<CounterItem> = self
-            .get(&account_pk(account), &usage_sk(period.start), false)
+        // Every shard of the period's usage in one Query (one item for most plans).
+        let items: Vec<CounterItem> = self
+            .query_prefix(
+                account_pk(account),
+                usage_sk(period.start),
+                true,
+                Some(MAX_COUNTER_SHARDS as usize),
+                None,
+            )
             .await?;
         // A period counted before visits were (no `total`) holds developer requests only.
-        Ok(item.map_or(0, |c| c.total.unwrap_or(c.count)))
+        Ok(items.iter().map(|c| c.total.unwrap_or(c.count)).sum())
+    }
+}
+
+/// How long an instance remembers that every shard of a counter refused: further requests in
+/// that window are refused without writing. A second's window ends by itself; a period's quota
+/// can be raised (a plan change), so it is asked again after this.
+const FULL_MEMORY: Duration = Duration::from_secs(2);
+
+impl DynamoStore {
+    /// Adds one to a spread counter: tries its shards in turn, from a random one, until one takes
+    /// it under its share. The shard and its new count, or None when every shard refused.
+    async fn bump_spread(
+        &self,
+        pk: &str,
+        base: &str,
+        spread: Spread,
+        counter: Counter,
+        ttl: i64,
+    ) -> Result<Option<(u32, u64)>, StoreError> {
+        // Full for this limit and this guard: a raised limit, or the other guard of a usage item
+        // (developer requests and visits), asks the shards again.
+        let memo = format!("{pk}|{base}|{}|{counter:?}", spread.limit);
+        if spread.shards > 1
+            && self
+                .full
+                .get(&memo)
+                .is_some_and(|at| at.elapsed() < FULL_MEMORY)
+        {
+            return Ok(None);
+        }
+        let first = if spread.shards > 1 {
+            rand::random_range(0..spread.shards)
+        } else {
+            0
+        };
+        for k in 0..spread.shards {
+            let i = (first + k) % spread.shards;
+            let sk = shard_sk(base, i);
+            if let Some(count) = self
+                .bump_counter(pk, sk, counter, spread.share(i), ttl)
+                .await?
+            {
+                return Ok(Some((i, count)));
+            }
+        }
+        if spread.shards > 1 {
+            self.full.insert(memo, std::time::Instant::now());
+        }
+        Ok(None)
     }
 }
 
 /// Which attributes of a counter item one request adds to, and which of them its limit guards.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Counter {
     /// A rate window: `count`.
     Window,

@@ -98,6 +98,15 @@ pub fn rate_sk(second: i64) -> String {
 pub fn usage_sk(period_start: Timestamp) -> String {
     format!("USAGE#{period_start}")
 }
+/// Shard `i` of a spread counter whose first shard is `sk` (the first keeps the plain key, so a
+/// plan of one shard writes exactly what it always did).
+pub fn shard_sk(sk: &str, i: u32) -> String {
+    if i == 0 {
+        sk.to_owned()
+    } else {
+        format!("{sk}#{i}")
+    }
+}
 /// A project's visits in one second (under the project's key).
 pub fn visit_rate_sk(second: i64) -> String {
     format!("VRATE#{second}")
