@@ -6,16 +6,56 @@ writes, which real DynamoDB never does: its transactions are isolated. Holding o
 every request gives the emulator that isolation, so the concurrency tests exercise our optimistic
 writes and not moto's races. Requests still arrive concurrently and interleave between calls.
 
+moto also copies the table once per item of a transaction (not once per table), so a transaction
+of four items copies the table four times, and the copies grow with the table and its stream
+records: a long test slows quadratically. Each table is copied once per transaction here, which is
+what moto's rollback needs (every copy is taken before any item is applied).
+
 Usage: python scripts/moto_server.py HOST PORT
 """
 
+import copy as _copy
 import sys
 import threading
+import types
+
+import moto.dynamodb.models as _models
 
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
 from werkzeug.serving import run_simple
 
 _lock = threading.Lock()
+
+# The copies taken during the transaction being applied (requests are serialised by _lock).
+_copies = None
+
+
+class _CopyOncePerTransaction(types.ModuleType):
+    def __getattr__(self, name):
+        return getattr(_copy, name)
+
+    def deepcopy(self, x, memo=None):
+        if _copies is None or memo is not None:
+            return _copy.deepcopy(x, memo)
+        if id(x) not in _copies:
+            _copies[id(x)] = (x, _copy.deepcopy(x))
+        return _copies[id(x)][1]
+
+
+_models.copy = _CopyOncePerTransaction("copy")
+_transact = _models.DynamoDBBackend.transact_write_items
+
+
+def _transact_write_items(self, transact_items):
+    global _copies
+    _copies = {}
+    try:
+        return _transact(self, transact_items)
+    finally:
+        _copies = None
+
+
+_models.DynamoDBBackend.transact_write_items = _transact_write_items
 _app = DomainDispatcherApplication(create_backend_app)
 
 

@@ -1295,6 +1295,57 @@ async fn sessions_and_stats_belong_to_the_project_owner<S: Store>(store: S) {
         app.stats(&owner, &pid("missing"), &day).await,
         Err(ServiceError::ProjectNotFound)
     ));
+    // Ranges are validated before anything is read: empty, reversed, or longer than 744 hours or
+    // 400 days.
+    let range = |a: &str, b: &str, g| StatsRange::new(ts(a), ts(b), g);
+    assert!(
+        range(
+            "2026-11-21T00:00:00Z",
+            "2026-11-21T00:00:00Z",
+            Granularity::Hour
+        )
+        .is_err()
+    );
+    assert!(
+        range(
+            "2026-11-22T00:00:00Z",
+            "2026-11-21T00:00:00Z",
+            Granularity::Day
+        )
+        .is_err()
+    );
+    assert!(
+        range(
+            "2026-10-01T00:00:00Z",
+            "2026-11-01T00:00:00Z",
+            Granularity::Hour
+        )
+        .is_ok()
+    );
+    assert!(
+        range(
+            "2026-10-01T00:00:00Z",
+            "2026-11-01T00:00:01Z",
+            Granularity::Hour
+        )
+        .is_err()
+    );
+    assert!(
+        range(
+            "2025-10-01T00:00:00Z",
+            "2026-11-05T00:00:00Z",
+            Granularity::Day
+        )
+        .is_ok()
+    );
+    assert!(
+        range(
+            "2025-10-01T00:00:00Z",
+            "2026-11-06T00:00:00Z",
+            Granularity::Day
+        )
+        .is_err()
+    );
 }
 
 /// A large plan's counters are spread over items (DynamoDB: at most 250 writes a second each), and
