@@ -11,7 +11,7 @@ PY         ?= python3
 # The Lambda functions: one binary each (src/bin/), one function each in template.yaml.
 LAMBDAS       := list-results session-score get-plan get-project create-webhook list-webhooks \
                  delete-webhook list-deliveries create-project list-projects update-project get-usage \
-                 create-event list-events get-event collect agent-script \
+                 create-event list-events get-event collect agent-script list-sessions get-stats dashboard \
                  authorizer fallback webhook-dispatch webhook-sweep
 LAMBDA_TARGET := aarch64-unknown-linux-gnu
 # The tools venv first on PATH: cargo finds `cargo lambda` there, cargo-lambda finds zig

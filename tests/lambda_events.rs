@@ -19,6 +19,9 @@
 //! | list-projects.json             | list-projects        | `handlers::ListProjects`                 |
 //! | update-project.json            | update-project       | `handlers::UpdateProject`                |
 //! | get-usage.json                 | get-usage            | `handlers::GetUsage`                     |
+//! | list-sessions.json             | list-sessions        | `handlers::ListSessions`                 |
+//! | get-stats.json                 | get-stats            | `handlers::GetStats`                     |
+//! | dashboard.json                 | dashboard            | `http::insight::dashboard`               |
 //! | fallback*.json                 | fallback             | `lambda::fallback`                       |
 //! | authorizer*.json               | authorizer           | `lambda::authorizer`                     |
 //! | seed.json                      | (data, not an event) | `seed::load`, before every test          |
