@@ -225,6 +225,18 @@ fn list(names: &[&str]) -> String {
 /// Most items per page, and the default page size.
 pub const MAX_PAGE: usize = 100;
 
+/// A list's `?limit=`: 1 to [`MAX_PAGE`], [`MAX_PAGE`] when absent.
+pub fn page_limit(req: &Request) -> Result<usize, ApiError> {
+    match query(req, "limit") {
+        None => Ok(MAX_PAGE),
+        Some(s) => s
+            .parse::<usize>()
+            .ok()
+            .filter(|n| (1..=MAX_PAGE).contains(n))
+            .ok_or_else(|| ApiError::bad_request("limit must be an integer from 1 to 100")),
+    }
+}
+
 /// `limit` and `cursor` of a paged list, the cursor bound to the project and session it was
 /// issued for.
 pub struct Paging {
@@ -237,14 +249,7 @@ pub struct Paging {
 impl Paging {
     pub fn read(req: &Request, project: &ProjectId, session: &SessionId) -> Result<Self, ApiError> {
         let explicit = query(req, "limit");
-        let limit = match explicit {
-            None => MAX_PAGE,
-            Some(s) => s
-                .parse::<usize>()
-                .ok()
-                .filter(|n| (1..=MAX_PAGE).contains(n))
-                .ok_or_else(|| ApiError::bad_request("limit must be an integer from 1 to 100"))?,
-        };
+        let limit = page_limit(req)?;
         let after = query(req, "cursor")
             .map(|c| cursor::decode(c, project, session))
             .transpose()

@@ -4,7 +4,7 @@ use http::{HeaderValue, Method, StatusCode, header};
 use lambda_http::{Body, Request, Response};
 
 use super::ApiError;
-use super::extract::{MAX_PAGE, query};
+use super::extract::{page_limit, query};
 use super::pipeline::{Call, Endpoint, Reply};
 use super::routes::BASE;
 use crate::domain::insight::{Bucket, Granularity, SessionQuery, SessionSummary, StatsRange};
@@ -18,14 +18,7 @@ pub struct ListSessions;
 
 /// The sessions list's query: `limit`, `cursor`, `minScoreBot`, `minScoreProxyVpn`.
 fn session_query(req: &Request, project: &ProjectId) -> Result<SessionQuery, ApiError> {
-    let limit = match query(req, "limit") {
-        None => MAX_PAGE,
-        Some(s) => s
-            .parse::<usize>()
-            .ok()
-            .filter(|n| (1..=MAX_PAGE).contains(n))
-            .ok_or_else(|| ApiError::bad_request("limit must be an integer from 1 to 100"))?,
-    };
+    let limit = page_limit(req)?;
     let after = query(req, "cursor")
         .map(|c| cursor::decode_sessions(c, project))
         .transpose()
@@ -266,7 +259,7 @@ mod tests {
         let p = ProjectId::parse("prj_1").unwrap();
         let q = session_query(&req(&[("minScoreBot", "0.5")]), &p).unwrap();
         assert_eq!(q.min_score_bot, Some(Score::new(0.5).unwrap()));
-        assert_eq!(q.limit, MAX_PAGE);
+        assert_eq!(q.limit, super::super::extract::MAX_PAGE);
         for (name, v) in [
             ("minScoreBot", "2"),
             ("minScoreProxyVpn", "x"),

@@ -537,6 +537,21 @@ impl DynamoStore {
                     .build(),
             )
         };
+        // A global secondary index projecting whole items.
+        let index = |name: &str, hash: &str, range: &str| {
+            build(
+                GlobalSecondaryIndex::builder()
+                    .index_name(name)
+                    .key_schema(schema(hash, KeyType::Hash)?)
+                    .key_schema(schema(range, KeyType::Range)?)
+                    .projection(
+                        Projection::builder()
+                            .projection_type(ProjectionType::All)
+                            .build(),
+                    )
+                    .build(),
+            )
+        };
         self.client
             .create_table()
             .table_name(&self.table)
@@ -548,30 +563,8 @@ impl DynamoStore {
             .attribute_definitions(attr(SEEN)?)
             .key_schema(schema(PK, KeyType::Hash)?)
             .key_schema(schema(SK, KeyType::Range)?)
-            .global_secondary_indexes(build(
-                GlobalSecondaryIndex::builder()
-                    .index_name(DUE_INDEX)
-                    .key_schema(schema(DUE, KeyType::Hash)?)
-                    .key_schema(schema(DUE_AT, KeyType::Range)?)
-                    .projection(
-                        Projection::builder()
-                            .projection_type(ProjectionType::All)
-                            .build(),
-                    )
-                    .build(),
-            )?)
-            .global_secondary_indexes(build(
-                GlobalSecondaryIndex::builder()
-                    .index_name(SESSIONS_INDEX)
-                    .key_schema(schema(PK, KeyType::Hash)?)
-                    .key_schema(schema(SEEN, KeyType::Range)?)
-                    .projection(
-                        Projection::builder()
-                            .projection_type(ProjectionType::All)
-                            .build(),
-                    )
-                    .build(),
-            )?)
+            .global_secondary_indexes(index(DUE_INDEX, DUE, DUE_AT)?)
+            .global_secondary_indexes(index(SESSIONS_INDEX, PK, SEEN)?)
             .stream_specification(build(
                 StreamSpecification::builder()
                     .stream_enabled(true)
