@@ -43,9 +43,12 @@
     return found;
   }
 
+  var GL = { antialias: false, depth: false, stencil: false };
   function webgl(signals) {
+    // Strings only: the cheapest context (no multisample or depth buffers to allocate).
     var canvas = document.createElement("canvas");
-    var gl = canvas.getContext("webgl") || canvas.getContext("experimental-webgl");
+    canvas.width = canvas.height = 1;
+    var gl = canvas.getContext("webgl", GL) || canvas.getContext("experimental-webgl", GL);
     if (!gl) return;
     var info = gl.getExtension("WEBGL_debug_renderer_info");
     read(signals, "webglVendor", function () { return gl.getParameter(info ? info.UNMASKED_VENDOR_WEBGL : gl.VENDOR); });
@@ -192,7 +195,7 @@
   var WORKER = "var n=self.navigator,o={};try{o.userAgent=n.userAgent;o.platform=n.platform;" +
     "o.hardwareConcurrency=n.hardwareConcurrency;o.languages=String(n.languages);" +
     "if(n.userAgentData)o.brands=n.userAgentData.brands.map(function(b){return b.brand+'/'+b.version}).join()}catch(e){}" +
-    "try{var g=new OffscreenCanvas(1,1).getContext('webgl'),d=g.getExtension('WEBGL_debug_renderer_info');" +
+    "try{var g=new OffscreenCanvas(1,1).getContext('webgl',{antialias:false,depth:false,stencil:false}),d=g.getExtension('WEBGL_debug_renderer_info');" +
     "o.webglVendor=String(g.getParameter(d.UNMASKED_VENDOR_WEBGL));o.webglRenderer=String(g.getParameter(d.UNMASKED_RENDERER_WEBGL))}catch(e){}" +
     "postMessage(o)";
   // The Worker's values, or undefined when it does not answer within `ms`.
