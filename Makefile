@@ -34,7 +34,7 @@ $(VENV_TEST)/.installed: requirements-test.txt
 	touch $@
 
 test: $(VENV_TEST)/.installed ## Every test: unit, handlers, both stores (DynamoDB via a local moto_server), black-box HTTP
-	scripts/with-moto.sh $(VENV_TEST) cargo test --all-targets --locked
+	scripts/with-moto.sh $(VENV_TEST) cargo test --workspace --all-targets --locked
 
 $(VENV_BROWSER)/.installed: requirements-browser.txt
 	$(PY) -m venv $(VENV_BROWSER)
@@ -61,7 +61,7 @@ test-api: $(VENV_TEST)/.installed ## Schemathesis against vigil serve on SQLite 
 	scripts/with-moto.sh $(VENV_TEST) scripts/test-api.sh $(VENV_TEST)
 
 test-unit: ## Unit tests only (no emulator)
-	cargo test --lib --locked
+	cargo test --workspace --lib --locked
 
 $(VENV_TOOLS)/.installed: requirements-tools.txt
 	$(PY) -m venv $(VENV_TOOLS)
@@ -72,8 +72,8 @@ tools: $(VENV_TOOLS)/.installed ## Install the deploy tools (SAM CLI, cargo-lamb
 	@rustup target list --installed | grep -qx '$(LAMBDA_TARGET)' || rustup target add $(LAMBDA_TARGET)
 
 lint: $(VENV_TOOLS)/.installed ## rustfmt check, clippy (warnings are errors), sam validate + cfn-lint
-	cargo fmt --check
-	cargo clippy --all-targets --locked -- -D warnings
+	cargo fmt --all --check
+	cargo clippy --workspace --all-targets --locked -- -D warnings
 	$(SAM_OFFLINE) sam validate --lint
 	$(VENV_TOOLS)/bin/openapi-spec-validator openapi.yaml
 
@@ -118,7 +118,7 @@ eval: ## Accuracy of the detection engine on labelled corpora (fetched into .cac
 	cargo run --release --locked --example eval -- .cache/eval
 
 fmt: ## Format the code
-	cargo fmt
+	cargo fmt --all
 
 clean: ## Remove build outputs and caches
 	cargo clean

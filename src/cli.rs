@@ -488,7 +488,7 @@ async fn serve<S: Store + ChangeFeed>(
     if let Some(key) = demo_key {
         print_demo(&local, &key, limits.demo);
     }
-    tokio::spawn(store.follow(dispatcher.clone()));
+    tokio::spawn(store.follow(crate::dispatch::Following(dispatcher.clone())));
     tokio::spawn(sweep_forever(dispatcher, SWEEP_EVERY));
     let shutdown = async {
         let _ = tokio::signal::ctrl_c().await;

@@ -1,20 +1,28 @@
 //! Vigil: bot and proxy/VPN detection results, served from AWS Lambda over DynamoDB, or locally over
 //! SQLite with the same code.
 //!
-//! Layers: [`http`] handlers parse and answer, [`service`] decides, [`store`] traits persist through
-//! the DynamoDB and SQLite adapters. [`domain`] holds the validated values all of them share.
+//! This crate is the application: one composition root for the Lambda functions ([`lambda`]) and
+//! the `vigil` command ([`cli`]), over the workspace's layers, re-exported here under the names
+//! the binaries and tests use:
+//!
+//! - [`detect`] (`vigil-detect`): the pure detection engine;
+//! - [`domain`], [`service`], [`store`] traits and layout (`vigil-core`);
+//! - the store adapters, `vigil-store-dynamo` and `vigil-store-sqlite` (in [`store`]);
+//! - [`dispatch`] (`vigil-dispatch`): webhook delivery;
+//! - [`http`] (`vigil-http`): the route table, the pipeline, the endpoints, and the local server.
 
 pub mod cli;
-pub mod config;
-pub mod demo;
-pub mod detect;
-pub mod dispatch;
-pub mod domain;
-pub mod http;
 pub mod lambda;
-pub mod metrics;
-pub mod report;
-pub mod seed;
-pub mod server;
-pub mod service;
-pub mod store;
+
+pub use vigil_core::{config, domain, metrics, report, seed, service};
+pub use vigil_detect as detect;
+pub use vigil_dispatch as dispatch;
+pub use vigil_http as http;
+pub use vigil_http::{demo, server};
+
+/// The storage traits and layout, and both adapters.
+pub mod store {
+    pub use vigil_core::store::*;
+    pub use vigil_store_dynamo::{DynamoStore, dynamo, streams};
+    pub use vigil_store_sqlite::{SqliteStore, sqlite};
+}

@@ -1,4 +1,4 @@
-//! The OpenAPI document (`openapi.yaml`), the route table (`src/http/routes.rs`) and the SAM
+//! The OpenAPI document (`openapi.yaml`), the route table (`crates/http/src/routes.rs`) and the SAM
 //! template (`template.yaml`) name the same routes and methods: none can drift from the others.
 
 use std::collections::BTreeSet;
@@ -71,8 +71,16 @@ fn templated() -> BTreeSet<String> {
 #[test]
 fn the_document_the_route_table_and_the_template_name_the_same_routes() {
     let routes = routed();
-    assert_eq!(documented(), routes, "openapi.yaml and src/http/routes.rs");
-    assert_eq!(templated(), routes, "template.yaml and src/http/routes.rs");
+    assert_eq!(
+        documented(),
+        routes,
+        "openapi.yaml and crates/http/src/routes.rs"
+    );
+    assert_eq!(
+        templated(),
+        routes,
+        "template.yaml and crates/http/src/routes.rs"
+    );
 }
 
 #[test]

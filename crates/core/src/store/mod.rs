@@ -1,0 +1,402 @@
+//! Storage: narrow traits the domain depends on, and the single-table item layout ([`items`])
+//! that the two adapters (the `vigil-store-dynamo` and `vigil-store-sqlite` crates) share.
+
+use std::future::Future;
+
+use crate::domain::idempotency::{IdempotencyKey, Once, Used, Written};
+use crate::domain::insight::{Bucket, SessionPage, SessionQuery, StatsRange};
+use crate::domain::plan::{Counted, Period, VisitCount};
+use crate::domain::{
+    Account, AccountId, Delivery, Event, NewResult, Project, ProjectId, ResultPosition, SessionId,
+    SessionScore, Timestamp, Webhook, WebhookId,
+};
+
+pub mod change;
+pub mod feed;
+pub mod items;
+
+/// The error behind a storage failure, kept whole for the logs.
+pub type Cause = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// A storage failure. Its cause is for logs only ([`crate::report::Chain`]); the HTTP layer
+/// answers with a generic message.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The backend refused for capacity reasons even after the SDK's retries.
+    #[error("storage throttled")]
+    Throttled(#[source] Cause),
+    /// A stored item could not be read back into a domain value.
+    #[error("malformed stored item")]
+    Corrupt(#[source] Cause),
+    /// Anything else: network, permissions, missing table, a lock held too long.
+    #[error("storage failure")]
+    Backend(#[source] Cause),
+}
+
+/// A failed storage operation, named: the cause of a [`StoreError`] from a backend call.
+#[derive(Debug, thiserror::Error)]
+#[error("{op}")]
+pub struct OpFailed {
+    pub op: &'static str,
+    #[source]
+    pub source: Cause,
+}
+
+impl OpFailed {
+    pub fn cause(op: &'static str, source: impl Into<Cause>) -> Cause {
+        Box::new(Self {
+            op,
+            source: source.into(),
+        })
+    }
+}
+
+/// A page of a session's results, newest first.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResultPage {
+    pub results: Vec<(ResultPosition, Event)>,
+    /// Whether results exist beyond this page.
+    pub more: bool,
+}
+
+impl ResultPage {
+    /// A page from up to `limit + 1` rows read newest first: the extra row only says that more
+    /// exist, without a second round trip.
+    pub fn from_rows(mut rows: Vec<items::ResultItem>, limit: usize) -> Self {
+        let more = rows.len() > limit;
+        rows.truncate(limit);
+        Self {
+            results: rows
+                .into_iter()
+                .map(|r| (r.position(), r.event()))
+                .collect(),
+            more,
+        }
+    }
+}
+
+/// The outcome of registering a webhook.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WebhookInsert {
+    Created,
+    /// The project already has a webhook of this type and URL.
+    Duplicate,
+    /// The project already has the most webhooks allowed.
+    LimitReached,
+}
+
+type Res<T> = Result<T, StoreError>;
+
+/// Looks up developer keys by their SHA-256 (the authorizer's one read).
+pub trait KeyStore: Send + Sync {
+    fn key_account(&self, key_hash: &str) -> impl Future<Output = Res<Option<AccountId>>> + Send;
+}
+
+pub trait AccountStore: Send + Sync {
+    fn account(&self, id: &AccountId) -> impl Future<Output = Res<Option<Account>>> + Send;
+}
+
+pub trait ProjectStore: Send + Sync {
+    fn project(&self, id: &ProjectId) -> impl Future<Output = Res<Option<Project>>> + Send;
+
+    /// Creates a project unless its account already has `max_projects`, exactly under
+    /// concurrent creations; with `once`, only if its idempotency key is unused (see
+    /// [`ResultStore::write_result`]).
+    fn insert_project(
+        &self,
+        project: &Project,
+        max_projects: u32,
+        once: Option<&Once>,
+    ) -> impl Future<Output = Res<Written<ProjectInsert>>> + Send;
+
+    /// [`ProjectStore::insert_project`] without a key.
+    fn create_project(
+        &self,
+        project: &Project,
+        max_projects: u32,
+    ) -> impl Future<Output = Res<ProjectInsert>> + Send {
+        async move { unkeyed(self.insert_project(project, max_projects, None).await?) }
+    }
+
+    /// [`ProjectStore::insert_project`] once per idempotency key.
+    fn create_project_once(
+        &self,
+        project: &Project,
+        max_projects: u32,
+        once: &Once,
+    ) -> impl Future<Output = Res<Written<ProjectInsert>>> + Send {
+        self.insert_project(project, max_projects, Some(once))
+    }
+
+    /// The account's projects, in no particular order.
+    fn account_projects(
+        &self,
+        account: &AccountId,
+    ) -> impl Future<Output = Res<Vec<Project>>> + Send;
+
+    /// The project whose `apiKeyPublic` is `key`.
+    fn project_by_public_key(&self, key: &str)
+    -> impl Future<Output = Res<Option<Project>>> + Send;
+
+    /// Replaces an existing project (same id and account); false when it does not exist.
+    fn update_project(&self, project: &Project) -> impl Future<Output = Res<bool>> + Send;
+}
+
+/// The outcome of creating a project.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProjectInsert {
+    Created,
+    LimitReached,
+}
+
+/// Seconds a per-second window is kept after it starts (expired by the table's TTL).
+pub const RATE_WINDOW_TTL: i64 = 120;
+/// Days a period's counter is kept after the period ends, so a late reader still finds it.
+pub const COUNTER_GRACE_SECONDS: i64 = 40 * 86_400;
+
+/// Request counters of accounts: one per second (`maxRps`) and one per billing period
+/// (`maxRequests`). Past windows expire by the table's TTL.
+pub trait UsageStore: Send + Sync {
+    /// Counts one developer request of `account` in the second `second` (epoch seconds) unless it
+    /// already has `max_rps`, and then in `period` unless the period's developer requests already
+    /// reach `max_requests` (visits are not held against them). A request refused by the rate is
+    /// not counted in the period. Exact under concurrent requests and
+    /// processes.
+    fn count_request(
+        &self,
+        account: &AccountId,
+        second: i64,
+        max_rps: u32,
+        period: &Period,
+        max_requests: u64,
+    ) -> impl Future<Output = Res<Counted>> + Send;
+
+    /// Counts one visit of the collect route: in its project's second unless that already has
+    /// `project_rps`, in its source's second unless that has `source_rps`, then in the account's
+    /// period unless the period's developer requests and visits together already reach
+    /// `max_requests`. Developer requests are refused by their own count only (see
+    /// [`UsageStore::count_request`]), so no number of visits can refuse one. A visit refused by a
+    /// rate is not counted in the period. Exact under concurrent requests and processes.
+    fn count_visit(&self, visit: &VisitCount<'_>) -> impl Future<Output = Res<Counted>> + Send;
+
+    /// The requests counted in `period` so far: developer requests and visits.
+    fn period_usage(
+        &self,
+        account: &AccountId,
+        period: &Period,
+    ) -> impl Future<Output = Res<u64>> + Send;
+}
+
+pub trait ResultStore: Send + Sync {
+    /// Up to `limit` results strictly after `after` in newest-first order.
+    fn results(
+        &self,
+        project: &ProjectId,
+        session: &SessionId,
+        limit: usize,
+        after: Option<ResultPosition>,
+    ) -> impl Future<Output = Res<ResultPage>> + Send;
+
+    /// One result of the session, by its position.
+    fn event(
+        &self,
+        project: &ProjectId,
+        session: &SessionId,
+        at: ResultPosition,
+    ) -> impl Future<Output = Res<Option<Event>>> + Send;
+
+    /// The session's maintained overall score, or `None` when it has no results.
+    fn session_score(
+        &self,
+        project: &ProjectId,
+        session: &SessionId,
+    ) -> impl Future<Output = Res<Option<SessionScore>>> + Send;
+
+    /// Writes one result and updates the session's overall score atomically, correct under
+    /// concurrent writers, and returns the position the result was given. With `once`, the key's
+    /// use is recorded in the same transaction, and when the key is already in use (unexpired),
+    /// nothing is written.
+    fn write_result(
+        &self,
+        result: &NewResult,
+        once: Option<&Once>,
+    ) -> impl Future<Output = Res<Written<ResultPosition>>> + Send;
+
+    /// [`ResultStore::write_result`] without a key.
+    fn add_result(&self, result: &NewResult) -> impl Future<Output = Res<ResultPosition>> + Send {
+        async move { unkeyed(self.write_result(result, None).await?) }
+    }
+
+    /// [`ResultStore::write_result`] once per idempotency key.
+    fn add_result_once(
+        &self,
+        result: &NewResult,
+        once: &Once,
+    ) -> impl Future<Output = Res<Written<ResultPosition>>> + Send {
+        self.write_result(result, Some(once))
+    }
+}
+
+/// A project's traffic as a whole, kept by [`ResultStore::write_result`]: its sessions by when
+/// they were last seen, and its statistics by hour and day.
+pub trait InsightStore: Send + Sync {
+    /// A page of the project's sessions that pass the query's filters, most recently seen first.
+    /// DynamoDB reads the `sessions` index (never a scan); SQLite its `sessions` table's index.
+    fn sessions(
+        &self,
+        project: &ProjectId,
+        query: &SessionQuery,
+    ) -> impl Future<Output = Res<SessionPage>> + Send;
+
+    /// Every bucket of the range, in order, empty ones included: one query over the range's
+    /// statistics items.
+    fn stats(
+        &self,
+        project: &ProjectId,
+        range: &StatsRange,
+    ) -> impl Future<Output = Res<Vec<Bucket>>> + Send;
+}
+
+/// The buckets of `range` from the statistics items read for it (any shards, any order).
+pub fn buckets(range: &StatsRange, rows: &[items::StatsItem]) -> Vec<Bucket> {
+    let mut out: Vec<Bucket> = range.starts().map(Bucket::empty).collect();
+    let step = range.granularity().seconds();
+    let from = range.from().unix_seconds();
+    for row in rows {
+        let offset = row.start.unix_seconds() - from;
+        let slot = usize::try_from(offset / step)
+            .ok()
+            .filter(|_| offset % step == 0);
+        if let Some(b) = slot.and_then(|i| out.get_mut(i)) {
+            b.add(&row.counts());
+        }
+    }
+    out
+}
+
+/// What a write without an idempotency key did: it cannot have found its key in use.
+fn unkeyed<T>(written: Written<T>) -> Res<T> {
+    match written {
+        Written::New(value) => Ok(value),
+        Written::Before(_) => Err(StoreError::Backend(
+            "a write without an idempotency key was answered as a replay".into(),
+        )),
+    }
+}
+
+/// Idempotency keys in use.
+pub trait IdempotencyStore: Send + Sync {
+    /// The use of `key` by `account`, unless it has expired by `now`.
+    fn used_key(
+        &self,
+        account: &AccountId,
+        key: &IdempotencyKey,
+        now: Timestamp,
+    ) -> impl Future<Output = Res<Option<Used>>> + Send;
+}
+
+pub trait WebhookStore: Send + Sync {
+    /// Registers a webhook, enforcing per-project uniqueness of (type, url) and the per-project
+    /// limit atomically.
+    fn insert_webhook(
+        &self,
+        project: &ProjectId,
+        webhook: &Webhook,
+    ) -> impl Future<Output = Res<WebhookInsert>> + Send;
+
+    /// The project's webhooks, oldest first.
+    fn webhooks(&self, project: &ProjectId) -> impl Future<Output = Res<Vec<Webhook>>> + Send;
+
+    /// Removes a webhook; false when it did not exist.
+    fn delete_webhook(
+        &self,
+        project: &ProjectId,
+        id: &WebhookId,
+    ) -> impl Future<Output = Res<bool>> + Send;
+}
+
+/// Writes used by seeding and the demo data: accounts, keys and projects.
+pub trait AdminStore: Send + Sync {
+    fn put_account(&self, account: &Account) -> impl Future<Output = Res<()>> + Send;
+    fn put_key(&self, key_hash: &str, account: &AccountId) -> impl Future<Output = Res<()>> + Send;
+    fn put_project(&self, project: &Project) -> impl Future<Output = Res<()>> + Send;
+    /// True when the store holds no account at all (a fresh database).
+    fn is_empty(&self) -> impl Future<Output = Res<bool>> + Send;
+}
+
+/// What webhook dispatch keeps: deliveries with their attempts, the due index the retry sweep
+/// reads, disabled webhooks, and change-feed checkpoints.
+pub trait DeliveryStore: Send + Sync {
+    /// The project's webhooks that still receive deliveries.
+    fn active_webhooks(
+        &self,
+        project: &ProjectId,
+    ) -> impl Future<Output = Res<Vec<Webhook>>> + Send;
+
+    /// Stops deliveries to a webhook (its receiver answered 410 Gone).
+    fn disable_webhook(
+        &self,
+        project: &ProjectId,
+        id: &WebhookId,
+    ) -> impl Future<Output = Res<()>> + Send;
+
+    /// Creates a delivery; false when it already exists (a replayed record), which is not an error.
+    fn create_delivery(&self, delivery: &Delivery) -> impl Future<Output = Res<bool>> + Send;
+
+    /// Writes a delivery's new state if its due time is still `expected` (None: not due), so two
+    /// sweepers never both claim or finish the same attempt. False when someone else got there.
+    fn update_delivery(
+        &self,
+        delivery: &Delivery,
+        expected: Option<Timestamp>,
+    ) -> impl Future<Output = Res<bool>> + Send;
+
+    /// Pending deliveries due at or before `now`, earliest first.
+    fn due_deliveries(
+        &self,
+        now: Timestamp,
+        limit: usize,
+    ) -> impl Future<Output = Res<Vec<Delivery>>> + Send;
+
+    /// A webhook's deliveries, newest crossing first.
+    fn deliveries(
+        &self,
+        project: &ProjectId,
+        webhook: &WebhookId,
+        limit: usize,
+    ) -> impl Future<Output = Res<Vec<Delivery>>> + Send;
+
+    fn checkpoint(&self, name: &str) -> impl Future<Output = Res<Option<String>>> + Send;
+    fn set_checkpoint(&self, name: &str, value: &str) -> impl Future<Output = Res<()>> + Send;
+}
+
+/// Everything the service needs from a store.
+pub trait Store:
+    KeyStore
+    + AccountStore
+    + ProjectStore
+    + ResultStore
+    + WebhookStore
+    + AdminStore
+    + DeliveryStore
+    + UsageStore
+    + IdempotencyStore
+    + InsightStore
+    + 'static
+{
+}
+
+impl<T> Store for T where
+    T: KeyStore
+        + AccountStore
+        + ProjectStore
+        + ResultStore
+        + WebhookStore
+        + AdminStore
+        + DeliveryStore
+        + UsageStore
+        + IdempotencyStore
+        + InsightStore
+        + 'static
+{
+}

@@ -1,0 +1,717 @@
+//! The detection engine: evidence about one visit in, `scoreBot`, `scoreProxyVpn` and the named
+//! reasons behind them out. Pure: no I/O, no clock, no store. Its data (bot patterns, operator
+//! ranges, countries, zones; see `scripts/data.py`) is read once, by [`Engine::load`], per
+//! process or Lambda cold start.
+
+use std::path::Path;
+
+use serde::Serialize;
+
+pub mod batch;
+pub mod evidence;
+pub mod net;
+pub mod networks;
+pub mod places;
+pub mod reasons;
+mod rules;
+pub mod ua;
+mod visit;
+
+pub use evidence::{Evidence, Headers, Signals};
+pub use reasons::{Code, Reason, Target};
+pub use visit::Visit;
+
+use networks::Networks;
+use places::{Geo, Ranges};
+use ua::BotPatterns;
+
+/// The engine's own version; the data's is in [`Engine::data_version`].
+pub const ENGINE_VERSION: &str = concat!("vigil-detect/", env!("CARGO_PKG_VERSION"));
+
+#[derive(Debug, thiserror::Error)]
+pub enum DataError {
+    #[error("cannot read {path}")]
+    Read {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("malformed data: {0}")]
+    Format(String),
+}
+
+/// The verdict on one visit.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Verdict {
+    pub score_bot: f64,
+    pub score_proxy_vpn: f64,
+    pub reasons: Vec<Reason>,
+}
+
+pub struct Engine {
+    bots: BotPatterns,
+    ranges: Ranges,
+    networks: Networks,
+    geo: Geo,
+    data_version: String,
+}
+
+fn read(dir: &Path, name: &str) -> Result<Vec<u8>, DataError> {
+    let path = dir.join(name);
+    std::fs::read(&path).map_err(|source| DataError::Read {
+        path: path.display().to_string(),
+        source,
+    })
+}
+
+fn text(bytes: Vec<u8>, name: &str) -> Result<String, DataError> {
+    String::from_utf8(bytes).map_err(|_| DataError::Format(format!("{name} is not UTF-8")))
+}
+
+impl Engine {
+    /// Loads the data files of `dir` (the repository's `data/`).
+    pub fn load(dir: &Path) -> Result<Self, DataError> {
+        let patterns = text(read(dir, "bot-patterns.tsv")?, "bot-patterns.tsv")?;
+        let ranges = text(read(dir, "ip-ranges.tsv")?, "ip-ranges.tsv")?;
+        let hosting = text(read(dir, "asn-hosting.tsv")?, "asn-hosting.tsv")?;
+        let zones = text(read(dir, "zones.tsv")?, "zones.tsv")?;
+        let manifest = text(read(dir, "MANIFEST")?, "MANIFEST")?;
+        Self::from_data(
+            &patterns,
+            &ranges,
+            &hosting,
+            read(dir, "country.mmdb")?,
+            &zones,
+            &manifest,
+        )
+    }
+
+    /// The engine over the data committed under `data/`, built into the binary: a Lambda function
+    /// carries its data with it, and nothing is read from disk at a cold start.
+    pub fn embedded() -> Result<Self, DataError> {
+        const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/");
+        Self::from_data(
+            include_str!(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../../data/bot-patterns.tsv"
+            )),
+            include_str!(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../../data/ip-ranges.tsv"
+            )),
+            include_str!(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../../data/asn-hosting.tsv"
+            )),
+            include_bytes!(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../../data/country.mmdb"
+            ))
+            .to_vec(),
+            include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/zones.tsv")),
+            include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/MANIFEST")),
+        )
+        .map_err(|e| DataError::Format(format!("{DATA}: {e}")))
+    }
+
+    pub fn from_data(
+        patterns: &str,
+        ranges: &str,
+        hosting: &str,
+        mmdb: Vec<u8>,
+        zones: &str,
+        manifest: &str,
+    ) -> Result<Self, DataError> {
+        // The data's version: each package's version, as pinned by make data.
+        let data_version = manifest
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .filter_map(|l| {
+                let mut c = l.split('\t');
+                Some(format!("{}@{}", c.next()?, c.next()?))
+            })
+            .collect::<Vec<_>>()
+            .join(" ");
+        Ok(Self {
+            bots: BotPatterns::parse(patterns)?,
+            ranges: Ranges::parse(ranges)?,
+            networks: Networks::parse(hosting)?,
+            geo: Geo::load(mmdb, zones)?,
+            data_version,
+        })
+    }
+
+    pub fn data_version(&self) -> &str {
+        &self.data_version
+    }
+
+    pub fn ranges(&self) -> &Ranges {
+        &self.ranges
+    }
+
+    pub fn geo(&self) -> &Geo {
+        &self.geo
+    }
+
+    pub fn networks(&self) -> &Networks {
+        &self.networks
+    }
+
+    /// Scores one visit: every rule family of [`rules::RULES`] over its normalised view.
+    pub fn evaluate(&self, e: &Evidence) -> Verdict {
+        let visit = Visit::of(self, e);
+        let mut reasons = Vec::new();
+        for (_, rule) in rules::RULES {
+            rule(self, &visit, &mut reasons);
+        }
+        Verdict {
+            score_bot: round(reasons::score(&reasons, Target::Bot)),
+            score_proxy_vpn: round(reasons::score(&reasons, Target::ProxyVpn)),
+            reasons,
+        }
+    }
+}
+
+/// Four decimals: finer digits mean nothing, and they make answers hard to read.
+fn round(x: f64) -> f64 {
+    (x * 10_000.0).round() / 10_000.0
+}
+
+/// Visitor-supplied text quoted in a detail: at most `n` characters, each a letter, a digit, a
+/// space or one of `. , : ; _ ( ) / + - = @ #`; any other character becomes `?`. A detail is
+/// shown in dashboards and sent to webhooks, so it never carries markup, quotes, escapes or
+/// control characters, whatever a visitor put in its signals.
+pub fn visitor_text(s: &str, n: usize) -> String {
+    s.chars()
+        .take(n)
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || " .,:;_()/+-=@#".contains(c) {
+                c
+            } else {
+                '?'
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::LazyLock;
+
+    use super::*;
+
+    /// The repository's data, loaded once for these tests (read-only).
+    static ENGINE: LazyLock<Engine> = LazyLock::new(|| {
+        Engine::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data"))
+            .expect("data/ loads")
+    });
+
+    const CHROME: &str = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36";
+    const FIREFOX: &str = "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0";
+    /// A German residential address (Deutsche Telekom), in no operator range.
+    const HOME_DE: &str = "84.128.0.1";
+
+    fn codes(e: &Evidence) -> Vec<Code> {
+        ENGINE.evaluate(e).reasons.iter().map(|r| r.code).collect()
+    }
+
+    fn ev(json: serde_json::Value) -> Evidence {
+        serde_json::from_value(json).expect("evidence")
+    }
+
+    /// A consistent desktop Chrome visit from a German home line.
+    fn chrome_home() -> serde_json::Value {
+        serde_json::json!({
+            "ipAddress": HOME_DE,
+            "userAgent": CHROME,
+            "headers": {"user-agent": CHROME, "accept-language": "de-DE,de;q=0.9",
+                        "sec-ch-ua": "\"Chromium\";v=\"131\", \"Google Chrome\";v=\"131\"",
+                        "sec-ch-ua-mobile": "?0", "sec-ch-ua-platform": "\"Windows\""},
+            "signals": {"webdriver": false, "userAgent": CHROME, "languages": ["de-DE", "de"],
+                        "timeZone": "Europe/Berlin", "timezoneOffset": -60, "plugins": 5,
+                        "outerWidth": 1920, "outerHeight": 1040, "innerWidth": 1920,
+                        "innerHeight": 940, "webglVendor": "Google Inc. (Intel)",
+                        "webglRenderer": "ANGLE (Intel, Intel(R) UHD Graphics 620 Direct3D11)",
+                        "evalLength": 33, "productSub": "20030107", "automationGlobals": [],
+                        "webrtcIps": ["192.168.1.20"], "hardwareConcurrency": 8,
+                        "maxTouchPoints": 0,
+                        "uaData": {"brands": [{"brand": "Google Chrome", "version": "131"}],
+                                   "mobile": false, "platform": "Windows"}}
+        })
+    }
+
+    fn with(mut base: serde_json::Value, path: &[&str], value: serde_json::Value) -> Evidence {
+        let mut at = &mut base;
+        for p in &path[..path.len() - 1] {
+            at = &mut at[*p];
+        }
+        at[path[path.len() - 1]] = value;
+        ev(base)
+    }
+
+    #[test]
+    fn visitor_text_in_details_is_short_and_inert() {
+        assert_eq!(
+            visitor_text("SwiftShader (Google)", 60),
+            "SwiftShader (Google)"
+        );
+        assert_eq!(
+            visitor_text("<img src=x onerror=alert(1)>\"'`\\\n\u{202e}é", 60),
+            "?img src=x onerror=alert(1)????????"
+        );
+        assert_eq!(visitor_text(&"x".repeat(500), 40).len(), 40);
+        // Through the engine: every visitor-sourced detail.
+        let hostile = "<script>alert(1)</script>\"&";
+        let mut v = chrome_home();
+        v["signals"]["automationGlobals"] = serde_json::json!([hostile]);
+        v["signals"]["webglRenderer"] = serde_json::json!(format!("SwiftShader {hostile}"));
+        v["signals"]["productSub"] = serde_json::json!(hostile);
+        v["headers"]["sec-ch-ua"] = serde_json::json!(hostile);
+        v["headers"]["sec-ch-ua-platform"] = serde_json::json!(hostile);
+        v["signals"]["userAgent"] =
+            serde_json::json!(CHROME.replace("Chrome/", &format!("HeadlessChrome{hostile}/")));
+        let verdict = ENGINE.evaluate(&ev(v));
+        assert!(verdict.reasons.len() >= 5, "{verdict:?}");
+        for r in &verdict.reasons {
+            assert!(
+                !r.detail.contains(['<', '>', '"', '&', '\\']),
+                "{:?}: {}",
+                r.code,
+                r.detail
+            );
+            assert!(r.detail.chars().count() <= 400, "{}", r.detail);
+        }
+    }
+
+    #[test]
+    fn a_consistent_visit_from_a_home_line_has_no_reason() {
+        let v = ENGINE.evaluate(&ev(chrome_home()));
+        assert_eq!(v.reasons, vec![], "{v:?}");
+        assert!(v.score_bot <= 0.05 && v.score_proxy_vpn <= 0.05);
+        assert!(ENGINE.evaluate(&Evidence::default()).score_bot <= 0.05);
+    }
+
+    /// Each reason: evidence that fires it, from the consistent visit changed in one place.
+    #[test]
+    fn every_reason_fires_on_its_evidence_and_not_on_consistent_evidence() {
+        use serde_json::json;
+        let home = chrome_home;
+        let cases: Vec<(Code, Evidence)> = vec![
+            (
+                Code::BotUserAgent,
+                with(home(), &["userAgent"], json!("python-requests/2.32.3")),
+            ),
+            (
+                Code::HeadlessBrowser,
+                with(
+                    home(),
+                    &["signals", "userAgent"],
+                    json!(CHROME.replace("Chrome/", "HeadlessChrome/")),
+                ),
+            ),
+            (
+                Code::Webdriver,
+                with(home(), &["signals", "webdriver"], json!(true)),
+            ),
+            (
+                Code::AutomationGlobals,
+                with(
+                    home(),
+                    &["signals", "automationGlobals"],
+                    json!(["callPhantom"]),
+                ),
+            ),
+            (
+                Code::UserAgentMismatch,
+                with(home(), &["signals", "userAgent"], json!(FIREFOX)),
+            ),
+            (
+                Code::ClientHintsMismatch,
+                with(
+                    home(),
+                    &["headers", "sec-ch-ua-platform"],
+                    json!("\"Linux\""),
+                ),
+            ),
+            (
+                Code::NoLanguages,
+                with(home(), &["signals", "languages"], json!([])),
+            ),
+            (
+                Code::NoPlugins,
+                with(home(), &["signals", "plugins"], json!(0)),
+            ),
+            (
+                Code::ZeroWindow,
+                with(home(), &["signals", "outerWidth"], json!(0)),
+            ),
+            (
+                Code::SoftwareRenderer,
+                with(
+                    home(),
+                    &["signals", "webglRenderer"],
+                    json!("Google SwiftShader"),
+                ),
+            ),
+            (
+                Code::EngineMismatch,
+                with(home(), &["signals", "evalLength"], json!(37)),
+            ),
+            (
+                Code::MissingUserAgent,
+                with(
+                    with_headers_without_ua(home()),
+                    &["userAgent"],
+                    serde_json::Value::Null,
+                ),
+            ),
+            (
+                Code::VerifiedBot,
+                ev(
+                    json!({"ipAddress": "66.249.66.1", "userAgent": "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)"}),
+                ),
+            ),
+            (
+                Code::SpoofedBot,
+                ev(
+                    json!({"ipAddress": HOME_DE, "userAgent": "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)"}),
+                ),
+            ),
+            (
+                Code::DatacenterIp,
+                with(home(), &["ipAddress"], json!("3.5.140.1")),
+            ),
+            (
+                Code::TorExit,
+                with(home(), &["ipAddress"], json!(tor_exit())),
+            ),
+            (
+                Code::VpnRange,
+                with(home(), &["ipAddress"], json!(provider_address("Mullvad"))),
+            ),
+            (
+                Code::Relay,
+                with(
+                    home(),
+                    &["ipAddress"],
+                    json!(provider_address("Apple Private Relay")),
+                ),
+            ),
+            (
+                Code::HostingIp,
+                with(home(), &["ipAddress"], json!("3.5.140.1")),
+            ),
+            (
+                Code::TimezoneMismatch,
+                with(
+                    home(),
+                    &["signals", "timeZone"],
+                    json!("America/Los_Angeles"),
+                ),
+            ),
+            (
+                Code::WebrtcIpMismatch,
+                with(
+                    home(),
+                    &["signals", "webrtcIps"],
+                    json!(["192.168.1.20", "81.2.69.160"]),
+                ),
+            ),
+            (
+                Code::ProxyHeaders,
+                with(home(), &["headers", "via"], json!("1.1 squid")),
+            ),
+            (
+                Code::CdpAutomation,
+                with(home(), &["signals", "cdp"], json!(true)),
+            ),
+            (
+                Code::AutomationFramework,
+                with(
+                    home(),
+                    &["signals", "frameworkMarkers"],
+                    json!(["__ariaQuerySelector"]),
+                ),
+            ),
+            (
+                Code::WebdriverTampered,
+                with(home(), &["signals", "webdriverTamper"], json!(["missing"])),
+            ),
+            (
+                Code::ContextMismatch,
+                with(
+                    home(),
+                    &["signals", "contextMismatch"],
+                    json!(["platform", "hardwareConcurrency"]),
+                ),
+            ),
+            (Code::FunctionTampering, {
+                let mut v = home();
+                v["signals"]["cdp"] = json!(true);
+                v["signals"]["tamperedFunctions"] = json!(["Function.toString:proxy"]);
+                ev(v)
+            }),
+            (
+                Code::SyntheticInput,
+                with(
+                    home(),
+                    &["signals", "input"],
+                    json!({"events": 3, "untrusted": 1, "screenEqClient": 0, "chromeless": false}),
+                ),
+            ),
+            (Code::LanguageCountryMismatch, {
+                let mut v = home();
+                v["signals"]["languages"] = json!(["en-GB"]);
+                v["headers"]["accept-language"] = json!("en-GB");
+                ev(v)
+            }),
+        ];
+        for (code, fires) in &cases {
+            assert!(
+                codes(fires).contains(code),
+                "{code:?} did not fire: {:?}",
+                codes(fires)
+            );
+            assert!(
+                !codes(&ev(chrome_home())).contains(code),
+                "{code:?} fired on a consistent visit"
+            );
+            let v = ENGINE.evaluate(fires);
+            let r = v.reasons.iter().find(|r| r.code == *code).expect("fired");
+            assert!(!r.detail.is_empty() && r.weight > 0.0);
+        }
+        // Every code of the table has a case.
+        for (code, ..) in reasons::TABLE {
+            assert!(cases.iter().any(|(c, _)| c == code), "no case for {code:?}");
+        }
+        // Deterministic evidence alone: 0.99 or more.
+        for (code, e) in &cases {
+            if [
+                Code::Webdriver,
+                Code::HeadlessBrowser,
+                Code::TorExit,
+                Code::AutomationGlobals,
+            ]
+            .contains(code)
+            {
+                let v = ENGINE.evaluate(e);
+                assert!(
+                    v.score_bot.max(v.score_proxy_vpn) >= 0.99,
+                    "{code:?}: {v:?}"
+                );
+            }
+        }
+    }
+
+    /// Browser-integrity evidence as the matrix of issue 14 saw it, scored as it must be.
+    #[test]
+    fn hidden_automation_is_caught_and_soft_signals_alone_are_not() {
+        use serde_json::json;
+        let score = |v: serde_json::Value| ENGINE.evaluate(&ev(v)).score_bot;
+        // Wrapped natives alone (a privacy extension): nothing; beside a protocol client: counted.
+        let alone = with(
+            chrome_home(),
+            &["signals", "tamperedFunctions"],
+            json!(["HTMLCanvasElement.toDataURL:source"]),
+        );
+        assert!(ENGINE.evaluate(&alone).reasons.is_empty());
+        // Equal coordinates in a chromeless window (resistFingerprinting, full screen): nothing.
+        let rfp = with(
+            chrome_home(),
+            &["signals", "input"],
+            json!({"events": 17, "untrusted": 0, "screenEqClient": 17, "chromeless": true}),
+        );
+        assert!(ENGINE.evaluate(&rfp).reasons.is_empty());
+        // chromium --headless=new --user-agent <Windows Chrome 138> on Linux, no client attached:
+        // empty high-entropy hints, brands of another version and platform, software WebGL.
+        let borrowed = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/138.0.0.0 Safari/537.36";
+        let mut v = chrome_home();
+        v["userAgent"] = json!(borrowed);
+        v["headers"]["user-agent"] = json!(borrowed);
+        v["headers"]["sec-ch-ua"] = json!("\"Chromium\";v=\"156\", \"Not:A-Brand\";v=\"24\"");
+        v["headers"]["sec-ch-ua-platform"] = json!("\"Linux\"");
+        v["signals"]["userAgent"] = json!(borrowed);
+        v["signals"]["uaData"] = json!({"brands": [{"brand": "Chromium", "version": "156"}],
+                                         "mobile": false, "platform": "Linux"});
+        v["signals"]["highEntropy"] = json!({"platformVersion": "", "architecture": "",
+                                              "bitness": "", "model": "", "uaFullVersion": "",
+                                              "fullVersionList": []});
+        v["signals"]["webglRenderer"] = json!("ANGLE (Google, Vulkan 1.3.0 (SwiftShader Device))");
+        assert!(score(v) >= 0.9);
+        // Each soft signal alone stays under even odds.
+        for (path, value) in [
+            (&["signals", "plugins"][..], json!(0)),
+            (&["signals", "webglRenderer"][..], json!("llvmpipe")),
+            (&["signals", "outerWidth"][..], json!(0)),
+            (&["signals", "languages"][..], json!([])),
+            (&["headers", "sec-ch-ua-platform"][..], json!("\"Linux\"")),
+        ] {
+            let v = ENGINE.evaluate(&with(chrome_home(), path, value));
+            assert!(v.score_bot < 0.5, "{path:?}: {v:?}");
+        }
+    }
+
+    fn with_headers_without_ua(mut v: serde_json::Value) -> serde_json::Value {
+        if let Some(h) = v["headers"].as_object_mut() {
+            h.remove("user-agent");
+        }
+        v
+    }
+
+    fn provider_address(provider: &str) -> String {
+        ENGINE
+            .ranges()
+            .samples()
+            .find(|(_, l)| l.provider == provider)
+            .map(|(ip, _)| ip.to_string())
+            .expect("a range of the provider")
+    }
+
+    fn tor_exit() -> String {
+        provider_address("Tor")
+    }
+
+    /// A named piece of evidence added to a visit.
+    type Injection = (&'static str, fn(&mut Evidence));
+
+    /// Pieces of evidence, each of which can only add reasons (or replace one by a heavier one).
+    fn injections() -> Vec<Injection> {
+        vec![
+            ("webdriver", |e| {
+                e.signals.get_or_insert_default().webdriver = Some(true)
+            }),
+            ("automation global", |e| {
+                e.signals.get_or_insert_default().automation_globals =
+                    Some(vec!["callPhantom".into()])
+            }),
+            // Where the browser said nothing of its languages: an empty list is new evidence.
+            ("empty languages", |e| {
+                let s = e.signals.get_or_insert_default();
+                if s.languages.is_none() {
+                    s.languages = Some(vec![]);
+                }
+            }),
+            ("zero window", |e| {
+                e.signals.get_or_insert_default().outer_width = Some(0.0)
+            }),
+            ("software renderer", |e| {
+                e.signals.get_or_insert_default().webgl_renderer = Some("llvmpipe".into())
+            }),
+            ("via header", |e| {
+                let mut pairs: Vec<(String, String)> = Vec::new();
+                if let Some(h) = &e.headers {
+                    for n in [
+                        "user-agent",
+                        "accept-language",
+                        "sec-ch-ua-platform",
+                        "x-forwarded-for",
+                    ] {
+                        if let Some(v) = h.get(n) {
+                            pairs.push((n.into(), v.into()));
+                        }
+                    }
+                }
+                pairs.push(("via".into(), "1.1 proxy".into()));
+                e.headers = Some(Headers::from_pairs(pairs));
+            }),
+            ("public webrtc address", |e| {
+                e.signals.get_or_insert_default().webrtc_ips = Some(vec!["81.2.69.160".into()])
+            }),
+        ]
+    }
+
+    fn evidence_strategy() -> impl proptest::strategy::Strategy<Value = Evidence> {
+        use proptest::prelude::*;
+        let uas = prop::sample::select(vec![
+            None,
+            Some(CHROME.to_owned()),
+            Some(FIREFOX.to_owned()),
+            Some("curl/8.5.0".to_owned()),
+            Some("Mozilla/5.0 (compatible; Googlebot/2.1)".to_owned()),
+            Some(String::new()),
+        ]);
+        let ips = prop::sample::select(vec![
+            None,
+            Some(HOME_DE),
+            Some("3.5.140.1"),
+            Some("66.249.66.1"),
+            Some("203.0.113.7"),
+        ]);
+        let zones = prop::sample::select(vec![
+            None,
+            Some("Europe/Berlin"),
+            Some("Asia/Tokyo"),
+            Some("Nowhere/Zone"),
+        ]);
+        (
+            uas,
+            ips,
+            zones,
+            any::<Option<bool>>(),
+            proptest::option::of(0u32..8),
+            proptest::option::of(prop::collection::vec("[a-z]{2}(-[A-Z]{2})?", 0..3)),
+        )
+            .prop_map(|(ua, ip, zone, webdriver, plugins, languages)| Evidence {
+                ip_address: ip.map(|i| i.parse().expect("ip")),
+                user_agent: ua.clone(),
+                headers: ua.map(|u| Headers::from_pairs([("user-agent".to_owned(), u)])),
+                signals: Some(Signals {
+                    time_zone: zone.map(str::to_owned),
+                    webdriver,
+                    plugins,
+                    languages,
+                    ..Signals::default()
+                }),
+            })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(200))]
+
+        /// Every number a signal can hold, extremes included (schemathesis found i32::MIN once).
+        #[test]
+        fn any_numbers_in_the_signals_never_panic(
+            offset in proptest::prelude::any::<Option<i32>>(),
+            n in proptest::prelude::any::<Option<u32>>(),
+            w in proptest::prelude::any::<Option<f64>>(),
+            zone in proptest::option::of("[A-Za-z/_]{0,20}"),
+        ) {
+            let e = Evidence {
+                ip_address: Some(HOME_DE.parse().expect("ip")),
+                signals: Some(Signals {
+                    timezone_offset: offset,
+                    time_zone: zone,
+                    plugins: n,
+                    eval_length: n,
+                    hardware_concurrency: n,
+                    max_touch_points: n,
+                    outer_width: w,
+                    outer_height: w,
+                    inner_width: w,
+                    inner_height: w,
+                    ..Signals::default()
+                }),
+                ..Evidence::default()
+            };
+            let v = ENGINE.evaluate(&e);
+            proptest::prop_assert!((0.0..=1.0).contains(&v.score_bot));
+            proptest::prop_assert!((0.0..=1.0).contains(&v.score_proxy_vpn));
+        }
+
+        #[test]
+        fn scores_stay_in_range_and_evidence_only_ever_adds(e in evidence_strategy(), pick in 0usize..7) {
+            let before = ENGINE.evaluate(&e);
+            for s in [before.score_bot, before.score_proxy_vpn] {
+                proptest::prop_assert!((0.0..=1.0).contains(&s));
+            }
+            let (name, inject) = injections()[pick];
+            let mut more = e.clone();
+            inject(&mut more);
+            let after = ENGINE.evaluate(&more);
+            // Adding a reason's evidence never lowers a score; removing it never raises one.
+            proptest::prop_assert!(after.score_bot >= before.score_bot, "{name}: {before:?} -> {after:?}");
+            proptest::prop_assert!(after.score_proxy_vpn >= before.score_proxy_vpn, "{name}: {before:?} -> {after:?}");
+        }
+    }
+}

@@ -1,0 +1,103 @@
+//! The address: a crawler from (or outside) its operator's published ranges, Tor, VPN and relay
+//! exits, and hosting: an operator's published ranges, or any address a hosting network announces.
+
+use crate::networks::Basis;
+use crate::places::Kind;
+use crate::{Code, Engine, Reason, Visit, visitor_text};
+
+/// The family's reasons for one visit.
+pub fn reasons(engine: &Engine, v: &Visit<'_>, out: &mut Vec<Reason>) {
+    let (ip, agent_lower) = (v.evidence.ip_address, v.agent_lower.as_deref());
+
+    let label = ip.and_then(|ip| engine.ranges.lookup(ip));
+    let claimed = agent_lower.and_then(|lower| {
+        OPERATORS
+            .iter()
+            .find(|(token, _)| lower.contains(token))
+            .map(|(_, operator)| *operator)
+    });
+    if let (Some(operator), Some(_)) = (claimed, ip) {
+        match label {
+            Some(l) if l.kind == Kind::Crawler && l.provider == operator => {
+                out.push(Reason::new(
+                    Code::VerifiedBot,
+                    format!("{operator} from {operator}'s published crawler ranges"),
+                ));
+                return;
+            }
+            _ => out.push(Reason::new(
+                Code::SpoofedBot,
+                format!("claims to be {operator} but is outside {operator}'s published ranges"),
+            )),
+        }
+    }
+    let network = ip.and_then(|ip| engine.networks.lookup(ip));
+    let Some(label) = label else {
+        // Not in an operator's published ranges, but announced by a hosting network.
+        if let Some(n) = network {
+            let how = match n.basis {
+                Basis::Listed => "a hosting network",
+                Basis::Named => "a hosting network by its registered name",
+            };
+            let name = visitor_text(&n.name, 60);
+            out.push(Reason::new(
+                Code::HostingIp,
+                format!("an address of AS{} {name}, {how}", n.asn),
+            ));
+            out.push(Reason::new(
+                Code::DatacenterIp,
+                format!("a data centre address (AS{} {name})", n.asn),
+            ));
+        }
+        return;
+    };
+    let p = &label.provider;
+    let asn = network.map_or(String::new(), |n| {
+        format!(", AS{} {}", n.asn, visitor_text(&n.name, 60))
+    });
+    match label.kind {
+        Kind::Tor => out.push(Reason::new(Code::TorExit, "a Tor exit node")),
+        Kind::Vpn if p.contains("Relay") => {
+            out.push(Reason::new(Code::Relay, format!("an exit of {p}")));
+        }
+        Kind::Vpn => out.push(Reason::new(Code::VpnRange, format!("an exit of {p}"))),
+        Kind::Hosting | Kind::Cdn => {
+            out.push(Reason::new(
+                Code::HostingIp,
+                format!("an address of {p}{asn}"),
+            ));
+            out.push(Reason::new(
+                Code::DatacenterIp,
+                format!("a data centre address ({p})"),
+            ));
+        }
+        // A crawler range without a matching claim: a server that does not say what it is.
+        Kind::Crawler => {
+            out.push(Reason::new(
+                Code::DatacenterIp,
+                format!("a crawler range of {p}"),
+            ));
+        }
+    }
+}
+
+/// Crawlers that publish their ranges: a user-agent token, and the range provider it must come
+/// from.
+const OPERATORS: &[(&str, &str)] = &[
+    ("googlebot", "Googlebot"),
+    ("google-inspectiontool", "Googlebot"),
+    ("bingbot", "Bingbot"),
+    ("gptbot", "GPTBot"),
+    ("chatgpt-user", "GPTBot"),
+    ("oai-searchbot", "GPTBot"),
+    ("claudebot", "ClaudeBot"),
+    ("applebot", "Applebot"),
+    ("duckduckbot", "DuckDuckBot"),
+    ("duckassistbot", "DuckDuckBot"),
+    ("perplexitybot", "PerplexityBot"),
+    ("amazonbot", "Amazonbot"),
+    ("facebookexternalhit", "Meta"),
+    ("meta-externalagent", "Meta"),
+    ("ccbot", "Common Crawl"),
+    ("archive.org_bot", "Internet Archive"),
+];

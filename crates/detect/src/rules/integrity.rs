@@ -1,0 +1,97 @@
+//! Browser integrity: what the agent's probes found of automation that does not announce itself
+//! (a DevTools Protocol client, a driver's bindings, a patched `navigator.webdriver`, a window that
+//! disagrees with its own Worker, wrapped natives, script-made input). Each probe was measured on
+//! Debian's Chromium and Firefox against Playwright, Puppeteer with the stealth plugin and people
+//! (docs/research/issue-14-stealth-probes.md).
+
+use crate::{Code, Engine, Reason, Visit, visitor_text};
+
+/// The reasons that name automation outright: function tampering counts only beside one of them,
+/// because privacy extensions wrap natives too.
+const AUTOMATION: &[Code] = &[
+    Code::HeadlessBrowser,
+    Code::Webdriver,
+    Code::AutomationGlobals,
+    Code::CdpAutomation,
+    Code::AutomationFramework,
+    Code::WebdriverTampered,
+    Code::ContextMismatch,
+    Code::SyntheticInput,
+];
+
+fn listed(items: &[String], n: usize) -> String {
+    items
+        .iter()
+        .take(n)
+        .map(|i| visitor_text(i, 40))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn non_empty(v: &Option<Vec<String>>) -> Option<&[String]> {
+    v.as_deref().filter(|l| !l.is_empty())
+}
+
+/// Runs after the user agent's and the browser's rules (see [`AUTOMATION`]).
+pub fn reasons(_: &Engine, v: &Visit<'_>, out: &mut Vec<Reason>) {
+    let Some(s) = v.signals else {
+        return;
+    };
+    if s.cdp == Some(true) {
+        out.push(Reason::new(
+            Code::CdpAutomation,
+            "a DevTools Protocol client is attached to the page",
+        ));
+    }
+    if let Some(m) = non_empty(&s.framework_markers) {
+        out.push(Reason::new(
+            Code::AutomationFramework,
+            format!("automation driver markers: {}", listed(m, 4)),
+        ));
+    }
+    if let Some(t) = non_empty(&s.webdriver_tamper) {
+        out.push(Reason::new(
+            Code::WebdriverTampered,
+            format!(
+                "navigator.webdriver is not the engine's own ({})",
+                listed(t, 4)
+            ),
+        ));
+    }
+    if let Some(d) = non_empty(&s.context_mismatch) {
+        out.push(Reason::new(
+            Code::ContextMismatch,
+            format!(
+                "a Worker reads other values than the window: {}",
+                listed(d, 6)
+            ),
+        ));
+    }
+    if let Some(i) = &s.input {
+        let untrusted = i.untrusted.unwrap_or(0);
+        let equal = i.screen_eq_client.unwrap_or(0);
+        if untrusted > 0 {
+            out.push(Reason::new(
+                Code::SyntheticInput,
+                format!("{untrusted} of the page's first pointer events were dispatched by script"),
+            ));
+        } else if equal > 0 && i.chromeless == Some(false) {
+            // Full screen, kiosk and resistFingerprinting windows have no chrome: equal
+            // coordinates are normal there.
+            out.push(Reason::new(
+                Code::SyntheticInput,
+                format!(
+                    "{equal} pointer events at equal screen and client coordinates in a window"
+                ),
+            ));
+        }
+    }
+    if let Some(f) = non_empty(&s.tampered_functions)
+        && out.iter().any(|r| AUTOMATION.contains(&r.code))
+    {
+        out.push(Reason::new(
+            Code::FunctionTampering,
+            format!("natives are wrapped: {}", listed(f, 4)),
+        ));
+    }
+}

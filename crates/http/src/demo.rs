@@ -1,0 +1,220 @@
+//! `vigil serve --demo`'s demo page: it loads the browser agent, sends the visit to the collect
+//! route as a customer's page would (with a session token that this server mints, as a customer's
+//! backend would), then shows the visitor's own latest scores and reasons, which the local server
+//! reads through the service for the demo project (the page holds no developer key).
+//!
+//! The page and its read route answer loopback peers only, and the read route only the session
+//! that the page itself created for this browser (a cookie it set): it is no score oracle.
+
+use std::net::IpAddr;
+
+use http::{HeaderValue, StatusCode, header};
+use lambda_http::{Body, Response};
+
+use crate::ApiError;
+use crate::domain::token::random_base62;
+use crate::domain::{AccountId, ProjectId, SessionId};
+use crate::seed::{DEMO_ACCOUNT, DEMO_PROJECT};
+use crate::service::{ServiceError, Vigil};
+use crate::store::Store;
+
+/// The cookie that names the session this browser's demo page created.
+const COOKIE: &str = "vigil_demo_session";
+/// How long the page's session token is valid.
+const TOKEN_TTL_SECS: i64 = 3600;
+
+/// Answers `GET /demo` and `GET /demo/events/{sessionId}`; None for any other path.
+pub async fn answer<S: Store, B>(
+    app: &Vigil<S>,
+    req: &http::Request<B>,
+    peer: IpAddr,
+) -> Option<Response<Body>> {
+    let rest = req.uri().path().strip_prefix("/demo")?;
+    if !(rest.is_empty() || rest.starts_with("/events/")) {
+        return None;
+    }
+    if req.method() != http::Method::GET {
+        return Some(ApiError::MethodNotAllowed("GET".into()).into_response());
+    }
+    if !peer.is_loopback() && !is_mapped_loopback(peer) {
+        return Some(ApiError::NotFound("Not found").into_response());
+    }
+    let (account, project) = match (
+        AccountId::parse(DEMO_ACCOUNT),
+        ProjectId::parse(DEMO_PROJECT),
+    ) {
+        (Ok(a), Ok(p)) => (a, p),
+        _ => return Some(ApiError::Internal.into_response()),
+    };
+    if rest.is_empty() {
+        return Some(render(app, req, &account, &project).await);
+    }
+    let session = rest.strip_prefix("/events/")?;
+    let session = match SessionId::parse(session) {
+        Ok(s) => s,
+        Err(e) => return Some(ApiError::bad_request(format!("sessionId {e}")).into_response()),
+    };
+    if cookie_session(req).as_deref() != Some(session.as_str()) {
+        return Some(
+            ApiError::Forbidden("The demo page shows only the session it created").into_response(),
+        );
+    }
+    Some(
+        match app.events(&account, &project, &session, 1, None).await {
+            Ok(page) => {
+                let latest = page.results.into_iter().next().map(|(_, e)| e);
+                let body = serde_json::json!({ "data": latest }).to_string();
+                crate::json_response(StatusCode::OK, body)
+            }
+            Err(e) => ApiError::from(e).into_response(),
+        },
+    )
+}
+
+fn is_mapped_loopback(peer: IpAddr) -> bool {
+    matches!(peer, IpAddr::V6(v6) if v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback()))
+}
+
+/// The session named by the page's cookie.
+fn cookie_session<B>(req: &http::Request<B>) -> Option<String> {
+    req.headers()
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|c| c.trim().split_once('='))
+        .find(|(name, _)| *name == COOKIE)
+        .map(|(_, value)| value.to_owned())
+}
+
+/// The page for a new session (or `?session=NAME`), with a token for it and the cookie that
+/// lets this browser read it back.
+async fn render<S: Store, B>(
+    app: &Vigil<S>,
+    req: &http::Request<B>,
+    account: &AccountId,
+    project: &ProjectId,
+) -> Response<Body> {
+    let asked = url::form_urlencoded::parse(req.uri().query().unwrap_or("").as_bytes())
+        .find(|(k, _)| k == "session")
+        .map(|(_, v)| v.into_owned());
+    let session = match asked.map(SessionId::parse) {
+        Some(Ok(s)) => s,
+        Some(Err(e)) => return ApiError::bad_request(format!("session {e}")).into_response(),
+        None => match SessionId::parse(format!("demo-{}", random_base62(10).to_lowercase())) {
+            Ok(s) => s,
+            Err(_) => return ApiError::Internal.into_response(),
+        },
+    };
+    let p = match app.project(account, project).await {
+        Ok(p) => p,
+        Err(ServiceError::ProjectNotFound) => {
+            return ApiError::NotFound(
+                "This store has no demo project (vigil serve creates it on an empty store)",
+            )
+            .into_response();
+        }
+        Err(e) => return ApiError::from(e).into_response(),
+    };
+    let token = match app.session_token(project, &session, TOKEN_TTL_SECS).await {
+        Ok(t) => t,
+        Err(e) => return ApiError::from(e).into_response(),
+    };
+    page(&p.api_key_public, session.as_str(), &token)
+}
+
+fn page(public_key: &str, session: &str, token: &str) -> Response<Body> {
+    // Quoting as JSON keeps each value a string whatever a seed put in it.
+    let js = |v: &str| {
+        serde_json::to_string(v)
+            .unwrap_or_else(|_| "\"\"".into())
+            .replace('<', "\\u003c")
+    };
+    let html = PAGE
+        .replace("__PUBLIC_KEY__", &js(public_key))
+        .replace("__SESSION__", &js(session))
+        .replace("__SESSION_TOKEN__", &js(token));
+    let mut res = Response::new(Body::Text(html));
+    *res.status_mut() = StatusCode::OK;
+    let h = res.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=utf-8"),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    // Session ids are letters, digits and `_ . : -`: a valid cookie value as they are.
+    if let Ok(v) = HeaderValue::from_str(&format!(
+        "{COOKIE}={session}; Path=/demo; HttpOnly; SameSite=Strict"
+    )) {
+        h.insert(header::SET_COOKIE, v);
+    }
+    res
+}
+
+const PAGE: &str = r#"<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>Vigil demo</title>
+<style>
+  body { font: 16px/1.5 system-ui, sans-serif; max-width: 46rem; margin: 2rem auto; padding: 0 1rem; color: #1d2330; }
+  h1 { font-size: 1.5rem; margin-bottom: .25rem; }
+  .muted { color: #5b6475; }
+  .scores { display: flex; gap: 1rem; margin: 1.5rem 0; }
+  .score { flex: 1; border: 1px solid #d5dae3; border-radius: .5rem; padding: 1rem; }
+  .score b { display: block; font-size: 2.25rem; }
+  table { border-collapse: collapse; width: 100%; }
+  td, th { text-align: left; padding: .35rem .5rem; border-bottom: 1px solid #e6e9ef; vertical-align: top; }
+  code { font-size: .9em; }
+  .error { color: #a4161a; }
+</style>
+</head>
+<body data-state="collecting">
+<h1>Vigil: what the engine sees of this visit</h1>
+<p class="muted">This page sends your browser's signals with the Vigil agent, then shows the scores and reasons stored for session <code id="session"></code>.</p>
+<div class="scores">
+  <div class="score">Bot<b id="scoreBot">…</b></div>
+  <div class="score">Proxy / VPN<b id="scoreProxyVpn">…</b></div>
+</div>
+<h2>Reasons</h2>
+<table><thead><tr><th>code</th><th>score</th><th>weight</th><th>detail</th></tr></thead><tbody id="reasons"></tbody></table>
+<p class="muted" id="meta"></p>
+<script src="/v1/agent.js"></script>
+<script>
+(function () {
+  var session = __SESSION__;
+  var $ = function (id) { return document.getElementById(id); };
+  $("session").textContent = session;
+  function fail(e) {
+    document.body.dataset.state = "failed";
+    $("meta").className = "error";
+    $("meta").textContent = String(e && e.message || e);
+  }
+  // As a shop would: once the page has loaded.
+  function visit() { return Vigil.collect({ publicKey: __PUBLIC_KEY__, sessionId: session, sessionToken: __SESSION_TOKEN__ }); }
+  var loaded = document.readyState === "complete" ? Promise.resolve() : new Promise(function (r) { addEventListener("load", r); });
+  loaded.then(visit).then(function (id) {
+    return fetch("/demo/events/" + encodeURIComponent(session), { credentials: "same-origin" }).then(function (r) { return r.json(); }).then(function (j) {
+      var e = j.data;
+      if (!e) throw new Error("no event stored for this session");
+      $("scoreBot").textContent = e.scoreBot.toFixed(2);
+      $("scoreProxyVpn").textContent = e.scoreProxyVpn.toFixed(2);
+      e.reasons.forEach(function (r) {
+        var tr = document.createElement("tr");
+        [r.code, r.score, String(r.weight), r.detail].forEach(function (t) {
+          var td = document.createElement("td"); td.textContent = t; tr.appendChild(td);
+        });
+        $("reasons").appendChild(tr);
+      });
+      if (!e.reasons.length) $("reasons").innerHTML = "<tr><td colspan=4>none: nothing suspicious</td></tr>";
+      $("meta").textContent = "receipt " + id + " from " + e.ipAddress + " · " + e.engineVersion +
+        " · signals collected in " + Vigil.collectMs + " ms";
+      document.body.dataset.collectMs = String(Vigil.collectMs);
+      document.body.dataset.state = "done";
+    });
+  }).catch(fail);
+})();
+</script>
+</body>
+</html>
+"#;

@@ -1,0 +1,441 @@
+//! One endpoint per route, each a few lines that read like its row in the README's route table:
+//! what it takes from the path and body, which service operation answers, what it returns. Every
+//! step before the handler (authentication, path ids, body) is done by [`super::pipeline`].
+
+use http::header;
+use serde_json::Value;
+
+use super::ApiError;
+use super::extract::{Json, JsonBody, Members, Paging, idempotency};
+use super::pipeline::{Call, Endpoint, Reply};
+use super::routes::BASE;
+use crate::domain::project::{Domain, ProjectName};
+use crate::domain::webhook::{WebhookType, WebhookUrl};
+use crate::domain::{
+    CheckResult, DeliveryView, Plan, Project, ProjectId, SessionId, SessionScore as Score, Webhook,
+    WebhookId,
+};
+use crate::service::Vigil;
+use crate::service::plans::Usage;
+use crate::service::projects::{ProjectChanges, ProjectSpec};
+use crate::store::{
+    AccountStore, DeliveryStore, IdempotencyStore, ProjectStore, ResultStore, UsageStore,
+    WebhookStore,
+};
+
+pub use super::extract::MAX_PAGE;
+pub use super::ingest::{CreateEvent, GetEvent, ListEvents};
+pub use super::insight::{GetStats, ListSessions};
+/// Largest webhook creation body accepted.
+pub const MAX_WEBHOOK_BODY: usize = 8 * 1024;
+
+/// GET /results/{projectId}/{sessionId}: a page of the session's results, newest first; `null`
+/// when it has none.
+pub struct ListResults;
+
+impl<S: ProjectStore + ResultStore> Endpoint<S> for ListResults {
+    type Path = (ProjectId, SessionId);
+    type Body = ();
+    type Data = Option<Vec<CheckResult>>;
+
+    async fn handle(
+        app: &Vigil<S>,
+        call: Call<'_, Self::Path, ()>,
+    ) -> Result<Reply<Self::Data>, ApiError> {
+        let (project, session) = &call.path;
+        let paging = Paging::read(call.req, project, session)?;
+        let page = app
+            .results(&call.account, project, session, paging.limit, paging.after)
+            .await?;
+        let next = page.results.last().filter(|_| page.more).map(|(at, _)| *at);
+        let results: Vec<CheckResult> = page.results.iter().map(|(_, e)| e.result()).collect();
+        let reply = Reply::ok((!results.is_empty()).then_some(results));
+        Ok(match next {
+            Some(last) => {
+                let path = format!("/results/{project}/{session}");
+                reply.with_header(
+                    header::LINK,
+                    paging.next_link(&path, project, session, last),
+                )
+            }
+            None => reply,
+        })
+    }
+}
+
+/// GET /results/{projectId}/{sessionId}/general: the session's overall score.
+pub struct SessionScore;
+
+impl<S: ProjectStore + ResultStore> Endpoint<S> for SessionScore {
+    type Path = (ProjectId, SessionId);
+    type Body = ();
+    type Data = Score;
+
+    async fn handle(
+        app: &Vigil<S>,
+        call: Call<'_, Self::Path, ()>,
+    ) -> Result<Reply<Score>, ApiError> {
+        let (project, session) = &call.path;
+        Ok(Reply::ok(
+            app.session_score(&call.account, project, session).await?,
+        ))
+    }
+}
+
+/// GET /plan: the account's plan.
+pub struct GetPlan;
+
+impl<S: AccountStore> Endpoint<S> for GetPlan {
+    // Readable while the plan is not in force, so a client can learn why it is refused.
+    const WITHOUT_PLAN_IN_FORCE: bool = true;
+    type Path = ();
+    type Body = ();
+    type Data = Plan;
+
+    async fn handle(app: &Vigil<S>, call: Call<'_, (), ()>) -> Result<Reply<Plan>, ApiError> {
+        Ok(Reply::ok(app.plan(&call.account).await?))
+    }
+}
+
+/// GET /projects/{projectId}: one project of the account.
+pub struct GetProject;
+
+impl<S: ProjectStore> Endpoint<S> for GetProject {
+    type Path = ProjectId;
+    type Body = ();
+    type Data = Project;
+
+    async fn handle(
+        app: &Vigil<S>,
+        call: Call<'_, ProjectId, ()>,
+    ) -> Result<Reply<Project>, ApiError> {
+        Ok(Reply::ok(app.project(&call.account, &call.path).await?))
+    }
+}
+
+/// The webhook creation body: exactly `type` and `url`, both strings.
+pub struct NewWebhook {
+    pub kind: WebhookType,
+    pub url: String,
+}
+
+impl JsonBody for NewWebhook {
+    const MAX_BYTES: usize = MAX_WEBHOOK_BODY;
+
+    fn from_json(value: Value) -> Result<Self, ApiError> {
+        let members = Members::only(value, &["type", "url"])?;
+        let kind = serde_json::from_value(Value::String(members.string("type")?.to_owned()))
+            .map_err(|_| ApiError::bad_request("`type` must be one of: proxy_vpn_detect"))?;
+        let url = members.string("url")?.to_owned();
+        Ok(Self { kind, url })
+    }
+}
+
+/// POST /projects/{projectId}/webhooks: 201 with the new webhook's `Location`.
+pub struct CreateWebhook;
+
+impl<S: ProjectStore + WebhookStore> Endpoint<S> for CreateWebhook {
+    type Path = ProjectId;
+    type Body = Json<NewWebhook>;
+    type Data = ();
+
+    async fn handle(
+        app: &Vigil<S>,
+        call: Call<'_, ProjectId, Self::Body>,
+    ) -> Result<Reply<()>, ApiError> {
+        let Json(NewWebhook { kind, url }) = call.body;
+        let url = WebhookUrl::parse(&url, app.url_policy())
+            .map_err(|e| ApiError::bad_request(e.to_string()))?;
+        let hook = app
+            .create_webhook(&call.account, &call.path, kind, url)
+            .await?;
+        let location = format!("{BASE}/projects/{}/webhooks/{}", call.path, hook.id);
+        Ok(Reply::created((), location))
+    }
+}
+
+/// GET /projects/{projectId}/webhooks: the project's webhooks, oldest first.
+pub struct ListWebhooks;
+
+impl<S: ProjectStore + WebhookStore> Endpoint<S> for ListWebhooks {
+    type Path = ProjectId;
+    type Body = ();
+    type Data = Vec<Webhook>;
+
+    async fn handle(
+        app: &Vigil<S>,
+        call: Call<'_, ProjectId, ()>,
+    ) -> Result<Reply<Vec<Webhook>>, ApiError> {
+        Ok(Reply::ok(app.webhooks(&call.account, &call.path).await?))
+    }
+}
+
+/// DELETE /projects/{projectId}/webhooks/{webhookId}
+pub struct DeleteWebhook;
+
+impl<S: ProjectStore + WebhookStore> Endpoint<S> for DeleteWebhook {
+    type Path = (ProjectId, WebhookId);
+    type Body = ();
+    type Data = ();
+
+    async fn handle(app: &Vigil<S>, call: Call<'_, Self::Path, ()>) -> Result<Reply<()>, ApiError> {
+        let (project, webhook) = &call.path;
+        app.delete_webhook(&call.account, project, webhook).await?;
+        Ok(Reply::ok(()))
+    }
+}
+
+/// GET /projects/{projectId}/webhooks/{webhookId}/deliveries: the delivery log, newest first.
+pub struct ListDeliveries;
+
+impl<S: ProjectStore + WebhookStore + DeliveryStore> Endpoint<S> for ListDeliveries {
+    type Path = (ProjectId, WebhookId);
+    type Body = ();
+    type Data = Vec<DeliveryView>;
+
+    async fn handle(
+        app: &Vigil<S>,
+        call: Call<'_, Self::Path, ()>,
+    ) -> Result<Reply<Self::Data>, ApiError> {
+        let (project, webhook) = &call.path;
+        Ok(Reply::ok(
+            app.deliveries(&call.account, project, webhook).await?,
+        ))
+    }
+}
+
+/// The project creation body: `name` and `domain`, and optionally `requireSessionToken`.
+pub struct NewProject(pub ProjectSpec);
+
+/// Largest project body accepted.
+pub const MAX_PROJECT_BODY: usize = 8 * 1024;
+
+impl JsonBody for NewProject {
+    const MAX_BYTES: usize = MAX_PROJECT_BODY;
+
+    fn from_json(value: Value) -> Result<Self, ApiError> {
+        let members = Members::only(value, &["name", "domain", "requireSessionToken"])?;
+        Ok(Self(ProjectSpec {
+            name: project_name(members.string("name")?)?,
+            domain: project_domain(members.string("domain")?)?,
+            require_session_token: members
+                .optional_bool("requireSessionToken")?
+                .unwrap_or(true),
+        }))
+    }
+}
+
+fn project_name(s: &str) -> Result<ProjectName, ApiError> {
+    ProjectName::parse(s).map_err(|e| ApiError::bad_request(format!("`name` {e}")))
+}
+
+fn project_domain(s: &str) -> Result<Domain, ApiError> {
+    Domain::parse(s).map_err(|e| ApiError::bad_request(format!("`domain` {e}")))
+}
+
+/// POST /projects: 201 with the new project (its keys included) and its `Location`.
+pub struct CreateProject;
+
+impl<S: ProjectStore + IdempotencyStore> Endpoint<S> for CreateProject {
+    type Path = ();
+    type Body = Json<NewProject>;
+    type Data = Project;
+
+    async fn handle(
+        app: &Vigil<S>,
+        call: Call<'_, (), Self::Body>,
+    ) -> Result<Reply<Project>, ApiError> {
+        let once = idempotency(call.req, &call.account, app.now())?;
+        let Json(NewProject(spec)) = call.body;
+        let project = app
+            .create_project(&call.account, &call.terms, spec, once.as_ref())
+            .await?;
+        let location = format!("{BASE}/projects/{}", project.id);
+        Ok(Reply::created(project, location))
+    }
+}
+
+/// GET /projects: the account's projects, oldest first.
+pub struct ListProjects;
+
+impl<S: ProjectStore> Endpoint<S> for ListProjects {
+    type Path = ();
+    type Body = ();
+    type Data = Vec<Project>;
+
+    async fn handle(
+        app: &Vigil<S>,
+        call: Call<'_, (), ()>,
+    ) -> Result<Reply<Vec<Project>>, ApiError> {
+        Ok(Reply::ok(app.projects(&call.account).await?))
+    }
+}
+
+impl JsonBody for ProjectChanges {
+    const MAX_BYTES: usize = MAX_PROJECT_BODY;
+
+    fn from_json(value: Value) -> Result<Self, ApiError> {
+        let members = Members::only(
+            value,
+            &["name", "domain", "disabled", "requireSessionToken"],
+        )?;
+        // A member is a change: null would say nothing, so it is refused rather than ignored.
+        members.no_nulls()?;
+        let changes = ProjectChanges {
+            name: members
+                .optional_string("name")?
+                .map(project_name)
+                .transpose()?,
+            domain: members
+                .optional_string("domain")?
+                .map(project_domain)
+                .transpose()?,
+            disabled: members.optional_bool("disabled")?,
+            require_session_token: members.optional_bool("requireSessionToken")?,
+        };
+        if changes == ProjectChanges::default() {
+            return Err(ApiError::bad_request(
+                "Request body must set at least one of `name`, `domain`, `disabled` and `requireSessionToken`",
+            ));
+        }
+        Ok(changes)
+    }
+}
+
+/// PATCH /projects/{projectId}: changes `name`, `domain` or `disabled`; the project as it now is.
+pub struct UpdateProject;
+
+impl<S: ProjectStore> Endpoint<S> for UpdateProject {
+    type Path = ProjectId;
+    type Body = Json<ProjectChanges>;
+    type Data = Project;
+
+    async fn handle(
+        app: &Vigil<S>,
+        call: Call<'_, ProjectId, Self::Body>,
+    ) -> Result<Reply<Project>, ApiError> {
+        let Json(changes) = call.body;
+        Ok(Reply::ok(
+            app.update_project(&call.account, &call.path, changes)
+                .await?,
+        ))
+    }
+}
+
+/// GET /usage: the current billing period's requests against `maxRequests`.
+pub struct GetUsage;
+
+impl<S: UsageStore> Endpoint<S> for GetUsage {
+    type Path = ();
+    type Body = ();
+    type Data = Usage;
+
+    async fn handle(app: &Vigil<S>, call: Call<'_, (), ()>) -> Result<Reply<Usage>, ApiError> {
+        Ok(Reply::ok(app.usage(&call.account, &call.terms).await?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::UrlPolicy;
+    use crate::extract::FromBody;
+
+    /// The creation body as the pipeline's body step and the handler read it.
+    fn parse(body: &str) -> Result<(WebhookType, WebhookUrl), ApiError> {
+        let req = lambda_http::Request::new(lambda_http::Body::from(body));
+        let (mut parts, body) = req.into_parts();
+        parts.headers.insert(
+            header::CONTENT_TYPE,
+            http::HeaderValue::from_static("application/json"),
+        );
+        let req = lambda_http::Request::from_parts(parts, body);
+        let Json(NewWebhook { kind, url }) = Json::<NewWebhook>::from_body(&req)?;
+        let url = WebhookUrl::parse(&url, UrlPolicy::default())
+            .map_err(|e| ApiError::bad_request(e.to_string()))?;
+        Ok((kind, url))
+    }
+
+    #[test]
+    fn webhook_body_happy_path() {
+        let (k, u) = parse(r#"{"type":"proxy_vpn_detect","url":"https://h.example/x"}"#).unwrap();
+        assert_eq!(k, WebhookType::ProxyVpnDetect);
+        assert_eq!(u.as_str(), "https://h.example/x");
+    }
+
+    #[test]
+    fn webhook_body_errors_are_specific() {
+        let msg = |b: &str| parse(b).unwrap_err().message().to_owned();
+        assert_eq!(msg("{"), "Request body must be valid JSON");
+        assert_eq!(msg("[]"), "Request body must be a JSON object");
+        assert_eq!(msg(r#"{"url":"https://h.example"}"#), "`type` is required");
+        assert_eq!(msg(r#"{"type":"proxy_vpn_detect"}"#), "`url` is required");
+        assert_eq!(
+            msg(r#"{"type":1,"url":"https://h.example"}"#),
+            "`type` must be a string"
+        );
+        assert_eq!(
+            msg(r#"{"type":"bot","url":"https://h.example"}"#),
+            "`type` must be one of: proxy_vpn_detect"
+        );
+        assert!(
+            msg(r#"{"type":"proxy_vpn_detect","url":"https://h.example","x":1}"#)
+                .starts_with("Unknown field `x`")
+        );
+        assert_eq!(
+            msg(r#"{"type":"proxy_vpn_detect","url":"http://h.example"}"#),
+            "url must use https"
+        );
+    }
+
+    /// Any JSON value: a body is accepted or refused with a message, never a panic.
+    fn json_value() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            "[a-z:/.]{0,12}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(3, 24, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                prop::collection::btree_map(
+                    prop_oneof![
+                        Just("type".to_owned()),
+                        Just("url".to_owned()),
+                        Just("name".to_owned()),
+                        Just("domain".to_owned()),
+                        Just("disabled".to_owned()),
+                        "[a-z]{1,6}"
+                    ],
+                    inner,
+                    0..5
+                )
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_json_is_a_body_or_a_400(v in json_value()) {
+            for result in [
+                NewWebhook::from_json(v.clone()).map(|_| ()),
+                NewProject::from_json(v.clone()).map(|_| ()),
+                ProjectChanges::from_json(v.clone()).map(|_| ()),
+            ] {
+                if let Err(e) = result {
+                    proptest::prop_assert_eq!(e.status(), http::StatusCode::BAD_REQUEST);
+                }
+            }
+        }
+
+        #[test]
+        fn any_bytes_are_a_body_or_a_client_error(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..200)) {
+            if let Err(e) = parse(&String::from_utf8_lossy(&bytes)) {
+                proptest::prop_assert!(e.status().is_client_error());
+            }
+        }
+    }
+}

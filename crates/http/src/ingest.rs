@@ -1,0 +1,380 @@
+//! The ingestion endpoints: the server-side events route and its readers, the browser's collect
+//! route, and the agent script that calls it.
+
+use std::net::IpAddr;
+use std::sync::LazyLock;
+
+use http::{HeaderValue, Method, StatusCode, header};
+use lambda_http::request::RequestContext;
+use lambda_http::{Body, Request, RequestExt, Response};
+use serde::Serialize;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use super::ApiError;
+use super::extract::{
+    Json, JsonBody, Members, Paging, bounded_body, has_media_type, idempotency, typed,
+};
+use super::pipeline::{Call, Endpoint, Reply};
+use super::routes::BASE;
+use crate::detect::{Evidence, Headers, Signals};
+use crate::domain::project::Origin;
+use crate::domain::{Event, EventId, ProjectId, SessionId};
+use crate::service::Vigil;
+use crate::store::{AccountStore, IdempotencyStore, ProjectStore, ResultStore, UsageStore};
+
+/// Largest evidence document accepted, by either door.
+pub const MAX_EVIDENCE_BODY: usize = 16 * 1024;
+
+/// The events route's body: the engine's evidence, `ipAddress` required.
+pub struct NewEvent(pub Evidence);
+
+impl JsonBody for NewEvent {
+    const MAX_BYTES: usize = MAX_EVIDENCE_BODY;
+
+    fn from_json(value: Value) -> Result<Self, ApiError> {
+        let mut m = Members::only(value, &["ipAddress", "userAgent", "headers", "signals"])?;
+        let ip = m
+            .take("ipAddress")
+            .ok_or_else(|| ApiError::bad_request("`ipAddress` is required"))?;
+        Ok(Self(Evidence {
+            ip_address: Some(typed(ip, "ipAddress")?),
+            user_agent: m
+                .take("userAgent")
+                .map(|v| typed(v, "userAgent"))
+                .transpose()?,
+            headers: m.take("headers").map(|v| typed(v, "headers")).transpose()?,
+            signals: m.take("signals").map(|v| typed(v, "signals")).transpose()?,
+        }))
+    }
+}
+
+fn event_location(project: &ProjectId, session: &SessionId, id: EventId) -> String {
+    format!("{BASE}/projects/{project}/sessions/{session}/events/{id}")
+}
+
+/// POST /projects/{projectId}/sessions/{sessionId}/events: evaluates a visit and stores it.
+pub struct CreateEvent;
+
+impl<S: ProjectStore + ResultStore + IdempotencyStore> Endpoint<S> for CreateEvent {
+    type Path = (ProjectId, SessionId);
+    type Body = Json<NewEvent>;
+    type Data = Event;
+
+    async fn handle(
+        app: &Vigil<S>,
+        call: Call<'_, Self::Path, Self::Body>,
+    ) -> Result<Reply<Event>, ApiError> {
+        let (project, session) = &call.path;
+        let once = idempotency(call.req, &call.account, app.now())?;
+        let Json(NewEvent(evidence)) = &call.body;
+        let event = app
+            .record_event(&call.account, project, session, evidence, once.as_ref())
+            .await?;
+        let location = event_location(project, session, event.id);
+        Ok(Reply::created(event, location))
+    }
+}
+
+/// GET /projects/{projectId}/sessions/{sessionId}/events: the session's events, newest first.
+pub struct ListEvents;
+
+impl<S: ProjectStore + ResultStore> Endpoint<S> for ListEvents {
+    type Path = (ProjectId, SessionId);
+    type Body = ();
+    type Data = Vec<Event>;
+
+    async fn handle(
+        app: &Vigil<S>,
+        call: Call<'_, Self::Path, ()>,
+    ) -> Result<Reply<Vec<Event>>, ApiError> {
+        let (project, session) = &call.path;
+        let paging = Paging::read(call.req, project, session)?;
+        let page = app
+            .events(&call.account, project, session, paging.limit, paging.after)
+            .await?;
+        let next = page.results.last().filter(|_| page.more).map(|(at, _)| *at);
+        let events: Vec<Event> = page.results.into_iter().map(|(_, e)| e).collect();
+        let reply = Reply::ok(events);
+        Ok(match next {
+            Some(last) => {
+                let path = format!("/projects/{project}/sessions/{session}/events");
+                reply.with_header(
+                    header::LINK,
+                    paging.next_link(&path, project, session, last),
+                )
+            }
+            None => reply,
+        })
+    }
+}
+
+/// GET /projects/{projectId}/sessions/{sessionId}/events/{eventId}
+pub struct GetEvent;
+
+impl<S: ProjectStore + ResultStore> Endpoint<S> for GetEvent {
+    type Path = (ProjectId, SessionId, EventId);
+    type Body = ();
+    type Data = Event;
+
+    async fn handle(
+        app: &Vigil<S>,
+        call: Call<'_, Self::Path, ()>,
+    ) -> Result<Reply<Event>, ApiError> {
+        let (project, session, id) = &call.path;
+        Ok(Reply::ok(
+            app.event(&call.account, project, session, *id).await?,
+        ))
+    }
+}
+
+/// The media types the collect route reads: the agent sends `text/plain`, which keeps its
+/// cross-origin request "simple" (no preflight round trip); JSON is accepted too.
+const COLLECT_TYPES: &[&str] = &["text/plain", "application/json"];
+const COLLECT_415: &str = "Content-Type must be text/plain or application/json";
+const NOT_A_VISIT: &str = "Request body must be a JSON object with a string `publicKey`";
+const ORIGIN_REFUSED: &str = "Origin is not allowed for this project";
+
+/// The collect route's body, read once and whole before anything is read or counted: exactly
+/// `publicKey`, `sessionId`, and optionally `sessionToken` and `signals`.
+pub struct VisitBody {
+    pub public_key: String,
+    pub session: SessionId,
+    pub session_token: Option<String>,
+    pub signals: Option<Signals>,
+}
+
+impl VisitBody {
+    fn read(req: &Request) -> Result<Self, ApiError> {
+        if !has_media_type(req, COLLECT_TYPES) {
+            return Err(ApiError::UnsupportedMediaType(COLLECT_415));
+        }
+        let value: Value = serde_json::from_slice(bounded_body(req, MAX_EVIDENCE_BODY)?)
+            .map_err(|_| ApiError::bad_request(NOT_A_VISIT))?;
+        if !value.is_object() || value.get("publicKey").is_some_and(|k| !k.is_string()) {
+            return Err(ApiError::bad_request(NOT_A_VISIT));
+        }
+        let mut m = Members::only(
+            value,
+            &["publicKey", "sessionId", "sessionToken", "signals"],
+        )?;
+        let public_key = m.string("publicKey")?.to_owned();
+        let session = SessionId::parse(m.string("sessionId")?)
+            .map_err(|e| ApiError::bad_request(format!("sessionId {e}")))?;
+        let session_token = m.optional_string("sessionToken")?.map(str::to_owned);
+        let signals = m.take("signals").map(|v| typed(v, "signals")).transpose()?;
+        Ok(Self {
+            public_key,
+            session,
+            session_token,
+            signals,
+        })
+    }
+}
+
+/// Headers that the serving infrastructure (API Gateway and CloudFront, or the proxy that
+/// `vigil serve --trust-proxy` trusts) adds to every request: evidence of our edge, not of the
+/// visitor's route, so the engine is not shown them.
+fn added_by_edge(name: &str) -> bool {
+    matches!(name, "via" | "forwarded" | "x-forwarded-for")
+        || name.starts_with("x-forwarded-")
+        || name.starts_with("cloudfront-")
+        || name.starts_with("x-amz")
+}
+
+/// Set by `vigil serve` on a request that reached it straight from the visitor (no trusted
+/// proxy): every header the request carries is then the visitor's own.
+#[derive(Debug, Clone, Copy)]
+pub struct DirectPeer;
+
+/// What the request itself says of the visit: the connection's address (never the body's), the
+/// user agent and headers as received.
+fn request_evidence(req: &Request) -> Result<Evidence, ApiError> {
+    let ip: Option<IpAddr> = match req.request_context_ref() {
+        Some(RequestContext::ApiGatewayV1(ctx)) => ctx
+            .identity
+            .source_ip
+            .as_deref()
+            .and_then(|s| s.parse().ok()),
+        _ => None,
+    };
+    let Some(ip) = ip else {
+        // API Gateway and vigil serve always set it: its absence is a deployment fault.
+        tracing::error!("collect request without a source address in its context");
+        return Err(ApiError::Internal);
+    };
+    let direct = req.extensions().get::<DirectPeer>().is_some();
+    let headers = Headers::from_pairs(req.headers().iter().filter_map(|(k, v)| {
+        let name = k.as_str();
+        let skip = matches!(name, "cookie" | "authorization") || (!direct && added_by_edge(name));
+        if skip {
+            return None;
+        }
+        Some((name.to_owned(), v.to_str().ok()?.to_owned()))
+    }));
+    Ok(Evidence {
+        ip_address: Some(ip),
+        user_agent: req
+            .headers()
+            .get(header::USER_AGENT)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned),
+        headers: Some(headers),
+        signals: None,
+    })
+}
+
+/// What the page is told of its visit: a receipt id, never the scores.
+#[derive(Serialize)]
+struct Collected {
+    id: String,
+}
+
+/// POST /collect, a visit reported by the browser agent on a customer's page, and its CORS
+/// preflight. Its own pipeline, in this order: the body is read whole (415, 413, 400: nothing
+/// read or counted yet); the page's origin must be a canonical one (403); the public key must
+/// name a project (401) whose domain the origin is (403) and that is enabled (403); then the plan
+/// (403), the session token (401) and the route's own budget (429, `Retry-After`). Answers carry
+/// no rate-limit headers, and CORS only for an origin the project allows.
+pub async fn collect<S>(app: &Vigil<S>, req: &Request) -> Response<Body>
+where
+    S: ProjectStore + ResultStore + AccountStore + UsageStore,
+{
+    if req.method() == Method::OPTIONS {
+        return preflight(req);
+    }
+    let mut allowed = None;
+    let mut res = match record(app, req, &mut allowed).await {
+        Ok(id) => {
+            let body = serde_json::json!({ "data": Collected { id } }).to_string();
+            super::json_response(StatusCode::ACCEPTED, body)
+        }
+        Err(e) => e.into_response(),
+    };
+    if let Some(origin) = allowed {
+        allow_origin(&mut res, origin);
+    }
+    res
+}
+
+async fn record<S>(
+    app: &Vigil<S>,
+    req: &Request,
+    allowed: &mut Option<HeaderValue>,
+) -> Result<String, ApiError>
+where
+    S: ProjectStore + ResultStore + AccountStore + UsageStore,
+{
+    let visit = VisitBody::read(req)?;
+    let origin = page_origin(req).ok_or(ApiError::Forbidden(ORIGIN_REFUSED))?;
+    let visited = app.visitor(&visit.public_key, &origin).await?;
+    *allowed = HeaderValue::from_str(origin.as_str()).ok();
+    let mut evidence = request_evidence(req)?;
+    evidence.signals = visit.signals;
+    let source = evidence.ip_address.ok_or(ApiError::Internal)?;
+    Ok(app
+        .record_visit(
+            &visited,
+            source,
+            &visit.session,
+            visit.session_token.as_deref(),
+            &evidence,
+        )
+        .await?)
+}
+
+/// The request's `Origin`, if it is one a browser sends.
+fn page_origin(req: &Request) -> Option<Origin> {
+    req.headers()
+        .get(header::ORIGIN)
+        .and_then(|v| v.to_str().ok())
+        .and_then(Origin::parse)
+}
+
+/// CORS for an answer to a page whose origin the project allows: this origin only, and of the
+/// headers only `Retry-After` readable (nothing about the customer's plan).
+fn allow_origin(res: &mut Response<Body>, origin: HeaderValue) {
+    let h = res.headers_mut();
+    h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);
+    h.insert(header::VARY, HeaderValue::from_static("Origin"));
+    h.insert(
+        header::ACCESS_CONTROL_EXPOSE_HEADERS,
+        HeaderValue::from_static("Retry-After"),
+    );
+}
+
+/// OPTIONS /collect: a page that posts JSON asks first. A preflight carries no body, so no public
+/// key: it is granted to any origin a browser sends (POST with `Content-Type`, for 10 minutes),
+/// which grants nothing by itself: the POST that follows is judged in full.
+fn preflight(req: &Request) -> Response<Body> {
+    let Some(origin) = page_origin(req).and_then(|o| HeaderValue::from_str(o.as_str()).ok()) else {
+        return ApiError::Forbidden(ORIGIN_REFUSED).into_response();
+    };
+    let mut res = Response::new(Body::Empty);
+    *res.status_mut() = StatusCode::NO_CONTENT;
+    allow_origin(&mut res, origin);
+    let h = res.headers_mut();
+    h.insert(
+        header::ACCESS_CONTROL_ALLOW_METHODS,
+        HeaderValue::from_static("POST"),
+    );
+    h.insert(
+        header::ACCESS_CONTROL_ALLOW_HEADERS,
+        HeaderValue::from_static("Content-Type"),
+    );
+    h.insert(
+        header::ACCESS_CONTROL_MAX_AGE,
+        HeaderValue::from_static("600"),
+    );
+    res
+}
+
+/// The browser agent, as served.
+pub const AGENT_JS: &str = include_str!("../../../agent/vigil.js");
+
+/// The agent's entity tag: its content's hash, so a new build is fetched at once.
+static AGENT_ETAG: LazyLock<String> = LazyLock::new(|| {
+    let digest = Sha256::digest(AGENT_JS.as_bytes());
+    format!("\"{}\"", hex::encode(&digest[..12]))
+});
+
+/// GET /agent.js: the agent script, public and cacheable (no key, no plan: it carries no data).
+pub fn agent_script(req: &Request) -> Response<Body> {
+    let etag = AGENT_ETAG.as_str();
+    let fresh = req
+        .headers()
+        .get_all(header::IF_NONE_MATCH)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|t| {
+            let t = t.trim();
+            t == "*" || t.trim_start_matches("W/") == etag
+        });
+    let (status, body) = if fresh {
+        (StatusCode::NOT_MODIFIED, Body::Empty)
+    } else if req.method() == Method::HEAD {
+        (StatusCode::OK, Body::Empty)
+    } else {
+        (StatusCode::OK, Body::Text(AGENT_JS.to_owned()))
+    };
+    let mut res = Response::new(body);
+    *res.status_mut() = status;
+    let h = res.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/javascript; charset=utf-8"),
+    );
+    h.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("public, max-age=3600, stale-while-revalidate=86400"),
+    );
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    if let Ok(v) = HeaderValue::from_str(etag) {
+        h.insert(header::ETAG, v);
+    }
+    res
+}

@@ -1,0 +1,287 @@
+//! A project's sessions and statistics, and the dashboard page that shows them.
+
+use http::{HeaderValue, Method, StatusCode, header};
+use lambda_http::{Body, Request, Response};
+
+use super::ApiError;
+use super::extract::{page_limit, query};
+use super::pipeline::{Call, Endpoint, Reply};
+use super::routes::BASE;
+use crate::domain::insight::{Bucket, Granularity, SessionQuery, SessionSummary, StatsRange};
+use crate::domain::{ProjectId, Score, Timestamp, cursor};
+use crate::service::Vigil;
+use crate::store::{InsightStore, ProjectStore};
+
+/// GET /projects/{projectId}/sessions: the project's sessions, most recently seen first, paged
+/// like results (`limit`, `cursor`, `Link`), filtered by `minScoreBot` and `minScoreProxyVpn`.
+pub struct ListSessions;
+
+/// The sessions list's query: `limit`, `cursor`, `minScoreBot`, `minScoreProxyVpn`.
+fn session_query(req: &Request, project: &ProjectId) -> Result<SessionQuery, ApiError> {
+    let limit = page_limit(req)?;
+    let after = query(req, "cursor")
+        .map(|c| cursor::decode_sessions(c, project))
+        .transpose()
+        .map_err(|_| ApiError::bad_request("cursor is not valid for this project"))?;
+    let score = |name: &str| {
+        query(req, name)
+            .map(|s| {
+                s.parse::<f64>()
+                    .ok()
+                    .and_then(|v| Score::new(v).ok())
+                    .ok_or_else(|| {
+                        ApiError::bad_request(format!("{name} must be a number from 0 to 1"))
+                    })
+            })
+            .transpose()
+    };
+    Ok(SessionQuery {
+        limit,
+        after,
+        min_score_bot: score("minScoreBot")?,
+        min_score_proxy_vpn: score("minScoreProxyVpn")?,
+    })
+}
+
+impl<S: ProjectStore + InsightStore> Endpoint<S> for ListSessions {
+    type Path = ProjectId;
+    type Body = ();
+    type Data = Vec<SessionSummary>;
+
+    async fn handle(
+        app: &Vigil<S>,
+        call: Call<'_, ProjectId, ()>,
+    ) -> Result<Reply<Self::Data>, ApiError> {
+        let project = &call.path;
+        let q = session_query(call.req, project)?;
+        let page = app.sessions(&call.account, project, &q).await?;
+        let reply = Reply::ok(page.sessions);
+        Ok(match page.next {
+            None => reply,
+            Some(at) => {
+                // The next page keeps the client's own parameters, with the new cursor.
+                let mut link = format!(
+                    "<{BASE}/projects/{project}/sessions?cursor={}",
+                    cursor::encode_sessions(project, &at)
+                );
+                for name in ["limit", "minScoreBot", "minScoreProxyVpn"] {
+                    if let Some(v) = query(call.req, name) {
+                        link.push_str(&format!("&{name}={}", urlencoding(v)));
+                    }
+                }
+                link.push_str(">; rel=\"next\"");
+                reply.with_header(header::LINK, link)
+            }
+        })
+    }
+}
+
+/// A query value as it goes back into a link (the values read are numbers; anything else is
+/// escaped rather than trusted).
+fn urlencoding(v: &str) -> String {
+    percent_encoding::utf8_percent_encode(v, percent_encoding::NON_ALPHANUMERIC).to_string()
+}
+
+/// GET /projects/{projectId}/stats?from=&to=&granularity=hour|day: one bucket per hour or day.
+pub struct GetStats;
+
+/// The statistics query: `granularity` (hour by default), `from` and `to` (RFC 3339; by default
+/// the last 24 hours or the last 30 days, ending with the current bucket).
+fn stats_range(req: &Request, now: Timestamp) -> Result<StatsRange, ApiError> {
+    let granularity = match query(req, "granularity") {
+        None => Granularity::Hour,
+        Some(g) => Granularity::parse(g)
+            .ok_or_else(|| ApiError::bad_request("granularity must be one of: hour, day"))?,
+    };
+    let time = |name: &str| {
+        query(req, name)
+            .map(|s| {
+                s.parse::<Timestamp>().map_err(|_| {
+                    ApiError::bad_request(format!(
+                        "{name} must be an RFC 3339 date-time, such as 2026-11-23T00:00:00Z"
+                    ))
+                })
+            })
+            .transpose()
+    };
+    let (from, to) = (time("from")?, time("to")?);
+    let default_span = match granularity {
+        Granularity::Hour => 24,
+        Granularity::Day => 30,
+    };
+    let invalid = |e: crate::domain::insight::RangeError| ApiError::bad_request(e.to_string());
+    match (from, to) {
+        (None, None) => StatsRange::last(now, default_span, granularity).map_err(invalid),
+        (from, to) => {
+            let span = default_span * granularity.seconds() * 1000;
+            let to = match (from, to) {
+                (_, Some(t)) => t,
+                (Some(f), None) => {
+                    let end = f
+                        .unix_millis()
+                        .saturating_add(span)
+                        .min(now.unix_millis() + 1);
+                    Timestamp::from_unix_millis(end.max(f.unix_millis() + 1))
+                        .map_err(|_| ApiError::bad_request("from is out of range"))?
+                }
+                (None, None) => now,
+            };
+            let from = match from {
+                Some(f) => f,
+                None => Timestamp::from_unix_millis(to.unix_millis().saturating_sub(span))
+                    .map_err(|_| ApiError::bad_request("to is out of range"))?,
+            };
+            StatsRange::new(from, to, granularity).map_err(invalid)
+        }
+    }
+}
+
+impl<S: ProjectStore + InsightStore> Endpoint<S> for GetStats {
+    type Path = ProjectId;
+    type Body = ();
+    type Data = Vec<Bucket>;
+
+    async fn handle(
+        app: &Vigil<S>,
+        call: Call<'_, ProjectId, ()>,
+    ) -> Result<Reply<Self::Data>, ApiError> {
+        let range = stats_range(call.req, app.now())?;
+        Ok(Reply::ok(
+            app.stats(&call.account, &call.path, &range).await?,
+        ))
+    }
+}
+
+/// The dashboard page: static HTML whose script asks for a developer key and calls the API.
+const DASHBOARD_HTML: &str = include_str!("../../../dashboard/index.html");
+
+/// The page's Content-Security-Policy: its one inline script by hash, its own API only.
+static DASHBOARD_CSP: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    use base64::Engine;
+    use sha2::{Digest, Sha256};
+    let script = DASHBOARD_HTML
+        .split_once("<script>")
+        .and_then(|(_, rest)| rest.split_once("</script>"))
+        .map_or("", |(s, _)| s);
+    let hash = base64::engine::general_purpose::STANDARD.encode(Sha256::digest(script.as_bytes()));
+    format!(
+        "default-src 'none'; script-src 'sha256-{hash}'; style-src 'unsafe-inline'; \
+         connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; \
+         frame-ancestors 'none'"
+    )
+});
+
+/// GET /dashboard (and HEAD): the page, the same for everyone; it holds no data.
+pub fn dashboard(req: &Request) -> Response<Body> {
+    let body = if req.method() == Method::HEAD {
+        Body::Empty
+    } else {
+        Body::Text(DASHBOARD_HTML.to_owned())
+    };
+    let mut res = Response::new(body);
+    *res.status_mut() = StatusCode::OK;
+    let h = res.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=utf-8"),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    if let Ok(v) = HeaderValue::from_str(&DASHBOARD_CSP) {
+        h.insert(header::CONTENT_SECURITY_POLICY, v);
+    }
+    res
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lambda_http::RequestExt;
+    use std::collections::HashMap;
+
+    fn req(q: &[(&str, &str)]) -> Request {
+        Request::default().with_query_string_parameters(
+            q.iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect::<HashMap<_, _>>(),
+        )
+    }
+
+    fn now() -> Timestamp {
+        "2026-11-23T10:15:00.000Z".parse().unwrap()
+    }
+
+    #[test]
+    fn stats_ranges_default_and_validate() {
+        let r = stats_range(&req(&[]), now()).unwrap();
+        assert_eq!(r.starts().count(), 24);
+        assert_eq!(r.to().to_string(), "2026-11-23T11:00:00.000Z");
+        let r = stats_range(&req(&[("granularity", "day")]), now()).unwrap();
+        assert_eq!(r.starts().count(), 30);
+        let msg = |q: &[(&str, &str)]| {
+            stats_range(&req(q), now())
+                .unwrap_err()
+                .message()
+                .to_owned()
+        };
+        assert_eq!(
+            msg(&[("granularity", "week")]),
+            "granularity must be one of: hour, day"
+        );
+        assert!(msg(&[("from", "yesterday")]).starts_with("from must be an RFC 3339"));
+        assert_eq!(
+            msg(&[
+                ("from", "2026-11-23T00:00:00Z"),
+                ("to", "2026-11-22T00:00:00Z")
+            ]),
+            "`from` must be before `to`"
+        );
+        assert_eq!(
+            msg(&[
+                ("from", "2026-01-01T00:00:00Z"),
+                ("to", "2026-03-01T00:00:00Z")
+            ]),
+            "the range may span at most 744 hours for granularity=hour"
+        );
+        let r = stats_range(&req(&[("from", "2026-11-23T08:00:00Z")]), now()).unwrap();
+        assert_eq!(r.starts().count(), 3);
+    }
+
+    #[test]
+    fn session_queries_validate_their_parameters() {
+        let p = ProjectId::parse("prj_1").unwrap();
+        let q = session_query(&req(&[("minScoreBot", "0.5")]), &p).unwrap();
+        assert_eq!(q.min_score_bot, Some(Score::new(0.5).unwrap()));
+        assert_eq!(q.limit, super::super::extract::MAX_PAGE);
+        for (name, v) in [
+            ("minScoreBot", "2"),
+            ("minScoreProxyVpn", "x"),
+            ("limit", "0"),
+            ("cursor", "zz"),
+        ] {
+            let e = session_query(&req(&[(name, v)]), &p).unwrap_err();
+            assert_eq!(e.status(), StatusCode::BAD_REQUEST, "{name}={v}");
+        }
+    }
+
+    #[test]
+    fn the_dashboard_allows_only_its_own_script() {
+        let res = dashboard(&Request::default());
+        let csp = res.headers()[header::CONTENT_SECURITY_POLICY]
+            .to_str()
+            .unwrap();
+        let script_src = csp
+            .split(';')
+            .find(|d| d.trim().starts_with("script-src"))
+            .unwrap();
+        assert!(script_src.contains("'sha256-"), "{csp}");
+        assert!(!script_src.contains("unsafe"), "{csp}");
+    }
+}

@@ -1,0 +1,44 @@
+//! HTTP: the route table, the one request pipeline (authentication, extractors, the handler, the
+//! answer), and one endpoint per route, shared by the Lambda functions and the local server.
+
+use http::{HeaderValue, StatusCode, header};
+use lambda_http::{Body, Response};
+
+pub mod auth;
+pub mod demo;
+pub mod error;
+pub mod extract;
+pub mod handlers;
+pub mod ingest;
+pub mod insight;
+pub mod pipeline;
+pub mod routes;
+pub mod server;
+
+// The layers below, named as the modules here name them.
+use vigil_core::{detect, domain, metrics, report, seed, service, store};
+
+pub use error::ApiError;
+pub use pipeline::{Endpoint, answer};
+pub use routes::{Resolved, Route, Router};
+
+/// The authorizer context key that carries the authenticated account.
+pub const ACCOUNT_CONTEXT_KEY: &str = "accountId";
+
+pub(crate) fn json_response(status: StatusCode, body: String) -> Response<Body> {
+    let mut res = Response::new(Body::Text(body));
+    *res.status_mut() = status;
+    res.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    res
+}
+
+/// Sets a header whose value we built from validated parts (ids, cursors, method names), which
+/// are always valid header text; anything else is left out rather than failing the response.
+pub(crate) fn set_header(res: &mut Response<Body>, name: http::HeaderName, value: &str) {
+    if let Ok(v) = HeaderValue::from_str(value) {
+        res.headers_mut().insert(name, v);
+    }
+}

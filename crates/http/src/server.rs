@@ -1,0 +1,362 @@
+//! The local server: the whole API on one port. Each request is routed with the shared route
+//! table, authenticated with the authorizer's code, turned into the same API Gateway proxy request a
+//! Lambda function receives, and answered by the same handler.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use aws_lambda_events::apigw::ApiGatewayProxyRequestContext;
+use bytes::Bytes;
+use futures_util::FutureExt;
+use http::header;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use lambda_http::request::RequestContext;
+use lambda_http::{Body, RequestExt};
+use serde_json::Value;
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tracing::Instrument;
+
+use crate::domain::token::time_ordered_token;
+use crate::extract::UnreadableBody;
+use crate::ingest::DirectPeer;
+use crate::service::Vigil;
+use crate::store::Store;
+use crate::{ApiError, Resolved, Router, auth};
+
+/// Largest request body read; API Gateway's own limit is far higher, but no route needs more.
+const MAX_BODY: usize = 1024 * 1024;
+/// Largest request head (request line and headers) read; a larger one is refused with 431.
+pub const MAX_HEAD_BYTES: usize = 16 * 1024;
+
+/// What keeps slow or greedy clients from taking the server down: each connection has a deadline
+/// for every request head and body, and the number of open connections is capped (further
+/// clients wait in the listen backlog until a connection closes).
+#[derive(Debug, Clone)]
+pub struct Limits {
+    pub max_connections: usize,
+    /// For the head of each request, and again for its body.
+    pub read_timeout: Duration,
+    /// The proxies in front of the server that are trusted to name the client.
+    pub trust_proxy: TrustedProxies,
+    /// Whether `/demo` is served.
+    pub demo: bool,
+}
+
+/// Proxy ranges whose `X-Forwarded-For` is believed. Empty: none, the peer is the client.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TrustedProxies(Vec<ipnet::IpNet>);
+
+impl From<Vec<ipnet::IpNet>> for TrustedProxies {
+    fn from(ranges: Vec<ipnet::IpNet>) -> Self {
+        Self(ranges)
+    }
+}
+
+impl TrustedProxies {
+    pub fn trusts(&self, peer: IpAddr) -> bool {
+        let peer = canonical(peer);
+        self.0.iter().any(|n| n.contains(&peer))
+    }
+
+    /// The visitor's address: for a trusted peer, the right-most entry of the last
+    /// `X-Forwarded-For` header (the one that proxy appended), with its port or brackets taken
+    /// off; for any other peer, or an entry that does not parse, the peer itself.
+    pub fn client(&self, peer: IpAddr, headers: &http::HeaderMap) -> IpAddr {
+        if !self.trusts(peer) {
+            return peer;
+        }
+        headers
+            .get_all("x-forwarded-for")
+            .iter()
+            .next_back()
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.rsplit(',').next())
+            .and_then(|entry| forwarded_address(entry.trim()))
+            .map(canonical)
+            .unwrap_or(peer)
+    }
+}
+
+/// An `X-Forwarded-For` entry: an address, `a.b.c.d:port`, `[v6]` or `[v6]:port`.
+fn forwarded_address(entry: &str) -> Option<IpAddr> {
+    if let Ok(ip) = entry.parse() {
+        return Some(ip);
+    }
+    if let Ok(sock) = entry.parse::<std::net::SocketAddr>() {
+        return Some(sock.ip());
+    }
+    entry
+        .strip_prefix('[')
+        .and_then(|e| e.strip_suffix(']'))
+        .and_then(|e| e.parse().ok())
+}
+
+/// An IPv4-mapped IPv6 address as the IPv4 address it is.
+fn canonical(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        v4 => v4,
+    }
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_connections: 1024,
+            read_timeout: Duration::from_secs(10),
+            trust_proxy: TrustedProxies::default(),
+            demo: false,
+        }
+    }
+}
+
+/// Serves until `shutdown` resolves. In-flight requests finish on their own connections.
+pub async fn serve<S: Store>(
+    app: Arc<Vigil<S>>,
+    listener: TcpListener,
+    limits: Limits,
+    shutdown: impl std::future::Future<Output = ()>,
+) -> std::io::Result<()> {
+    let router = Arc::new(Router::new());
+    let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    let mut http = http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(limits.read_timeout)
+        .max_buf_size(MAX_HEAD_BYTES);
+    tokio::pin!(shutdown);
+    loop {
+        // A slot first: at the cap, new clients wait in the backlog rather than take memory.
+        let slot = tokio::select! {
+            slot = slots.clone().acquire_owned() => match slot {
+                Ok(slot) => slot,
+                Err(_) => return Ok(()),
+            },
+            () = &mut shutdown => return Ok(()),
+        };
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(conn) => conn,
+                Err(e) => {
+                    // Out of file descriptors and the like: log and keep serving.
+                    tracing::warn!(error = %e, "accept failed");
+                    continue;
+                }
+            },
+            () = &mut shutdown => return Ok(()),
+        };
+        let _ = stream.set_nodelay(true);
+        let (app, router, http) = (app.clone(), router.clone(), http.clone());
+        let conn = Connection {
+            peer: peer.ip(),
+            body_timeout: limits.read_timeout,
+            trust_proxy: limits.trust_proxy.clone(),
+            demo: limits.demo,
+        };
+        tokio::spawn(async move {
+            let service = hyper::service::service_fn(move |req| {
+                let (app, router, conn) = (app.clone(), router.clone(), conn.clone());
+                async move { Ok::<_, Infallible>(handle(&app, &router, req, conn).await) }
+            });
+            if let Err(e) = http.serve_connection(TokioIo::new(stream), service).await {
+                tracing::debug!(error = %e, "connection ended with an error");
+            }
+            drop(slot);
+        });
+    }
+}
+
+/// What a request's handling knows of its connection.
+#[derive(Debug, Clone)]
+struct Connection {
+    peer: IpAddr,
+    body_timeout: Duration,
+    trust_proxy: TrustedProxies,
+    demo: bool,
+}
+
+async fn handle<S: Store>(
+    app: &Vigil<S>,
+    router: &Router,
+    req: hyper::Request<Incoming>,
+    conn: Connection,
+) -> hyper::Response<Full<Bytes>> {
+    let request_id = time_ordered_token();
+    let span = tracing::debug_span!("request", id = %request_id, method = %req.method(), path = %req.uri().path());
+    async {
+        let started = Instant::now();
+        // A bug that panics costs its own request a 500, never the connection or the process.
+        let res = std::panic::AssertUnwindSafe(answer(app, router, req, &request_id, &conn))
+            .catch_unwind()
+            .await
+            .unwrap_or_else(|_| {
+                tracing::error!("request handler panicked; answering 500");
+                ApiError::Internal.into_response()
+            });
+        tracing::debug!(
+            status = res.status().as_u16(),
+            micros = started.elapsed().as_micros() as u64,
+            "answered"
+        );
+        let (parts, body) = res.into_parts();
+        // Hand the body over without copying it.
+        let bytes = match body {
+            Body::Empty => Bytes::new(),
+            Body::Text(s) => Bytes::from(s),
+            Body::Binary(v) => Bytes::from(v),
+            _ => Bytes::new(),
+        };
+        hyper::Response::from_parts(parts, Full::new(bytes))
+    }
+    .instrument(span)
+    .await
+}
+
+/// API Gateway hands functions percent-decoded path parameters; so does the local server. A
+/// segment that does not decode to UTF-8 stays as it was (and fails id validation).
+fn decode_segment(raw: String) -> String {
+    match percent_encoding::percent_decode_str(&raw).decode_utf8() {
+        Ok(decoded) => decoded.into_owned(),
+        Err(_) => raw,
+    }
+}
+
+async fn answer<S: Store>(
+    app: &Vigil<S>,
+    router: &Router,
+    req: hyper::Request<Incoming>,
+    request_id: &str,
+    conn: &Connection,
+) -> http::Response<Body> {
+    if conn.demo
+        && let Some(res) = crate::demo::answer(app, &req, conn.peer).await
+    {
+        return res;
+    }
+    let (route, params) = match router.resolve_full(req.method(), req.uri().path()) {
+        Resolved::Found(route, params) => (route, params),
+        Resolved::NotFound => return ApiError::NotFound("Not found").into_response(),
+        Resolved::MethodNotAllowed(allow) => {
+            return ApiError::MethodNotAllowed(allow).into_response();
+        }
+    };
+    let auth_header = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
+    // The public routes run without the authorizer under API Gateway, and so here.
+    let principal = if route.is_public() {
+        None
+    } else {
+        match auth::authorize(app, auth_header).await {
+            Ok(a) => Some(a),
+            Err(e) => return ApiError::from(e).into_response(),
+        }
+    };
+    let client = conn.trust_proxy.client(conn.peer, req.headers());
+    let (mut parts, body) = req.into_parts();
+    // A body that cannot be read is answered by the pipeline's body step, after the plan stage,
+    // like every other bad body (and with the same rate-limit headers).
+    if !conn.trust_proxy.trusts(conn.peer) {
+        parts.extensions.insert(DirectPeer);
+    }
+    let collected = tokio::time::timeout(conn.body_timeout, Limited::new(body, MAX_BODY).collect());
+    let bytes = match collected.await {
+        Ok(Ok(c)) => c.to_bytes(),
+        Ok(Err(_)) => {
+            parts
+                .extensions
+                .insert(UnreadableBody(ApiError::PayloadTooLarge));
+            Bytes::new()
+        }
+        Err(_) => {
+            parts
+                .extensions
+                .insert(UnreadableBody(ApiError::RequestTimeout));
+            Bytes::new()
+        }
+    };
+    let mut query: HashMap<String, Vec<String>> = HashMap::new();
+    for (k, v) in url::form_urlencoded::parse(parts.uri.query().unwrap_or("").as_bytes()) {
+        query
+            .entry(k.into_owned())
+            .or_default()
+            .push(v.into_owned());
+    }
+    let mut ctx = ApiGatewayProxyRequestContext::default();
+    ctx.request_id = Some(request_id.to_owned());
+    ctx.stage = Some("v1".to_owned());
+    ctx.http_method = parts.method.clone();
+    ctx.identity.source_ip = Some(client.to_string());
+    // The same context the authorizer function returns to API Gateway.
+    if let Some(Value::Object(fields)) = principal.as_ref().map(auth::context) {
+        ctx.authorizer.fields.extend(fields);
+    }
+    let body = if bytes.is_empty() {
+        Body::Empty
+    } else {
+        Body::Binary(bytes.to_vec())
+    };
+    let lambda_req = http::Request::from_parts(parts, body)
+        .with_path_parameters(
+            params
+                .into_iter()
+                .map(|(k, v)| (k, decode_segment(v)))
+                .collect::<HashMap<_, _>>(),
+        )
+        .with_query_string_parameters(query)
+        .with_request_context(RequestContext::ApiGatewayV1(ctx));
+    crate::pipeline::route(app, route, lambda_req).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(values: &[&str]) -> http::HeaderMap {
+        let mut h = http::HeaderMap::new();
+        for v in values {
+            h.append("x-forwarded-for", v.parse().unwrap());
+        }
+        h
+    }
+
+    #[test]
+    fn only_a_trusted_peer_names_the_client_and_only_by_the_last_entry() {
+        let proxies = TrustedProxies::from(vec!["10.0.0.0/8".parse().unwrap()]);
+        let proxy: IpAddr = "10.1.2.3".parse().unwrap();
+        let stranger: IpAddr = "198.51.100.9".parse().unwrap();
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        let cases: &[(&[&str], IpAddr)] = &[
+            (&["203.0.113.7"], ip("203.0.113.7")),
+            // The proxy appended the last entry; what the client wrote before it is not believed.
+            (&["185.220.101.1, 203.0.113.7"], ip("203.0.113.7")),
+            (&["185.220.101.1", "203.0.113.7:5555"], ip("203.0.113.7")),
+            (&["[2001:db8::1]:443"], ip("2001:db8::1")),
+            (&["[2001:db8::1]"], ip("2001:db8::1")),
+            // The right-most entry does not parse: the peer, never an entry before it.
+            (&["185.220.101.1, 10.0.0.1:5555:x"], proxy),
+            (&["185.220.101.1, garbage"], proxy),
+            (&["203.0.113.7", "garbage"], proxy),
+            (&[], proxy),
+        ];
+        for (values, want) in cases {
+            assert_eq!(proxies.client(proxy, &headers(values)), *want, "{values:?}");
+            assert_eq!(
+                proxies.client(stranger, &headers(values)),
+                stranger,
+                "{values:?}"
+            );
+        }
+        assert_eq!(
+            TrustedProxies::default().client(proxy, &headers(&["203.0.113.7"])),
+            proxy
+        );
+    }
+}
