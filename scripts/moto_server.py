@@ -20,6 +20,7 @@ import threading
 import types
 
 import moto.dynamodb.models as _models
+from moto.dynamodb.models.table import Table as _Table
 
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
 from werkzeug.serving import run_simple
@@ -38,8 +39,26 @@ class _CopyOncePerTransaction(types.ModuleType):
         if _copies is None or memo is not None:
             return _copy.deepcopy(x, memo)
         if id(x) not in _copies:
-            _copies[id(x)] = (x, _copy.deepcopy(x))
+            _copies[id(x)] = (x, _table_copy(x) if isinstance(x, _Table) else _copy.deepcopy(x))
         return _copies[id(x)][1]
+
+
+def _table_copy(table):
+    """A table's rollback copy: its items deep, its stream's records as a list of the same records
+    (a record never changes once added, and every write adds one, so copying them deeply made
+    each transaction cost the whole history of the table)."""
+    shard = table.stream_shard
+    table.stream_shard = None
+    try:
+        copied = _copy.deepcopy(table)
+    finally:
+        table.stream_shard = shard
+    if shard is not None:
+        snapshot = _copy.copy(shard)
+        snapshot.table = copied
+        snapshot.items = list(shard.items)
+        copied.stream_shard = snapshot
+    return copied
 
 
 _models.copy = _CopyOncePerTransaction("copy")
