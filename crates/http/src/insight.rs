@@ -110,30 +110,25 @@ fn stats_range(req: &Request, now: Timestamp) -> Result<StatsRange, ApiError> {
         Granularity::Day => 30,
     };
     let invalid = |e: crate::domain::insight::RangeError| ApiError::bad_request(e.to_string());
-    match (from, to) {
-        (None, None) => StatsRange::last(now, default_span, granularity).map_err(invalid),
-        (from, to) => {
-            let span = default_span * granularity.seconds() * 1000;
-            let to = match (from, to) {
-                (_, Some(t)) => t,
-                (Some(f), None) => {
-                    let end = f
-                        .unix_millis()
-                        .saturating_add(span)
-                        .min(now.unix_millis() + 1);
-                    Timestamp::from_unix_millis(end.max(f.unix_millis() + 1))
-                        .map_err(|_| ApiError::bad_request("from is out of range"))?
-                }
-                (None, None) => now,
-            };
-            let from = match from {
-                Some(f) => f,
-                None => Timestamp::from_unix_millis(to.unix_millis().saturating_sub(span))
-                    .map_err(|_| ApiError::bad_request("to is out of range"))?,
-            };
-            StatsRange::new(from, to, granularity).map_err(invalid)
+    let span = default_span * granularity.seconds() * 1000;
+    let at = |ms: i64, name: &str| {
+        Timestamp::from_unix_millis(ms)
+            .map_err(|_| ApiError::bad_request(format!("{name} is out of range")))
+    };
+    // A missing end is one default span from the given one (but not past now).
+    let (from, to) = match (from, to) {
+        (None, None) => return StatsRange::last(now, default_span, granularity).map_err(invalid),
+        (Some(f), Some(t)) => (f, t),
+        (Some(f), None) => {
+            let end = f
+                .unix_millis()
+                .saturating_add(span)
+                .min(now.unix_millis() + 1);
+            (f, at(end.max(f.unix_millis() + 1), "from")?)
         }
-    }
+        (None, Some(t)) => (at(t.unix_millis().saturating_sub(span), "to")?, t),
+    };
+    StatsRange::new(from, to, granularity).map_err(invalid)
 }
 
 impl<S: ProjectStore + InsightStore> Endpoint<S> for GetStats {

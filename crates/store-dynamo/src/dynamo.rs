@@ -851,35 +851,33 @@ impl DynamoStore {
         counter: Counter,
         ttl: i64,
     ) -> Result<Option<(u32, u64)>, StoreError> {
+        if spread.shards == 1 {
+            let count = self
+                .bump_counter(pk, base.to_owned(), counter, spread.limit, ttl)
+                .await?;
+            return Ok(count.map(|c| (0, c)));
+        }
         // Full for this limit and this guard: a raised limit, or the other guard of a usage item
         // (developer requests and visits), asks the shards again.
         let memo = format!("{pk}|{base}|{}|{counter:?}", spread.limit);
-        if spread.shards > 1
-            && self
-                .full
-                .get(&memo)
-                .is_some_and(|at| at.elapsed() < FULL_MEMORY)
+        if self
+            .full
+            .get(&memo)
+            .is_some_and(|at| at.elapsed() < FULL_MEMORY)
         {
             return Ok(None);
         }
-        let first = if spread.shards > 1 {
-            rand::random_range(0..spread.shards)
-        } else {
-            0
-        };
+        let first = rand::random_range(0..spread.shards);
         for k in 0..spread.shards {
             let i = (first + k) % spread.shards;
-            let sk = shard_sk(base, i);
             if let Some(count) = self
-                .bump_counter(pk, sk, counter, spread.share(i), ttl)
+                .bump_counter(pk, shard_sk(base, i), counter, spread.share(i), ttl)
                 .await?
             {
                 return Ok(Some((i, count)));
             }
         }
-        if spread.shards > 1 {
-            self.full.insert(memo, std::time::Instant::now());
-        }
+        self.full.insert(memo, std::time::Instant::now());
         Ok(None)
     }
 }

@@ -106,34 +106,28 @@ impl<S: ProjectStore + ResultStore> Vigil<S> {
         let ip_address = evidence.ip_address.ok_or(ServiceError::NoAddress)?;
         let started = Instant::now();
         let verdict = engine.evaluate(evidence);
-        crate::metrics::evaluation(
-            project.as_str(),
-            started.elapsed().as_secs_f64() * 1e6,
-            verdict.score_bot >= self.threshold.get(),
-            verdict.score_proxy_vpn >= self.threshold.get(),
-        );
+        let micros = started.elapsed().as_secs_f64() * 1e6;
         // The engine's scores are probabilities rounded to 4 places; outside [0, 1] is a bug.
         let score = |v: f64| Score::new(v).map_err(|_| ServiceError::EngineFault(v));
-        let mut new = NewResult {
+        let (score_bot, score_proxy_vpn) =
+            (score(verdict.score_bot)?, score(verdict.score_proxy_vpn)?);
+        let flagged = Flagged::at(self.threshold, score_bot, score_proxy_vpn);
+        crate::metrics::evaluation(project.as_str(), micros, flagged.bot, flagged.proxy);
+        let new = NewResult {
             project_id: project.clone(),
             session_id: session.clone(),
             result: CheckResult {
-                score_bot: score(verdict.score_bot)?,
-                score_proxy_vpn: score(verdict.score_proxy_vpn)?,
+                score_bot,
+                score_proxy_vpn,
                 ip_address,
                 created_at: self.now(),
             },
-            evaluation: None,
+            evaluation: Some(Evaluation {
+                reasons: verdict.reasons.clone(),
+                engine_version: ENGINE_VERSION.to_owned(),
+                flagged,
+            }),
         };
-        new.evaluation = Some(Evaluation {
-            reasons: verdict.reasons.clone(),
-            engine_version: ENGINE_VERSION.to_owned(),
-            flagged: Flagged::at(
-                self.threshold,
-                new.result.score_bot,
-                new.result.score_proxy_vpn,
-            ),
-        });
         let reasons = verdict.reasons;
         let at = match self.store.write_result(&new, once).await? {
             Written::New(at) => at,
