@@ -156,6 +156,7 @@ const PAGE: &str = r#"<!doctype html>
 <head>
 <meta charset="utf-8">
 <title>Vigil demo</title>
+<script src="/v1/agent.js"></script>
 <style>
   body { font: 16px/1.5 system-ui, sans-serif; max-width: 46rem; margin: 2rem auto; padding: 0 1rem; color: #1d2330; }
   h1 { font-size: 1.5rem; margin-bottom: .25rem; }
@@ -179,7 +180,6 @@ const PAGE: &str = r#"<!doctype html>
 <h2>Reasons</h2>
 <table><thead><tr><th>code</th><th>score</th><th>weight</th><th>detail</th></tr></thead><tbody id="reasons"></tbody></table>
 <p class="muted" id="meta"></p>
-<script src="/v1/agent.js"></script>
 <script>
 (function () {
   var session = __SESSION__;
