@@ -11,10 +11,9 @@ use aws_sdk_dynamodb::client::Waiters;
 use aws_sdk_dynamodb::error::{BuildError, ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, AttributeValue, BillingMode, Delete, GlobalSecondaryIndex,
-    KeySchemaElement, KeyType, Projection, ProjectionType, Put, ReturnValue,
-    ReturnValuesOnConditionCheckFailure, ScalarAttributeType, StreamSpecification, StreamViewType,
-    TimeToLiveSpecification, TransactWriteItem, Update,
+    AttributeDefinition, AttributeValue, BillingMode, GlobalSecondaryIndex, KeySchemaElement,
+    KeyType, Projection, ProjectionType, ReturnValue, ScalarAttributeType, StreamSpecification,
+    StreamViewType, TimeToLiveSpecification, TransactWriteItem,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -22,26 +21,17 @@ use serde::de::DeserializeOwned;
 use super::items::*;
 use super::{
     AccountStore, AdminStore, COUNTER_GRACE_SECONDS, DeliveryStore, IdempotencyStore, InsightStore,
-    KeyStore, OpFailed, ProjectInsert, ProjectStore, RATE_WINDOW_TTL, ResultPage, ResultStore,
-    StoreError, UsageStore, WebhookInsert, WebhookStore,
+    KeyStore, OpFailed, ProjectStore, RATE_WINDOW_TTL, ResultPage, ResultStore, StoreError,
+    UsageStore, WebhookStore,
 };
-use crate::domain::idempotency::{Created, IdempotencyKey, Once, Used, Written};
-use crate::domain::insight::{
-    Bucket, Granularity, SessionPage, SessionPosition, SessionQuery, StatsRange, Tally,
-};
+use crate::domain::insight::{Bucket, SessionPage, SessionPosition, SessionQuery, StatsRange};
 use crate::domain::plan::{Counted, MAX_COUNTER_SHARDS, Period, Spread, VisitCount};
-use crate::domain::webhook::MAX_WEBHOOKS_PER_PROJECT;
 use crate::domain::{
-    Account, AccountId, Delivery, Event, NewResult, Project, ProjectId, ResultPosition, SessionId,
-    SessionScore, Timestamp, Webhook, WebhookId,
+    AccountId, Delivery, Project, ProjectId, ResultPosition, SessionId, Timestamp, Webhook,
+    WebhookId,
 };
 
-type Item = HashMap<String, AttributeValue>;
-
-/// Optimistic writes retried this many times under contention before giving up. Contention on
-/// one session is rare in practice (a visitor's results arrive one after another); the bound
-/// only stops a pathological hot key from looping forever.
-const MAX_WRITE_ATTEMPTS: u32 = 40;
+pub(crate) type Item = HashMap<String, AttributeValue>;
 
 #[derive(Clone)]
 pub struct DynamoStore {
@@ -81,15 +71,15 @@ pub async fn sdk_config() -> aws_config::SdkConfig {
         .await
 }
 
-fn s(v: impl Into<String>) -> AttributeValue {
+pub(crate) fn s(v: impl Into<String>) -> AttributeValue {
     AttributeValue::S(v.into())
 }
 
-fn n(v: impl ToString) -> AttributeValue {
+pub(crate) fn n(v: impl ToString) -> AttributeValue {
     AttributeValue::N(v.to_string())
 }
 
-fn key(pk: impl Into<String>, sk: impl Into<String>) -> Item {
+pub(crate) fn key(pk: impl Into<String>, sk: impl Into<String>) -> Item {
     HashMap::from([(PK.to_owned(), s(pk)), (SK.to_owned(), s(sk))])
 }
 
@@ -97,11 +87,11 @@ fn corrupt(e: serde_dynamo::Error) -> StoreError {
     StoreError::Corrupt(Box::new(e))
 }
 
-fn to_item<T: Serialize>(v: &T) -> Result<Item, StoreError> {
+pub(crate) fn to_item<T: Serialize>(v: &T) -> Result<Item, StoreError> {
     serde_dynamo::to_item(v).map_err(corrupt)
 }
 
-fn from_item<T: DeserializeOwned>(item: Item) -> Result<T, StoreError> {
+pub(crate) fn from_item<T: DeserializeOwned>(item: Item) -> Result<T, StoreError> {
     serde_dynamo::from_item(item).map_err(corrupt)
 }
 
@@ -112,7 +102,7 @@ const THROTTLE_CODES: &[&str] = &[
 ];
 
 /// Classifies an SDK error, keeping it whole as the cause (for the logs).
-fn sdk_error<E, R>(op: &'static str, e: SdkError<E, R>) -> StoreError
+pub(crate) fn sdk_error<E, R>(op: &'static str, e: SdkError<E, R>) -> StoreError
 where
     E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
     R: Debug + Send + Sync + 'static,
@@ -129,34 +119,17 @@ where
     }
 }
 
-/// How an insert under a counted limit ended.
-enum Limited {
-    Created,
-    /// The item at this index already exists.
-    Exists(usize),
-    LimitReached,
-    /// The idempotency key was in use: its record, when the backend returned it.
-    KeyUsed(Option<Item>),
-}
-
 /// How a transaction ended. A cancelled one says, per item, whether its condition failed and
 /// (where asked for) the item as it stood; a conflict with a concurrent transaction is worth
 /// retrying.
-enum TxOutcome {
+pub(crate) enum TxOutcome {
     Done,
     ConditionFailed(Vec<(bool, Option<Item>)>),
     Conflict,
 }
 
-fn build<T>(r: Result<T, BuildError>) -> Result<T, StoreError> {
+pub(crate) fn build<T>(r: Result<T, BuildError>) -> Result<T, StoreError> {
     r.map_err(|e| StoreError::Backend(OpFailed::cause("building a request", e)))
-}
-
-/// "Full jitter" backoff: a random delay up to an exponentially growing, capped ceiling, so
-/// contending writers spread out instead of colliding again in lockstep.
-fn backoff(attempt: u32) -> Duration {
-    let ceiling = (10u64 << attempt.min(5)).min(250);
-    Duration::from_millis(rand::random_range(1..=ceiling))
 }
 
 impl DynamoStore {
@@ -192,7 +165,7 @@ impl DynamoStore {
         }
     }
 
-    async fn get<T: DeserializeOwned>(
+    pub(crate) async fn get<T: DeserializeOwned>(
         &self,
         pk: &str,
         sk: &str,
@@ -208,31 +181,6 @@ impl DynamoStore {
             .await
             .map_err(|e| sdk_error("GetItem", e))?;
         out.item.map(from_item).transpose()
-    }
-
-    /// A conditional PutItem; false when the condition failed.
-    async fn put_if<T: Serialize>(
-        &self,
-        item: &T,
-        condition: &str,
-        values: Vec<(&str, AttributeValue)>,
-    ) -> Result<bool, StoreError> {
-        let mut req = self
-            .client
-            .put_item()
-            .table_name(&self.table)
-            .set_item(Some(to_item(item)?))
-            .condition_expression(condition);
-        for (k, v) in values {
-            req = req.expression_attribute_values(k, v);
-        }
-        match req.send().await {
-            Ok(_) => Ok(true),
-            Err(SdkError::ServiceError(se)) if se.err().is_conditional_check_failed_exception() => {
-                Ok(false)
-            }
-            Err(e) => Err(sdk_error("PutItem", e)),
-        }
     }
 
     /// Items of one partition whose sort key starts with `prefix`, in sort key order (`forward`)
@@ -286,59 +234,6 @@ impl DynamoStore {
             .await
             .map_err(|e| sdk_error("PutItem", e))?;
         Ok(())
-    }
-
-    /// Puts `items`, each only if absent, and increments the counter at `counter` (pk, sk) only if
-    /// it is below `max`, all in one transaction retried on conflicts: a limit that holds exactly
-    /// under concurrent inserts.
-    async fn insert_under_limit<const N: usize>(
-        &self,
-        items: [Item; N],
-        counter: (String, &str),
-        max: u64,
-        entity: &str,
-        key_use: Option<TransactWriteItem>,
-    ) -> Result<Limited, StoreError> {
-        for attempt in 0..MAX_WRITE_ATTEMPTS {
-            let count = build(
-                Update::builder()
-                    .table_name(&self.table)
-                    .set_key(Some(key(counter.0.clone(), counter.1)))
-                    .update_expression("SET #c = if_not_exists(#c, :zero) + :one, #e = :entity")
-                    .condition_expression("attribute_not_exists(#c) OR #c < :max")
-                    .expression_attribute_names("#c", "count")
-                    .expression_attribute_names("#e", "entity")
-                    .expression_attribute_values(":zero", n(0))
-                    .expression_attribute_values(":one", n(1))
-                    .expression_attribute_values(":max", n(max))
-                    .expression_attribute_values(":entity", s(entity))
-                    .build(),
-            )?;
-            let mut tx = items
-                .iter()
-                .map(|item| self.put(item.clone(), "attribute_not_exists(pk)"))
-                .collect::<Result<Vec<_>, _>>()?;
-            tx.push(TransactWriteItem::builder().update(count).build());
-            tx.extend(key_use.clone());
-            match self.transact(tx).await? {
-                TxOutcome::Done => return Ok(Limited::Created),
-                TxOutcome::ConditionFailed(reasons) => {
-                    // A used key wins: the retry is answered, not refused.
-                    if let Some((true, item)) = reasons.get(N + 1) {
-                        return Ok(Limited::KeyUsed(item.clone()));
-                    }
-                    return Ok(reasons
-                        .iter()
-                        .take(N)
-                        .position(|(failed, _)| *failed)
-                        .map_or(Limited::LimitReached, Limited::Exists));
-                }
-                TxOutcome::Conflict => tokio::time::sleep(backoff(attempt)).await,
-            }
-        }
-        Err(StoreError::Throttled(
-            format!("{entity} too contended after {MAX_WRITE_ATTEMPTS} attempts").into(),
-        ))
     }
 
     /// Adds one to `counter`'s attributes of the item unless its guarded attribute has reached
@@ -410,72 +305,10 @@ impl DynamoStore {
         Ok(())
     }
 
-    /// Moves an account's project counter by `delta` (seeding; creation checks the limit itself).
-    fn add_to_project_count(
+    pub(crate) async fn transact(
         &self,
-        account: &AccountId,
-        delta: i64,
-    ) -> Result<TransactWriteItem, StoreError> {
-        let update = build(
-            Update::builder()
-                .table_name(&self.table)
-                .set_key(Some(key(account_pk(account), PROJECT_COUNT_SK)))
-                .update_expression("SET #c = if_not_exists(#c, :zero) + :d, #e = :entity")
-                .expression_attribute_names("#c", "count")
-                .expression_attribute_names("#e", "entity")
-                .expression_attribute_values(":zero", n(0))
-                .expression_attribute_values(":d", n(delta))
-                .expression_attribute_values(":entity", s("project_count"))
-                .build(),
-        )?;
-        Ok(TransactWriteItem::builder().update(update).build())
-    }
-
-    /// Records the use of an idempotency key, unless it is in use and unexpired (the table's TTL
-    /// may not have removed an expired record yet); a failed condition returns the record.
-    fn put_key_use(&self, once: &Once, created: Created) -> Result<TransactWriteItem, StoreError> {
-        let put = build(
-            Put::builder()
-                .table_name(&self.table)
-                .set_item(Some(to_item(&IdempotencyItem::new(once, created))?))
-                .condition_expression("attribute_not_exists(pk) OR #t <= :now")
-                .expression_attribute_names("#t", TTL)
-                .expression_attribute_values(":now", n(once.at.unix_seconds()))
-                .return_values_on_condition_check_failure(
-                    ReturnValuesOnConditionCheckFailure::AllOld,
-                )
-                .build(),
-        )?;
-        Ok(TransactWriteItem::builder().put(put).build())
-    }
-
-    /// The use of `once`'s key that made a write's condition fail: the record the backend
-    /// returned, or read now.
-    async fn key_use(&self, once: &Once, returned: Option<Item>) -> Result<Used, StoreError> {
-        let item: Option<IdempotencyItem> = match returned {
-            Some(item) => Some(from_item(item)?),
-            None => {
-                self.get(&account_pk(&once.account), &idempotency_sk(&once.key), true)
-                    .await?
-            }
-        };
-        item.and_then(|i| i.used(once.at)).ok_or_else(|| {
-            StoreError::Backend(format!("idempotency key {} vanished", once.key).into())
-        })
-    }
-
-    fn put(&self, item: Item, condition: &str) -> Result<TransactWriteItem, StoreError> {
-        let put = build(
-            Put::builder()
-                .table_name(&self.table)
-                .set_item(Some(item))
-                .condition_expression(condition)
-                .build(),
-        )?;
-        Ok(TransactWriteItem::builder().put(put).build())
-    }
-
-    async fn transact(&self, items: Vec<TransactWriteItem>) -> Result<TxOutcome, StoreError> {
+        items: Vec<TransactWriteItem>,
+    ) -> Result<TxOutcome, StoreError> {
         match self
             .client
             .transact_write_items()
@@ -598,85 +431,11 @@ impl DynamoStore {
     }
 }
 
-impl KeyStore for DynamoStore {
-    async fn key_account(&self, key_hash: &str) -> Result<Option<AccountId>, StoreError> {
-        let key: Option<KeyItem> = self.get(&key_pk(key_hash), KEY_SK, false).await?;
-        Ok(key.filter(|k| !k.revoked).map(|k| k.account_id))
-    }
-}
+impl KeyStore for DynamoStore {}
 
-impl AccountStore for DynamoStore {
-    async fn account(&self, id: &AccountId) -> Result<Option<Account>, StoreError> {
-        let item: Option<AccountItem> = self.get(&account_pk(id), ACCOUNT_SK, false).await?;
-        Ok(item.map(Account::from))
-    }
-}
+impl AccountStore for DynamoStore {}
 
 impl ProjectStore for DynamoStore {
-    async fn project(&self, id: &ProjectId) -> Result<Option<Project>, StoreError> {
-        let item: Option<ProjectItem> = self.get(&project_pk(id), PROJECT_SK, false).await?;
-        Ok(item.map(Project::from))
-    }
-
-    async fn insert_project(
-        &self,
-        project: &Project,
-        max_projects: u32,
-        once: Option<&Once>,
-    ) -> Result<Written<ProjectInsert>, StoreError> {
-        let key_use = once
-            .map(|o| {
-                let created = Created::Project {
-                    project_id: project.id.clone(),
-                };
-                self.put_key_use(o, created)
-            })
-            .transpose()?;
-        let items = [
-            to_item(&ProjectItem::from(project))?,
-            to_item(&ProjectItem::listed(project))?,
-            to_item(&ProjectItem::by_public_key(project))?,
-        ];
-        let counter = (account_pk(&project.account_id), PROJECT_COUNT_SK);
-        match self
-            .insert_under_limit(
-                items,
-                counter,
-                u64::from(max_projects),
-                "project_count",
-                key_use,
-            )
-            .await?
-        {
-            Limited::Created => Ok(Written::New(ProjectInsert::Created)),
-            Limited::LimitReached => Ok(Written::New(ProjectInsert::LimitReached)),
-            Limited::KeyUsed(item) => match once {
-                Some(o) => Ok(Written::Before(self.key_use(o, item).await?)),
-                None => Err(StoreError::Backend(
-                    "a key's condition without a key".into(),
-                )),
-            },
-            // The SDK retried a transaction that had been applied (its answer was lost or late):
-            // the items it finds are its own.
-            Limited::Exists(_) if self.project(&project.id).await?.as_ref() == Some(project) => {
-                Ok(Written::New(ProjectInsert::Created))
-            }
-            // Items 0 and 1 are the project and its account copy; 2 is its public key's copy.
-            Limited::Exists(2) => Err(StoreError::Backend(
-                format!("the public key of project {} is another's", project.id).into(),
-            )),
-            Limited::Exists(_) => Err(StoreError::Backend(
-                format!("project id {} already exists", project.id).into(),
-            )),
-        }
-    }
-
-    async fn project_by_public_key(&self, key: &str) -> Result<Option<Project>, StoreError> {
-        let item: Option<ProjectItem> = self.get(&public_key_pk(key), PROJECT_SK, false).await?;
-        // A copy left behind by a key a seed replaced never authenticates.
-        Ok(item.map(Project::from).filter(|p| p.api_key_public == key))
-    }
-
     async fn account_projects(&self, account: &AccountId) -> Result<Vec<Project>, StoreError> {
         let items: Vec<ProjectItem> = self
             .query_prefix(
@@ -688,35 +447,6 @@ impl ProjectStore for DynamoStore {
             )
             .await?;
         Ok(items.into_iter().map(Project::from).collect())
-    }
-
-    async fn update_project(&self, project: &Project) -> Result<bool, StoreError> {
-        let item = ProjectItem::from(project);
-        let listed = ProjectItem::listed(project);
-        let mut owned = self.put(to_item(&item)?, "attribute_exists(pk) AND accountId = :acc")?;
-        if let Some(put) = owned.put.as_mut() {
-            put.expression_attribute_values = Some(HashMap::from([(
-                ":acc".to_owned(),
-                s(project.account_id.as_str()),
-            )]));
-        }
-        let by_key = ProjectItem::by_public_key(project);
-        let tx = vec![
-            owned,
-            self.put(to_item(&listed)?, "attribute_exists(pk)")?,
-            self.put(
-                to_item(&by_key)?,
-                "attribute_exists(pk) OR attribute_not_exists(pk)",
-            )?,
-        ];
-        for attempt in 0..MAX_WRITE_ATTEMPTS {
-            match self.transact(tx.clone()).await? {
-                TxOutcome::Done => return Ok(true),
-                TxOutcome::ConditionFailed(_) => return Ok(false),
-                TxOutcome::Conflict => tokio::time::sleep(backoff(attempt)).await,
-            }
-        }
-        Err(StoreError::Throttled("project update too contended".into()))
     }
 }
 
@@ -934,145 +664,6 @@ impl ResultStore for DynamoStore {
             .await?;
         Ok(ResultPage::from_rows(rows, limit))
     }
-
-    async fn event(
-        &self,
-        project: &ProjectId,
-        session: &SessionId,
-        at: ResultPosition,
-    ) -> Result<Option<Event>, StoreError> {
-        let item: Option<ResultItem> = self
-            .get(&project_pk(project), &result_sk(session, at), false)
-            .await?;
-        Ok(item.map(ResultItem::event))
-    }
-
-    async fn session_score(
-        &self,
-        project: &ProjectId,
-        session: &SessionId,
-    ) -> Result<Option<SessionScore>, StoreError> {
-        let item: Option<SessionItem> = self
-            .get(&project_pk(project), &session_sk(session), false)
-            .await?;
-        Ok(item.map(|s| s.score()))
-    }
-
-    /// One result and its session's summary in one transaction (and the key's use, when given),
-    /// retried on contention.
-    async fn write_result(
-        &self,
-        r: &NewResult,
-        once: Option<&Once>,
-    ) -> Result<Written<ResultPosition>, StoreError> {
-        let pk = project_pk(&r.project_id);
-        let sk = session_sk(&r.session_id);
-        // The first attempt reads the summary; a retry uses the current summary that the failed
-        // condition returned, saving a round trip.
-        let mut known: Option<Option<SessionItem>> = None;
-        let tally = Tally::of(r);
-        for attempt in 0..MAX_WRITE_ATTEMPTS {
-            // Optimistic concurrency on the summary's `seq`: the result and the new summary are
-            // written together only if nobody else wrote the session since we read it.
-            let old = match known.take() {
-                Some(current) => current,
-                None => self.get::<SessionItem>(&pk, &sk, true).await?,
-            };
-            let session = SessionItem::next(old.as_ref(), r);
-            let result = ResultItem::new(r, session.seq);
-            let put_result = self.put(to_item(&result)?, "attribute_not_exists(pk)")?;
-            let mut put_session = Put::builder()
-                .table_name(&self.table)
-                .set_item(Some(to_item(&session)?))
-                .return_values_on_condition_check_failure(
-                    ReturnValuesOnConditionCheckFailure::AllOld,
-                );
-            put_session = match &old {
-                None => put_session.condition_expression("attribute_not_exists(pk)"),
-                Some(o) => put_session
-                    .condition_expression("seq = :seq")
-                    .expression_attribute_values(":seq", n(o.seq)),
-            };
-            let put_session = TransactWriteItem::builder()
-                .put(build(put_session.build())?)
-                .build();
-            let mut tx = vec![put_result, put_session];
-            if let Some(o) = once {
-                let created = Created::event(&r.project_id, &r.session_id, result.position());
-                tx.push(self.put_key_use(o, created)?);
-            }
-            // Last, so that the conditions above keep their positions in a refusal's reasons.
-            for g in Granularity::ALL {
-                tx.push(self.count_stats(r, &tally, g)?);
-            }
-            match self.transact(tx).await? {
-                TxOutcome::Done => return Ok(Written::New(result.position())),
-                TxOutcome::ConditionFailed(reasons) => {
-                    // An identical result under the same key is no sign that this write landed:
-                    // concurrent writers of the same scores at the same millisecond build
-                    // identical items. A retry of an applied transaction is answered by
-                    // DynamoDB from its ClientRequestToken, which the SDK sets.
-                    if let (Some(o), Some((true, item))) = (once, reasons.get(2)) {
-                        return Ok(Written::Before(self.key_use(o, item.clone()).await?));
-                    }
-                    if let Some((true, Some(current))) = reasons.into_iter().nth(1) {
-                        known = Some(Some(from_item(current)?));
-                    }
-                    tokio::time::sleep(backoff(attempt)).await;
-                }
-                TxOutcome::Conflict => tokio::time::sleep(backoff(attempt)).await,
-            }
-        }
-        Err(StoreError::Throttled(
-            format!(
-                "session {} too contended after {MAX_WRITE_ATTEMPTS} attempts",
-                r.session_id
-            )
-            .into(),
-        ))
-    }
-}
-
-impl DynamoStore {
-    /// The update that adds one written result to its bucket's statistics item (one shard of it),
-    /// creating the item on the bucket's first event.
-    fn count_stats(
-        &self,
-        r: &NewResult,
-        tally: &Tally,
-        g: Granularity,
-    ) -> Result<TransactWriteItem, StoreError> {
-        let start = g.floor(r.result.created_at);
-        let blank = StatsItem::empty(&r.project_id, g, start, stats_shard(&r.session_id));
-        let mut expr = String::from(
-            "SET #e = if_not_exists(#e, :entity), #start = if_not_exists(#start, :start), \
-             #ttl = if_not_exists(#ttl, :ttl) ADD #visits :one, #bots :bot, #proxies :proxy",
-        );
-        let mut update = Update::builder()
-            .table_name(&self.table)
-            .set_key(Some(key(blank.pk.clone(), blank.sk.clone())))
-            .expression_attribute_names("#e", "entity")
-            .expression_attribute_names("#start", "start")
-            .expression_attribute_names("#ttl", TTL)
-            .expression_attribute_names("#visits", "visits")
-            .expression_attribute_names("#bots", "bots")
-            .expression_attribute_names("#proxies", "proxies")
-            .expression_attribute_values(":entity", s("stats"))
-            .expression_attribute_values(":start", s(start.to_string()))
-            .expression_attribute_values(":ttl", n(blank.ttl))
-            .expression_attribute_values(":one", n(1))
-            .expression_attribute_values(":bot", n(u8::from(tally.bot)))
-            .expression_attribute_values(":proxy", n(u8::from(tally.proxy)));
-        for (i, code) in tally.reasons.iter().enumerate() {
-            expr.push_str(&format!(", #r{i} :one"));
-            update = update.expression_attribute_names(
-                format!("#r{i}"),
-                format!("{REASON_ATTR_PREFIX}{code}"),
-            );
-        }
-        let update = build(update.update_expression(expr).build())?;
-        Ok(TransactWriteItem::builder().update(update).build())
-    }
 }
 
 /// Query pages read at most for one page of filtered sessions: a filter that matches rarely
@@ -1193,169 +784,16 @@ fn position_of(key: &Item) -> Option<SessionPosition> {
     })
 }
 
-impl IdempotencyStore for DynamoStore {
-    async fn used_key(
-        &self,
-        account: &AccountId,
-        key: &IdempotencyKey,
-        now: Timestamp,
-    ) -> Result<Option<Used>, StoreError> {
-        let item: Option<IdempotencyItem> = self
-            .get(&account_pk(account), &idempotency_sk(key), true)
-            .await?;
-        Ok(item.and_then(|i| i.used(now)))
-    }
-}
+impl IdempotencyStore for DynamoStore {}
 
 impl WebhookStore for DynamoStore {
-    async fn insert_webhook(
-        &self,
-        project: &ProjectId,
-        webhook: &Webhook,
-    ) -> Result<WebhookInsert, StoreError> {
-        let item = WebhookItem::new(project, webhook);
-        let items = [to_item(&item)?, to_item(&item.guard())?];
-        let counter = (item.pk.clone(), WEBHOOK_COUNT_SK);
-        let max = MAX_WEBHOOKS_PER_PROJECT as u64;
-        match self
-            .insert_under_limit(items, counter, max, "webhook_count", None)
-            .await?
-        {
-            Limited::Created => Ok(WebhookInsert::Created),
-            // The guard exists: the project has this type and URL already.
-            Limited::Exists(1) => Ok(WebhookInsert::Duplicate),
-            Limited::Exists(_) => Err(StoreError::Backend(
-                format!("webhook id {} already exists", item.id).into(),
-            )),
-            Limited::LimitReached => Ok(WebhookInsert::LimitReached),
-            Limited::KeyUsed(_) => Err(StoreError::Backend(
-                "a key's condition without a key".into(),
-            )),
-        }
-    }
-
     async fn webhooks(&self, project: &ProjectId) -> Result<Vec<Webhook>, StoreError> {
         let rows = self.webhook_items(project).await?;
         Ok(sorted_webhooks(rows))
     }
-
-    async fn delete_webhook(
-        &self,
-        project: &ProjectId,
-        id: &WebhookId,
-    ) -> Result<bool, StoreError> {
-        let pk = project_pk(project);
-        let sk = webhook_sk(id);
-        for attempt in 0..MAX_WRITE_ATTEMPTS {
-            let Some(item) = self.get::<WebhookItem>(&pk, &sk, true).await? else {
-                return Ok(false);
-            };
-            let guard = item.guard();
-            let delete = |pk: &str, sk: &str| {
-                build(
-                    Delete::builder()
-                        .table_name(&self.table)
-                        .set_key(Some(key(pk, sk)))
-                        .condition_expression("attribute_exists(pk)")
-                        .build(),
-                )
-                .map(|d| TransactWriteItem::builder().delete(d).build())
-            };
-            let count = build(
-                Update::builder()
-                    .table_name(&self.table)
-                    .set_key(Some(key(pk.clone(), WEBHOOK_COUNT_SK)))
-                    .update_expression("SET #c = #c - :one")
-                    .condition_expression("#c > :zero")
-                    .expression_attribute_names("#c", "count")
-                    .expression_attribute_values(":zero", n(0))
-                    .expression_attribute_values(":one", n(1))
-                    .build(),
-            )?;
-            let tx = vec![
-                delete(&pk, &sk)?,
-                delete(&guard.pk, &guard.sk)?,
-                TransactWriteItem::builder().update(count).build(),
-            ];
-            match self.transact(tx).await? {
-                TxOutcome::Done => return Ok(true),
-                // Someone else deleted it between our read and write.
-                TxOutcome::ConditionFailed(_) => return Ok(false),
-                TxOutcome::Conflict => tokio::time::sleep(backoff(attempt)).await,
-            }
-        }
-        Err(StoreError::Throttled(
-            "webhook deletion too contended".into(),
-        ))
-    }
 }
 
 impl AdminStore for DynamoStore {
-    async fn put_account(&self, account: &Account) -> Result<(), StoreError> {
-        self.put_plain(&AccountItem::from(account)).await
-    }
-
-    async fn put_key(&self, key_hash: &str, account: &AccountId) -> Result<(), StoreError> {
-        self.put_plain(&KeyItem::new(key_hash, account)).await
-    }
-
-    async fn put_project(&self, project: &Project) -> Result<(), StoreError> {
-        let item = ProjectItem::from(project);
-        let old: Option<ProjectItem> = self.get(&item.pk, &item.sk, true).await?;
-        let mut tx = vec![
-            self.put(
-                to_item(&item)?,
-                "attribute_exists(pk) OR attribute_not_exists(pk)",
-            )?,
-            self.put(
-                to_item(&ProjectItem::listed(project))?,
-                "attribute_exists(pk) OR attribute_not_exists(pk)",
-            )?,
-            self.put(
-                to_item(&ProjectItem::by_public_key(project))?,
-                "attribute_exists(pk) OR attribute_not_exists(pk)",
-            )?,
-        ];
-        if let Some(old_key) = old
-            .as_ref()
-            .map(|o| &o.value.project.api_key_public)
-            .filter(|k| *k != &project.api_key_public)
-        {
-            // The seed replaced the public key: the old one must stop finding the project.
-            let delete = build(
-                Delete::builder()
-                    .table_name(&self.table)
-                    .set_key(Some(key(public_key_pk(old_key), PROJECT_SK)))
-                    .build(),
-            )?;
-            tx.push(TransactWriteItem::builder().delete(delete).build());
-        }
-        let moved_from = old.map(|o| o.value.project.account_id);
-        if moved_from.as_ref() != Some(&project.account_id) {
-            tx.push(self.add_to_project_count(&project.account_id, 1)?);
-            if let Some(from) = moved_from {
-                // The seed gave the project another account: it leaves the old one's list.
-                let delete = build(
-                    Delete::builder()
-                        .table_name(&self.table)
-                        .set_key(Some(key(
-                            account_pk(&from),
-                            account_project_sk(&project.id),
-                        )))
-                        .build(),
-                )?;
-                tx.push(TransactWriteItem::builder().delete(delete).build());
-                tx.push(self.add_to_project_count(&from, -1)?);
-            }
-        }
-        match self.transact(tx).await? {
-            TxOutcome::Done => Ok(()),
-            _ => Err(StoreError::Throttled(
-                format!("seeding project {} collided with another write", project.id).into(),
-            )),
-        }
-    }
-
     async fn is_empty(&self) -> Result<bool, StoreError> {
         let out = self
             .client
@@ -1375,62 +813,6 @@ impl DeliveryStore for DynamoStore {
         Ok(sorted_webhooks(
             rows.into_iter().filter(|w| !w.disabled).collect(),
         ))
-    }
-
-    async fn disable_webhook(&self, project: &ProjectId, id: &WebhookId) -> Result<(), StoreError> {
-        let res = self
-            .client
-            .update_item()
-            .table_name(&self.table)
-            .set_key(Some(key(project_pk(project), webhook_sk(id))))
-            .update_expression("SET disabled = :t")
-            .condition_expression("attribute_exists(pk)")
-            .expression_attribute_values(":t", AttributeValue::Bool(true))
-            .send()
-            .await;
-        match res {
-            Ok(_) => Ok(()),
-            // Deleted meanwhile: nothing left to disable.
-            Err(SdkError::ServiceError(se)) if se.err().is_conditional_check_failed_exception() => {
-                Ok(())
-            }
-            Err(e) => Err(sdk_error("UpdateItem", e)),
-        }
-    }
-
-    async fn create_delivery(&self, delivery: &Delivery) -> Result<bool, StoreError> {
-        self.put_if(
-            &DeliveryItem::from(delivery),
-            "attribute_not_exists(pk)",
-            vec![],
-        )
-        .await
-    }
-
-    async fn update_delivery(
-        &self,
-        delivery: &Delivery,
-        expected: Option<Timestamp>,
-    ) -> Result<bool, StoreError> {
-        let item = DeliveryItem::from(delivery);
-        match expected {
-            Some(t) => {
-                self.put_if(
-                    &item,
-                    "dueAt = :expected",
-                    vec![(":expected", s(t.to_string()))],
-                )
-                .await
-            }
-            None => {
-                self.put_if(
-                    &item,
-                    "attribute_exists(pk) AND attribute_not_exists(dueAt)",
-                    vec![],
-                )
-                .await
-            }
-        }
     }
 
     async fn due_deliveries(

@@ -1,6 +1,7 @@
 //! The DynamoDB store (one table, `serde_dynamo` items, conditional transactions) and the
 //! follower of the table's stream for `vigil serve --dynamodb`.
 
+mod apply;
 pub mod dynamo;
 pub mod streams;
 

@@ -12,24 +12,21 @@ use aws_lambda_events::dynamodb::{EventRecord, StreamRecord, StreamViewType};
 use r2d2::{Pool, PooledConnection};
 use r2d2_sqlite::SqliteConnectionManager;
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
-use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::items::*;
+use super::plan::{Applied, Attributes, ItemStore, Op, Read, Step, WritePlan, parse};
 use super::{
     AccountStore, AdminStore, COUNTER_GRACE_SECONDS, Cause, DeliveryStore, IdempotencyStore,
-    InsightStore, KeyStore, OpFailed, ProjectInsert, ProjectStore, RATE_WINDOW_TTL, ResultPage,
-    ResultStore, StoreError, UsageStore, WebhookInsert, WebhookStore,
+    InsightStore, KeyStore, OpFailed, ProjectStore, RATE_WINDOW_TTL, ResultPage, ResultStore,
+    StoreError, UsageStore, WebhookStore,
 };
-use crate::domain::idempotency::{Created, IdempotencyKey, Once, Used, Written};
-use crate::domain::insight::{
-    Bucket, Granularity, SessionPage, SessionPosition, SessionQuery, StatsRange, Tally,
-};
+use crate::domain::insight::{Bucket, SessionPage, SessionPosition, SessionQuery, StatsRange};
 use crate::domain::plan::{Counted, Period, VisitCount};
 use crate::domain::webhook::MAX_WEBHOOKS_PER_PROJECT;
 use crate::domain::{
-    Account, AccountId, Delivery, Event, NewResult, Project, ProjectId, ResultPosition, Score,
-    SessionId, SessionScore, Timestamp, Webhook, WebhookId,
+    AccountId, Delivery, Project, ProjectId, ResultPosition, Score, SessionId, Timestamp, Webhook,
+    WebhookId,
 };
 
 const SCHEMA: &str = "
@@ -319,121 +316,169 @@ fn record_change(
     Ok(())
 }
 
-fn image<T: Serialize>(item: &T) -> Result<serde_dynamo::Item, Db> {
+fn image(item: &Attributes) -> Result<serde_dynamo::Item, Db> {
     serde_dynamo::to_item(item).map_err(corrupt)
 }
 
-/// Writes `new` at (pk, sk), replacing `old` (which the caller read in this transaction).
-fn put<T: Serialize>(
+/// Writes `new` at (pk, sk) over `old` (read in this transaction), with its change record and the
+/// tables that index some kinds of item: the sessions index and the due index.
+fn put(
     tx: &Transaction<'_>,
     pk: &str,
     sk: &str,
-    old: Option<&T>,
-    new: &T,
+    old: Option<&Attributes>,
+    new: &Attributes,
 ) -> Result<(), Db> {
     let body = serde_json::to_string(new).map_err(corrupt)?;
     tx.prepare_cached("INSERT OR REPLACE INTO items (pk, sk, body) VALUES (?1, ?2, ?3)")?
         .execute(params![pk, sk, body])?;
-    record_change(tx, pk, sk, old.map(image).transpose()?, Some(image(new)?))
+    record_change(tx, pk, sk, old.map(image).transpose()?, Some(image(new)?))?;
+    match new.get("entity").and_then(serde_json::Value::as_str) {
+        Some("session") => index_session(tx, &parse(new.clone())?),
+        Some("delivery") => index_due(tx, pk, sk, new.get(DUE_AT).and_then(|v| v.as_str())),
+        _ => Ok(()),
+    }
 }
 
-/// Writes an item whose previous version, if any, is read here (for the old image).
-fn upsert<T: Serialize + DeserializeOwned>(
+fn delete(tx: &Transaction<'_>, pk: &str, sk: &str, old: &Attributes) -> Result<(), Db> {
+    tx.prepare_cached("DELETE FROM items WHERE pk = ?1 AND sk = ?2")?
+        .execute(params![pk, sk])?;
+    record_change(tx, pk, sk, Some(image(old)?), None)?;
+    index_due(tx, pk, sk, None)
+}
+
+/// Keeps the due index in step with a delivery item (None: not due, or gone).
+fn index_due(tx: &Transaction<'_>, pk: &str, sk: &str, due_at: Option<&str>) -> Result<(), Db> {
+    match due_at {
+        Some(at) => tx
+            .prepare_cached("INSERT OR REPLACE INTO due (pk, sk, due_at) VALUES (?1, ?2, ?3)")?
+            .execute(params![pk, sk, at])?,
+        None => tx
+            .prepare_cached("DELETE FROM due WHERE pk = ?1 AND sk = ?2")?
+            .execute(params![pk, sk])?,
+    };
+    Ok(())
+}
+
+/// Adds numbers to a statistics item (created as `blank`), kept in its own table: statistics feed
+/// nothing.
+fn add_stats(
     tx: &Transaction<'_>,
     pk: &str,
     sk: &str,
-    new: &T,
+    blank: Attributes,
+    adds: &[(String, u64)],
 ) -> Result<(), Db> {
-    let old: Option<T> = get(tx, pk, sk)?;
-    put(tx, pk, sk, old.as_ref(), new)
+    let body: Option<String> = tx
+        .prepare_cached("SELECT body FROM stats WHERE pk = ?1 AND sk = ?2")?
+        .query_row(params![pk, sk], |row| row.get(0))
+        .optional()?;
+    let mut item = match body {
+        Some(b) => serde_json::from_str(&b).map_err(corrupt)?,
+        None => blank,
+    };
+    for (attr, n) in adds {
+        let was = item
+            .get(attr)
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or(0);
+        item.insert(attr.clone(), (was + n).into());
+    }
+    let body = serde_json::to_string(&item).map_err(corrupt)?;
+    tx.prepare_cached("INSERT OR REPLACE INTO stats (pk, sk, body) VALUES (?1, ?2, ?3)")?
+        .execute(params![pk, sk, body])?;
+    Ok(())
 }
 
-fn delete<T: Serialize>(tx: &Transaction<'_>, pk: &str, sk: &str, old: &T) -> Result<(), Db> {
-    tx.prepare_cached("DELETE FROM items WHERE pk = ?1 AND sk = ?2")?
-        .execute(params![pk, sk])?;
-    record_change(tx, pk, sk, Some(image(old)?), None)
+/// One step inside the plan's transaction: its refusal, or None when it was applied.
+fn apply_step(tx: &Transaction<'_>, step: Step) -> Result<Option<Applied>, Db> {
+    let Step { name, pk, sk, op } = step;
+    if let Op::Add { blank, adds } = op {
+        add_stats(tx, &pk, &sk, blank, &adds)?;
+        return Ok(None);
+    }
+    let current: Option<Attributes> = get(tx, &pk, &sk)?;
+    let holds = match &op {
+        Op::Put { when, .. } | Op::Delete { when } | Op::Set { when, .. } => {
+            when.holds(current.as_ref())
+        }
+        Op::Count { by, max, .. } => Step::counted(*by, *max, current.as_ref()).is_some(),
+        Op::Add { .. } => true,
+    };
+    if !holds {
+        return Ok(Some(Applied::Refused {
+            step: name,
+            current,
+        }));
+    }
+    let keyed = || {
+        let mut item = Attributes::new();
+        item.insert(PK.to_owned(), pk.clone().into());
+        item.insert(SK.to_owned(), sk.clone().into());
+        item
+    };
+    let new = match op {
+        Op::Put { item, .. } => item,
+        Op::Delete { .. } => {
+            if let Some(old) = &current {
+                delete(tx, &pk, &sk, old)?;
+            }
+            return Ok(None);
+        }
+        Op::Set { attributes, .. } => {
+            let mut item = current.clone().unwrap_or_else(keyed);
+            item.extend(attributes);
+            item
+        }
+        Op::Count { entity, by, max } => {
+            let mut item = current.clone().unwrap_or_else(keyed);
+            let count = Step::counted(by, max, current.as_ref()).unwrap_or(0);
+            item.insert(
+                "entity".to_owned(),
+                serde_json::to_value(entity).map_err(corrupt)?,
+            );
+            item.insert("count".to_owned(), count.into());
+            item
+        }
+        Op::Add { .. } => return Ok(None),
+    };
+    put(tx, &pk, &sk, current.as_ref(), &new)?;
+    Ok(None)
 }
 
-impl KeyStore for SqliteStore {
-    async fn key_account(&self, key_hash: &str) -> Result<Option<AccountId>, StoreError> {
-        let pk = key_pk(key_hash);
-        self.run(move |c| {
-            let key: Option<KeyItem> = get(c, &pk, KEY_SK)?;
-            Ok(key.filter(|k| !k.revoked).map(|k| k.account_id))
+impl ItemStore for SqliteStore {
+    async fn item<T: DeserializeOwned + Send + 'static>(
+        &self,
+        pk: &str,
+        sk: &str,
+        read: Read,
+    ) -> Result<Option<T>, StoreError> {
+        // One file: every read sees every committed write, whatever `read` asks.
+        let _ = read;
+        let (pk, sk) = (pk.to_owned(), sk.to_owned());
+        self.run(move |c| get(c, &pk, &sk)).await
+    }
+
+    /// The plan's steps in one immediate transaction, each condition checked against the item
+    /// as the transaction sees it; a refusal rolls back the steps before it.
+    async fn apply(&self, plan: WritePlan) -> Result<Applied, StoreError> {
+        self.write_unless(move |tx| {
+            for step in plan.steps {
+                if let Some(refused) = apply_step(tx, step)? {
+                    return Ok(Err(refused));
+                }
+            }
+            Ok(Ok(Applied::Done))
         })
         .await
     }
 }
 
-impl AccountStore for SqliteStore {
-    async fn account(&self, id: &AccountId) -> Result<Option<Account>, StoreError> {
-        let pk = account_pk(id);
-        self.run(move |c| Ok(get::<AccountItem>(c, &pk, ACCOUNT_SK)?.map(Account::from)))
-            .await
-    }
-}
+impl KeyStore for SqliteStore {}
+
+impl AccountStore for SqliteStore {}
 
 impl ProjectStore for SqliteStore {
-    async fn project(&self, id: &ProjectId) -> Result<Option<Project>, StoreError> {
-        let pk = project_pk(id);
-        self.run(move |c| Ok(get::<ProjectItem>(c, &pk, PROJECT_SK)?.map(Project::from)))
-            .await
-    }
-
-    async fn insert_project(
-        &self,
-        project: &Project,
-        max_projects: u32,
-        once: Option<&Once>,
-    ) -> Result<Written<ProjectInsert>, StoreError> {
-        let (project, once) = (project.clone(), once.cloned());
-        self.write(move |tx| {
-            if let Some(used) = used_key(tx, once.as_ref())? {
-                return Ok(Written::Before(used));
-            }
-            let count_pk = account_pk(&project.account_id);
-            let count: Option<ProjectCountItem> = get(tx, &count_pk, PROJECT_COUNT_SK)?;
-            let n = count.as_ref().map_or(0, |c| c.count);
-            if n >= max_projects {
-                return Ok(Written::New(ProjectInsert::LimitReached));
-            }
-            let item = ProjectItem::from(&project);
-            if get::<ProjectItem>(tx, &item.pk, &item.sk)?.is_some() {
-                return Err(Db(StoreError::Backend(
-                    format!("project id {} already exists", project.id).into(),
-                )));
-            }
-            put(tx, &item.pk, &item.sk, None, &item)?;
-            let listed = ProjectItem::listed(&project);
-            put(tx, &listed.pk, &listed.sk, None, &listed)?;
-            let by_key = ProjectItem::by_public_key(&project);
-            if get::<ProjectItem>(tx, &by_key.pk, &by_key.sk)?.is_some() {
-                return Err(Db(StoreError::Backend(
-                    format!("the public key of project {} is another's", project.id).into(),
-                )));
-            }
-            put(tx, &by_key.pk, &by_key.sk, None, &by_key)?;
-            let next = ProjectCountItem::new(&project.account_id, n + 1);
-            put(tx, &next.pk, &next.sk, count.as_ref(), &next)?;
-            let created = || Created::Project {
-                project_id: project.id.clone(),
-            };
-            record_key(tx, once.as_ref(), created)?;
-            Ok(Written::New(ProjectInsert::Created))
-        })
-        .await
-    }
-
-    async fn project_by_public_key(&self, key: &str) -> Result<Option<Project>, StoreError> {
-        let (pk, key) = (public_key_pk(key), key.to_owned());
-        self.run(move |c| {
-            let item = get::<ProjectItem>(c, &pk, PROJECT_SK)?;
-            // A copy left behind by a key a seed replaced never authenticates.
-            Ok(item.map(Project::from).filter(|p| p.api_key_public == key))
-        })
-        .await
-    }
-
     async fn account_projects(&self, account: &AccountId) -> Result<Vec<Project>, StoreError> {
         let pk = account_pk(account);
         self.run(move |c| {
@@ -441,26 +486,6 @@ impl ProjectStore for SqliteStore {
             let items: Vec<ProjectItem> =
                 range(c, &pk, ACCOUNT_PROJECT_PREFIX, &end, false, usize::MAX >> 1)?;
             Ok(items.into_iter().map(Project::from).collect())
-        })
-        .await
-    }
-
-    async fn update_project(&self, project: &Project) -> Result<bool, StoreError> {
-        let project = project.clone();
-        self.write(move |tx| {
-            let item = ProjectItem::from(&project);
-            let Some(old) = get::<ProjectItem>(tx, &item.pk, &item.sk)? else {
-                return Ok(false);
-            };
-            if old.value.project.account_id != project.account_id {
-                return Ok(false);
-            }
-            put(tx, &item.pk, &item.sk, Some(&old), &item)?;
-            let listed = ProjectItem::listed(&project);
-            upsert(tx, &listed.pk, &listed.sk, &listed)?;
-            let by_key = ProjectItem::by_public_key(&project);
-            upsert(tx, &by_key.pk, &by_key.sk, &by_key)?;
-            Ok(true)
         })
         .await
     }
@@ -592,53 +617,6 @@ impl ResultStore for SqliteStore {
         })
         .await
     }
-
-    async fn event(
-        &self,
-        project: &ProjectId,
-        session: &SessionId,
-        at: ResultPosition,
-    ) -> Result<Option<Event>, StoreError> {
-        let (pk, sk) = (project_pk(project), result_sk(session, at));
-        self.run(move |c| Ok(get::<ResultItem>(c, &pk, &sk)?.map(ResultItem::event)))
-            .await
-    }
-
-    async fn session_score(
-        &self,
-        project: &ProjectId,
-        session: &SessionId,
-    ) -> Result<Option<SessionScore>, StoreError> {
-        let (pk, sk) = (project_pk(project), session_sk(session));
-        self.run(move |c| Ok(get::<SessionItem>(c, &pk, &sk)?.map(|s| s.score())))
-            .await
-    }
-
-    async fn write_result(
-        &self,
-        r: &NewResult,
-        once: Option<&Once>,
-    ) -> Result<Written<ResultPosition>, StoreError> {
-        let (r, once) = (r.clone(), once.cloned());
-        self.write(move |tx| {
-            if let Some(used) = used_key(tx, once.as_ref())? {
-                return Ok(Written::Before(used));
-            }
-            let pk = project_pk(&r.project_id);
-            let sk = session_sk(&r.session_id);
-            let old: Option<SessionItem> = get(tx, &pk, &sk)?;
-            let session = SessionItem::next(old.as_ref(), &r);
-            let result = ResultItem::new(&r, session.seq);
-            put(tx, &result.pk, &result.sk, None, &result)?;
-            put(tx, &pk, &sk, old.as_ref(), &session)?;
-            index_session(tx, &session)?;
-            count_stats(tx, &r)?;
-            let created = || Created::event(&r.project_id, &r.session_id, result.position());
-            record_key(tx, once.as_ref(), created)?;
-            Ok(Written::New(result.position()))
-        })
-        .await
-    }
 }
 
 /// Keeps the sessions index up to date with a summary just written.
@@ -658,28 +636,6 @@ fn index_session(tx: &Transaction<'_>, s: &SessionItem) -> Result<(), Db> {
         s.score_bot.get(),
         s.score_proxy_vpn.get()
     ])?;
-    Ok(())
-}
-
-/// Adds a written result to its hour's and its day's statistics.
-fn count_stats(tx: &Transaction<'_>, r: &NewResult) -> Result<(), Db> {
-    let counts = Tally::of(r).counts();
-    let shard = stats_shard(&r.session_id);
-    for g in Granularity::ALL {
-        let start = g.floor(r.result.created_at);
-        let mut item = StatsItem::empty(&r.project_id, g, start, shard);
-        let body: Option<String> = tx
-            .prepare_cached("SELECT body FROM stats WHERE pk = ?1 AND sk = ?2")?
-            .query_row(params![item.pk, item.sk], |row| row.get(0))
-            .optional()?;
-        if let Some(b) = body {
-            item = serde_json::from_str(&b).map_err(corrupt)?;
-        }
-        item.add(&counts);
-        let body = serde_json::to_string(&item).map_err(corrupt)?;
-        tx.prepare_cached("INSERT OR REPLACE INTO stats (pk, sk, body) VALUES (?1, ?2, ?3)")?
-            .execute(params![item.pk, item.sk, body])?;
-    }
     Ok(())
 }
 
@@ -753,158 +709,17 @@ impl InsightStore for SqliteStore {
     }
 }
 
-/// The unexpired use of `once`'s key (none without a key), read inside the writing transaction.
-fn used_key(tx: &Transaction<'_>, once: Option<&Once>) -> Result<Option<Used>, Db> {
-    let Some(once) = once else {
-        return Ok(None);
-    };
-    let item: Option<IdempotencyItem> =
-        get(tx, &account_pk(&once.account), &idempotency_sk(&once.key))?;
-    Ok(item.and_then(|i| i.used(once.at)))
-}
-
-/// Records the use of `once`'s key (nothing without a key) in the writing transaction.
-fn record_key(
-    tx: &Transaction<'_>,
-    once: Option<&Once>,
-    created: impl FnOnce() -> Created,
-) -> Result<(), Db> {
-    if let Some(o) = once {
-        let item = IdempotencyItem::new(o, created());
-        upsert(tx, &item.pk, &item.sk, &item)?;
-    }
-    Ok(())
-}
-
-impl IdempotencyStore for SqliteStore {
-    async fn used_key(
-        &self,
-        account: &AccountId,
-        key: &IdempotencyKey,
-        now: Timestamp,
-    ) -> Result<Option<Used>, StoreError> {
-        let (pk, sk) = (account_pk(account), idempotency_sk(key));
-        self.run(move |c| Ok(get::<IdempotencyItem>(c, &pk, &sk)?.and_then(|i| i.used(now))))
-            .await
-    }
-}
+impl IdempotencyStore for SqliteStore {}
 
 impl WebhookStore for SqliteStore {
-    async fn insert_webhook(
-        &self,
-        project: &ProjectId,
-        webhook: &Webhook,
-    ) -> Result<WebhookInsert, StoreError> {
-        let item = WebhookItem::new(project, webhook);
-        let project = project.clone();
-        self.write(move |tx| {
-            let guard = item.guard();
-            if get::<WebhookGuardItem>(tx, &guard.pk, &guard.sk)?.is_some() {
-                return Ok(WebhookInsert::Duplicate);
-            }
-            let count: Option<WebhookCountItem> = get(tx, &item.pk, WEBHOOK_COUNT_SK)?;
-            let n = count.as_ref().map_or(0, |c| c.count);
-            if n as usize >= MAX_WEBHOOKS_PER_PROJECT {
-                return Ok(WebhookInsert::LimitReached);
-            }
-            if get::<WebhookItem>(tx, &item.pk, &item.sk)?.is_some() {
-                return Err(Db(StoreError::Backend(
-                    format!("webhook id {} already exists", item.id).into(),
-                )));
-            }
-            put(tx, &item.pk, &item.sk, None, &item)?;
-            put(tx, &guard.pk, &guard.sk, None, &guard)?;
-            let next = WebhookCountItem::new(&project, n + 1);
-            put(tx, &next.pk, &next.sk, count.as_ref(), &next)?;
-            Ok(WebhookInsert::Created)
-        })
-        .await
-    }
-
     async fn webhooks(&self, project: &ProjectId) -> Result<Vec<Webhook>, StoreError> {
         let pk = project_pk(project);
         self.run(move |c| Ok(sorted_webhooks(webhook_items(c, &pk)?)))
             .await
     }
-
-    async fn delete_webhook(
-        &self,
-        project: &ProjectId,
-        id: &WebhookId,
-    ) -> Result<bool, StoreError> {
-        let (pk, sk) = (project_pk(project), webhook_sk(id));
-        let project = project.clone();
-        self.write(move |tx| {
-            let Some(item) = get::<WebhookItem>(tx, &pk, &sk)? else {
-                return Ok(false);
-            };
-            let guard = item.guard();
-            delete(tx, &pk, &sk, &item)?;
-            delete(tx, &guard.pk, &guard.sk, &guard)?;
-            let count: Option<WebhookCountItem> = get(tx, &pk, WEBHOOK_COUNT_SK)?;
-            let n = count.as_ref().map_or(0, |c| c.count).saturating_sub(1);
-            let next = WebhookCountItem::new(&project, n);
-            put(tx, &next.pk, &next.sk, count.as_ref(), &next)?;
-            Ok(true)
-        })
-        .await
-    }
 }
 
 impl AdminStore for SqliteStore {
-    async fn put_account(&self, account: &Account) -> Result<(), StoreError> {
-        let item = AccountItem::from(account);
-        self.write(move |tx| upsert(tx, &item.pk, &item.sk, &item))
-            .await
-    }
-
-    async fn put_key(&self, key_hash: &str, account: &AccountId) -> Result<(), StoreError> {
-        let item = KeyItem::new(key_hash, account);
-        self.write(move |tx| upsert(tx, &item.pk, &item.sk, &item))
-            .await
-    }
-
-    async fn put_project(&self, project: &Project) -> Result<(), StoreError> {
-        let project = project.clone();
-        self.write(move |tx| {
-            let item = ProjectItem::from(&project);
-            let old: Option<ProjectItem> = get(tx, &item.pk, &item.sk)?;
-            put(tx, &item.pk, &item.sk, old.as_ref(), &item)?;
-            let listed = ProjectItem::listed(&project);
-            upsert(tx, &listed.pk, &listed.sk, &listed)?;
-            let by_key = ProjectItem::by_public_key(&project);
-            upsert(tx, &by_key.pk, &by_key.sk, &by_key)?;
-            if let Some(old_key) = old
-                .as_ref()
-                .map(|o| o.value.project.api_key_public.clone())
-                .filter(|k| k != &project.api_key_public)
-            {
-                // The seed replaced the public key: the old one must stop finding the project.
-                let stale = public_key_pk(&old_key);
-                if let Some(gone) = get::<ProjectItem>(tx, &stale, PROJECT_SK)? {
-                    delete(tx, &stale, PROJECT_SK, &gone)?;
-                }
-            }
-            let moved_from = old.map(|o| o.value.project.account_id);
-            if moved_from.as_ref() != Some(&project.account_id) {
-                if let Some(from) = moved_from {
-                    // The seed gave the project another account: it leaves the old one's list.
-                    let gone = ProjectItem::listed(&Project {
-                        account_id: from.clone(),
-                        ..project.clone()
-                    });
-                    if let Some(old_listed) = get::<ProjectItem>(tx, &gone.pk, &gone.sk)? {
-                        delete(tx, &gone.pk, &gone.sk, &old_listed)?;
-                    }
-                    add_to_project_count(tx, &from, -1)?;
-                }
-                add_to_project_count(tx, &project.account_id, 1)?;
-            }
-            Ok(())
-        })
-        .await
-    }
-
     async fn is_empty(&self) -> Result<bool, StoreError> {
         self.run(|c| {
             let any: bool = c.query_row("SELECT EXISTS (SELECT 1 FROM items)", [], |r| r.get(0))?;
@@ -912,33 +727,6 @@ impl AdminStore for SqliteStore {
         })
         .await
     }
-}
-
-/// Moves an account's project counter by `delta` (seeding; creation checks the limit itself).
-fn add_to_project_count(tx: &Transaction<'_>, account: &AccountId, delta: i64) -> Result<(), Db> {
-    let pk = account_pk(account);
-    let old: Option<ProjectCountItem> = get(tx, &pk, PROJECT_COUNT_SK)?;
-    let n = i64::from(old.as_ref().map_or(0, |c| c.count)) + delta;
-    let next = ProjectCountItem::new(account, u32::try_from(n.max(0)).unwrap_or(0));
-    put(tx, &next.pk, &next.sk, old.as_ref(), &next)
-}
-
-/// Writes a delivery item and keeps the due index in step with it.
-fn put_delivery(
-    tx: &Transaction<'_>,
-    old: Option<&DeliveryItem>,
-    new: &DeliveryItem,
-) -> Result<(), Db> {
-    put(tx, &new.pk, &new.sk, old, new)?;
-    match &new.due_at {
-        Some(at) => tx
-            .prepare_cached("INSERT OR REPLACE INTO due (pk, sk, due_at) VALUES (?1, ?2, ?3)")?
-            .execute(params![new.pk, new.sk, at])?,
-        None => tx
-            .prepare_cached("DELETE FROM due WHERE pk = ?1 AND sk = ?2")?
-            .execute(params![new.pk, new.sk])?,
-    };
-    Ok(())
 }
 
 impl DeliveryStore for SqliteStore {
@@ -949,53 +737,6 @@ impl DeliveryStore for SqliteStore {
             Ok(sorted_webhooks(
                 rows.into_iter().filter(|w| !w.disabled).collect(),
             ))
-        })
-        .await
-    }
-
-    async fn disable_webhook(&self, project: &ProjectId, id: &WebhookId) -> Result<(), StoreError> {
-        let (pk, sk) = (project_pk(project), webhook_sk(id));
-        self.write(move |tx| {
-            if let Some(old) = get::<WebhookItem>(tx, &pk, &sk)? {
-                let new = WebhookItem {
-                    disabled: true,
-                    ..old.clone()
-                };
-                put(tx, &pk, &sk, Some(&old), &new)?;
-            }
-            Ok(())
-        })
-        .await
-    }
-
-    async fn create_delivery(&self, delivery: &Delivery) -> Result<bool, StoreError> {
-        let item = DeliveryItem::from(delivery);
-        self.write(move |tx| {
-            if get::<DeliveryItem>(tx, &item.pk, &item.sk)?.is_some() {
-                return Ok(false);
-            }
-            put_delivery(tx, None, &item)?;
-            Ok(true)
-        })
-        .await
-    }
-
-    async fn update_delivery(
-        &self,
-        delivery: &Delivery,
-        expected: Option<Timestamp>,
-    ) -> Result<bool, StoreError> {
-        let item = DeliveryItem::from(delivery);
-        let expected = expected.map(|t| t.to_string());
-        self.write(move |tx| {
-            let Some(old) = get::<DeliveryItem>(tx, &item.pk, &item.sk)? else {
-                return Ok(false);
-            };
-            if old.due_at != expected {
-                return Ok(false);
-            }
-            put_delivery(tx, Some(&old), &item)?;
-            Ok(true)
         })
         .await
     }

@@ -14,6 +14,10 @@ use crate::domain::{
 pub mod change;
 pub mod feed;
 pub mod items;
+pub mod plan;
+pub mod write;
+
+pub use plan::{ItemStore, Read};
 
 /// The error behind a storage failure, kept whole for the logs.
 pub type Cause = Box<dyn std::error::Error + Send + Sync + 'static>;
@@ -88,16 +92,38 @@ pub enum WebhookInsert {
 type Res<T> = Result<T, StoreError>;
 
 /// Looks up developer keys by their SHA-256 (the authorizer's one read).
-pub trait KeyStore: Send + Sync {
-    fn key_account(&self, key_hash: &str) -> impl Future<Output = Res<Option<AccountId>>> + Send;
+pub trait KeyStore: ItemStore {
+    /// The account of an unrevoked key.
+    fn key_account(&self, key_hash: &str) -> impl Future<Output = Res<Option<AccountId>>> + Send {
+        async move {
+            let key: Option<items::KeyItem> = self
+                .item(&items::key_pk(key_hash), items::KEY_SK, Read::Eventual)
+                .await?;
+            Ok(key.filter(|k| !k.revoked).map(|k| k.account_id))
+        }
+    }
 }
 
-pub trait AccountStore: Send + Sync {
-    fn account(&self, id: &AccountId) -> impl Future<Output = Res<Option<Account>>> + Send;
+pub trait AccountStore: ItemStore {
+    fn account(&self, id: &AccountId) -> impl Future<Output = Res<Option<Account>>> + Send {
+        async move {
+            let item: Option<items::AccountItem> = self
+                .item(&items::account_pk(id), items::ACCOUNT_SK, Read::Eventual)
+                .await?;
+            Ok(item.map(Account::from))
+        }
+    }
 }
 
-pub trait ProjectStore: Send + Sync {
-    fn project(&self, id: &ProjectId) -> impl Future<Output = Res<Option<Project>>> + Send;
+pub trait ProjectStore: ItemStore {
+    fn project(&self, id: &ProjectId) -> impl Future<Output = Res<Option<Project>>> + Send {
+        async move {
+            let item: Option<items::ProjectItem> = self
+                .item(&items::project_pk(id), items::PROJECT_SK, Read::Eventual)
+                .await?;
+            Ok(item.map(Project::from))
+        }
+    }
 
     /// Creates a project unless its account already has `max_projects`, exactly under
     /// concurrent creations; with `once`, only if its idempotency key is unused (see
@@ -107,7 +133,9 @@ pub trait ProjectStore: Send + Sync {
         project: &Project,
         max_projects: u32,
         once: Option<&Once>,
-    ) -> impl Future<Output = Res<Written<ProjectInsert>>> + Send;
+    ) -> impl Future<Output = Res<Written<ProjectInsert>>> + Send {
+        write::insert_project(self, project, max_projects, once)
+    }
 
     /// [`ProjectStore::insert_project`] without a key.
     fn create_project(
@@ -135,11 +163,23 @@ pub trait ProjectStore: Send + Sync {
     ) -> impl Future<Output = Res<Vec<Project>>> + Send;
 
     /// The project whose `apiKeyPublic` is `key`.
-    fn project_by_public_key(&self, key: &str)
-    -> impl Future<Output = Res<Option<Project>>> + Send;
+    fn project_by_public_key(
+        &self,
+        key: &str,
+    ) -> impl Future<Output = Res<Option<Project>>> + Send {
+        async move {
+            let pk = items::public_key_pk(key);
+            let item: Option<items::ProjectItem> =
+                self.item(&pk, items::PROJECT_SK, Read::Eventual).await?;
+            // A copy left behind by a key a seed replaced never authenticates.
+            Ok(item.map(Project::from).filter(|p| p.api_key_public == key))
+        }
+    }
 
     /// Replaces an existing project (same id and account); false when it does not exist.
-    fn update_project(&self, project: &Project) -> impl Future<Output = Res<bool>> + Send;
+    fn update_project(&self, project: &Project) -> impl Future<Output = Res<bool>> + Send {
+        write::update_project(self, project)
+    }
 }
 
 /// The outcome of creating a project.
@@ -187,7 +227,7 @@ pub trait UsageStore: Send + Sync {
     ) -> impl Future<Output = Res<u64>> + Send;
 }
 
-pub trait ResultStore: Send + Sync {
+pub trait ResultStore: ItemStore {
     /// Up to `limit` results strictly after `after` in newest-first order.
     fn results(
         &self,
@@ -203,14 +243,26 @@ pub trait ResultStore: Send + Sync {
         project: &ProjectId,
         session: &SessionId,
         at: ResultPosition,
-    ) -> impl Future<Output = Res<Option<Event>>> + Send;
+    ) -> impl Future<Output = Res<Option<Event>>> + Send {
+        async move {
+            let (pk, sk) = (items::project_pk(project), items::result_sk(session, at));
+            let item: Option<items::ResultItem> = self.item(&pk, &sk, Read::Eventual).await?;
+            Ok(item.map(items::ResultItem::event))
+        }
+    }
 
     /// The session's maintained overall score, or `None` when it has no results.
     fn session_score(
         &self,
         project: &ProjectId,
         session: &SessionId,
-    ) -> impl Future<Output = Res<Option<SessionScore>>> + Send;
+    ) -> impl Future<Output = Res<Option<SessionScore>>> + Send {
+        async move {
+            let (pk, sk) = (items::project_pk(project), items::session_sk(session));
+            let item: Option<items::SessionItem> = self.item(&pk, &sk, Read::Eventual).await?;
+            Ok(item.map(|s| s.score()))
+        }
+    }
 
     /// Writes one result and updates the session's overall score atomically, correct under
     /// concurrent writers, and returns the position the result was given. With `once`, the key's
@@ -220,7 +272,9 @@ pub trait ResultStore: Send + Sync {
         &self,
         result: &NewResult,
         once: Option<&Once>,
-    ) -> impl Future<Output = Res<Written<ResultPosition>>> + Send;
+    ) -> impl Future<Output = Res<Written<ResultPosition>>> + Send {
+        write::write_result(self, result, once)
+    }
 
     /// [`ResultStore::write_result`] without a key.
     fn add_result(&self, result: &NewResult) -> impl Future<Output = Res<ResultPosition>> + Send {
@@ -285,24 +339,33 @@ fn unkeyed<T>(written: Written<T>) -> Res<T> {
 }
 
 /// Idempotency keys in use.
-pub trait IdempotencyStore: Send + Sync {
+pub trait IdempotencyStore: ItemStore {
     /// The use of `key` by `account`, unless it has expired by `now`.
     fn used_key(
         &self,
         account: &AccountId,
         key: &IdempotencyKey,
         now: Timestamp,
-    ) -> impl Future<Output = Res<Option<Used>>> + Send;
+    ) -> impl Future<Output = Res<Option<Used>>> + Send {
+        async move {
+            let (pk, sk) = (items::account_pk(account), items::idempotency_sk(key));
+            let item: Option<items::IdempotencyItem> =
+                self.item(&pk, &sk, Read::Consistent).await?;
+            Ok(item.and_then(|i| i.used(now)))
+        }
+    }
 }
 
-pub trait WebhookStore: Send + Sync {
+pub trait WebhookStore: ItemStore {
     /// Registers a webhook, enforcing per-project uniqueness of (type, url) and the per-project
     /// limit atomically.
     fn insert_webhook(
         &self,
         project: &ProjectId,
         webhook: &Webhook,
-    ) -> impl Future<Output = Res<WebhookInsert>> + Send;
+    ) -> impl Future<Output = Res<WebhookInsert>> + Send {
+        write::insert_webhook(self, project, webhook)
+    }
 
     /// The project's webhooks, oldest first.
     fn webhooks(&self, project: &ProjectId) -> impl Future<Output = Res<Vec<Webhook>>> + Send;
@@ -312,21 +375,30 @@ pub trait WebhookStore: Send + Sync {
         &self,
         project: &ProjectId,
         id: &WebhookId,
-    ) -> impl Future<Output = Res<bool>> + Send;
+    ) -> impl Future<Output = Res<bool>> + Send {
+        write::delete_webhook(self, project, id)
+    }
 }
 
 /// Writes used by seeding and the demo data: accounts, keys and projects.
-pub trait AdminStore: Send + Sync {
-    fn put_account(&self, account: &Account) -> impl Future<Output = Res<()>> + Send;
-    fn put_key(&self, key_hash: &str, account: &AccountId) -> impl Future<Output = Res<()>> + Send;
-    fn put_project(&self, project: &Project) -> impl Future<Output = Res<()>> + Send;
+pub trait AdminStore: ItemStore {
+    fn put_account(&self, account: &Account) -> impl Future<Output = Res<()>> + Send {
+        write::put_account(self, account)
+    }
+    fn put_key(&self, key_hash: &str, account: &AccountId) -> impl Future<Output = Res<()>> + Send {
+        write::put_key(self, key_hash, account)
+    }
+    /// Writes a project whole (seeding): a replaced public key or a former account lets go of it.
+    fn put_project(&self, project: &Project) -> impl Future<Output = Res<()>> + Send {
+        write::seed_project(self, project)
+    }
     /// True when the store holds no account at all (a fresh database).
     fn is_empty(&self) -> impl Future<Output = Res<bool>> + Send;
 }
 
 /// What webhook dispatch keeps: deliveries with their attempts, the due index the retry sweep
 /// reads, disabled webhooks, and change-feed checkpoints.
-pub trait DeliveryStore: Send + Sync {
+pub trait DeliveryStore: ItemStore {
     /// The project's webhooks that still receive deliveries.
     fn active_webhooks(
         &self,
@@ -338,10 +410,14 @@ pub trait DeliveryStore: Send + Sync {
         &self,
         project: &ProjectId,
         id: &WebhookId,
-    ) -> impl Future<Output = Res<()>> + Send;
+    ) -> impl Future<Output = Res<()>> + Send {
+        write::disable_webhook(self, project, id)
+    }
 
     /// Creates a delivery; false when it already exists (a replayed record), which is not an error.
-    fn create_delivery(&self, delivery: &Delivery) -> impl Future<Output = Res<bool>> + Send;
+    fn create_delivery(&self, delivery: &Delivery) -> impl Future<Output = Res<bool>> + Send {
+        write::create_delivery(self, delivery)
+    }
 
     /// Writes a delivery's new state if its due time is still `expected` (None: not due), so two
     /// sweepers never both claim or finish the same attempt. False when someone else got there.
@@ -349,7 +425,9 @@ pub trait DeliveryStore: Send + Sync {
         &self,
         delivery: &Delivery,
         expected: Option<Timestamp>,
-    ) -> impl Future<Output = Res<bool>> + Send;
+    ) -> impl Future<Output = Res<bool>> + Send {
+        write::update_delivery(self, delivery, expected)
+    }
 
     /// Pending deliveries due at or before `now`, earliest first.
     fn due_deliveries(

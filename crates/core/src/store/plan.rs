@@ -1,0 +1,326 @@
+//! Point reads and writes as plans. The layout ([`super::write`]) says, per operation, which items change and under
+//! which conditions, as named steps; each adapter has one function, [`ItemStore::apply`], that
+//! applies a whole plan or none of it and names the step whose condition failed. SQLite checks the
+//! conditions inside its write transaction; DynamoDB turns the steps into one `TransactWriteItems`
+//! (one conditional single-item call when the plan has one step).
+
+use std::future::Future;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+use super::StoreError;
+use super::items::{Entity, PK, SK, TTL};
+
+/// An item's attributes, `pk` and `sk` included.
+pub type Attributes = Map<String, Value>;
+
+/// The condition a step's item must meet, as it stands before the plan.
+#[derive(Debug, Clone, PartialEq)]
+pub enum When {
+    Always,
+    Absent,
+    Present,
+    /// Present, with this attribute equal to this value (a string or a number).
+    Has(&'static str, Value),
+    /// Present, without this attribute.
+    Lacks(&'static str),
+    /// Absent, or expired: its `ttl` at or before these epoch seconds (a table's TTL lags).
+    AbsentOrExpired(i64),
+}
+
+impl When {
+    /// Whether `current` (None: no item) meets the condition.
+    pub fn holds(&self, current: Option<&Attributes>) -> bool {
+        match (self, current) {
+            (When::Always, _) => true,
+            (When::Absent, c) => c.is_none(),
+            (When::Present, c) => c.is_some(),
+            (When::Has(attr, v), Some(c)) => c.get(*attr).is_some_and(|x| same(x, v)),
+            (When::Lacks(attr), Some(c)) => c.get(*attr).is_none_or(Value::is_null),
+            (When::AbsentOrExpired(now), Some(c)) => c
+                .get(TTL)
+                .and_then(Value::as_i64)
+                .is_some_and(|t| t <= *now),
+            (When::AbsentOrExpired(_), None) => true,
+            (When::Has(..) | When::Lacks(_), None) => false,
+        }
+    }
+}
+
+/// Equal as DynamoDB compares: numbers by value, whatever their JSON form.
+fn same(a: &Value, b: &Value) -> bool {
+    match (a.as_f64(), b.as_f64()) {
+        (Some(x), Some(y)) if a.is_number() && b.is_number() => x == y,
+        _ => a == b,
+    }
+}
+
+/// What a step does to the item at its key.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Op {
+    /// Writes the whole item.
+    Put { item: Attributes, when: When },
+    /// Removes the item (nothing when it is absent and `when` allows that).
+    Delete { when: When },
+    /// Sets these attributes of the item, keeping the others.
+    Set { attributes: Attributes, when: When },
+    /// Adds `by` to the item's `count` (an absent item counts 0 and is created as `entity`),
+    /// refused when the new count would exceed `max` or go below zero: limits that hold exactly
+    /// under concurrent writers.
+    Count {
+        entity: Entity,
+        by: i64,
+        max: Option<u64>,
+    },
+    /// Adds each number to its attribute, creating the item as `blank` on its first write
+    /// (statistics).
+    Add {
+        blank: Attributes,
+        adds: Vec<(String, u64)>,
+    },
+}
+
+/// One named change of one item.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Step {
+    pub name: &'static str,
+    pub pk: String,
+    pub sk: String,
+    pub op: Op,
+}
+
+impl Step {
+    /// The new count of a [`Op::Count`] step over `current`, or None when it is refused.
+    pub fn counted(by: i64, max: Option<u64>, current: Option<&Attributes>) -> Option<i64> {
+        let now = current
+            .and_then(|c| c.get("count"))
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+        let next = now.checked_add(by)?;
+        let within = max.is_none_or(|m| by <= 0 || u64::try_from(next).is_ok_and(|n| n <= m));
+        (next >= 0 && within).then_some(next)
+    }
+}
+
+/// The steps of one write, all applied or none, in the order their refusals are reported.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct WritePlan {
+    pub steps: Vec<Step>,
+}
+
+/// How a plan ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Applied {
+    Done,
+    /// Nothing was written: the first step (in plan order) whose condition failed, and its item as
+    /// it stood when the backend says so.
+    Refused {
+        step: &'static str,
+        current: Option<Attributes>,
+    },
+}
+
+fn attributes<T: Serialize>(item: &T) -> Result<Attributes, StoreError> {
+    match serde_json::to_value(item) {
+        Ok(Value::Object(map)) => Ok(map),
+        Ok(_) => Err(StoreError::Corrupt("an item that is not a map".into())),
+        Err(e) => Err(StoreError::Corrupt(Box::new(e))),
+    }
+}
+
+fn key_of(item: &Attributes) -> Result<(String, String), StoreError> {
+    let get = |k: &str| item.get(k).and_then(Value::as_str).map(str::to_owned);
+    get(PK)
+        .zip(get(SK))
+        .ok_or_else(|| StoreError::Corrupt("an item without pk and sk".into()))
+}
+
+/// An item read back from a step's report or a read.
+pub fn parse<T: DeserializeOwned>(item: Attributes) -> Result<T, StoreError> {
+    serde_json::from_value(Value::Object(item)).map_err(|e| StoreError::Corrupt(Box::new(e)))
+}
+
+impl WritePlan {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Puts a typed item (its `pk` and `sk` are its own).
+    pub fn put<T: Serialize>(
+        mut self,
+        name: &'static str,
+        item: &T,
+        when: When,
+    ) -> Result<Self, StoreError> {
+        let item = attributes(item)?;
+        let (pk, sk) = key_of(&item)?;
+        self.steps.push(Step {
+            name,
+            pk,
+            sk,
+            op: Op::Put { item, when },
+        });
+        Ok(self)
+    }
+
+    pub fn delete(mut self, name: &'static str, pk: String, sk: String, when: When) -> Self {
+        self.steps.push(Step {
+            name,
+            pk,
+            sk,
+            op: Op::Delete { when },
+        });
+        self
+    }
+
+    pub fn set(
+        mut self,
+        name: &'static str,
+        pk: String,
+        sk: String,
+        attributes: Attributes,
+        when: When,
+    ) -> Self {
+        self.steps.push(Step {
+            name,
+            pk,
+            sk,
+            op: Op::Set { attributes, when },
+        });
+        self
+    }
+
+    pub fn count(
+        mut self,
+        name: &'static str,
+        (pk, sk): (String, &str),
+        entity: Entity,
+        by: i64,
+        max: Option<u64>,
+    ) -> Self {
+        self.steps.push(Step {
+            name,
+            pk,
+            sk: sk.to_owned(),
+            op: Op::Count { entity, by, max },
+        });
+        self
+    }
+
+    /// Adds numbers to a typed item's attributes, creating it as `blank`.
+    pub fn add<T: Serialize>(
+        mut self,
+        name: &'static str,
+        blank: &T,
+        adds: Vec<(String, u64)>,
+    ) -> Result<Self, StoreError> {
+        let blank = attributes(blank)?;
+        let (pk, sk) = key_of(&blank)?;
+        self.steps.push(Step {
+            name,
+            pk,
+            sk,
+            op: Op::Add { blank, adds },
+        });
+        Ok(self)
+    }
+
+    /// Appends `step` when given.
+    pub fn with(mut self, step: Option<Step>) -> Self {
+        self.steps.extend(step);
+        self
+    }
+}
+
+type Res<T> = Result<T, StoreError>;
+
+/// How fresh a read must be. DynamoDB's eventually consistent reads cost half and may miss a
+/// write of the last second; SQLite's are always current.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Read {
+    Consistent,
+    Eventual,
+}
+
+/// What the layout's write recipes need of a backend: a consistent read of one item, and plans
+/// applied whole.
+pub trait ItemStore: Send + Sync {
+    /// The item at (pk, sk); None when absent.
+    fn item<T: DeserializeOwned + Send + 'static>(
+        &self,
+        pk: &str,
+        sk: &str,
+        read: Read,
+    ) -> impl Future<Output = Res<Option<T>>> + Send;
+
+    /// Applies every step or none; a refusal names the first failed step in plan order.
+    /// Contention that is nobody's refusal (a concurrent transaction) is retried inside.
+    fn apply(&self, plan: WritePlan) -> impl Future<Output = Res<Applied>> + Send;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn item(v: Value) -> Attributes {
+        v.as_object().cloned().unwrap()
+    }
+
+    #[test]
+    fn conditions_read_the_item_as_it_stands() {
+        let it = item(json!({"pk": "P", "sk": "S", "seq": 3, "dueAt": "x", "ttl": 100}));
+        assert!(When::Always.holds(None) && When::Always.holds(Some(&it)));
+        assert!(When::Absent.holds(None) && !When::Absent.holds(Some(&it)));
+        assert!(!When::Present.holds(None) && When::Present.holds(Some(&it)));
+        assert!(When::Has("seq", json!(3)).holds(Some(&it)));
+        assert!(
+            When::Has("seq", json!(3.0)).holds(Some(&it)),
+            "numbers by value"
+        );
+        assert!(!When::Has("seq", json!(4)).holds(Some(&it)));
+        assert!(!When::Has("seq", json!(3)).holds(None));
+        assert!(When::Has("dueAt", json!("x")).holds(Some(&it)));
+        assert!(!When::Lacks("dueAt").holds(Some(&it)) && When::Lacks("other").holds(Some(&it)));
+        assert!(!When::Lacks("other").holds(None));
+        assert!(When::AbsentOrExpired(100).holds(Some(&it)));
+        assert!(!When::AbsentOrExpired(99).holds(Some(&it)));
+        assert!(When::AbsentOrExpired(0).holds(None));
+    }
+
+    #[test]
+    fn counts_stay_within_their_limit_and_above_zero() {
+        let at = |n: i64| item(json!({"count": n}));
+        assert_eq!(Step::counted(1, Some(2), None), Some(1));
+        assert_eq!(Step::counted(1, Some(2), Some(&at(1))), Some(2));
+        assert_eq!(Step::counted(1, Some(2), Some(&at(2))), None);
+        assert_eq!(Step::counted(1, Some(0), None), None, "a limit of zero");
+        assert_eq!(Step::counted(1, None, Some(&at(7))), Some(8));
+        assert_eq!(Step::counted(-1, None, Some(&at(1))), Some(0));
+        assert_eq!(Step::counted(-1, None, Some(&at(0))), None);
+        assert_eq!(Step::counted(-1, Some(5), None), None);
+    }
+
+    #[test]
+    fn steps_take_their_keys_from_their_items() {
+        let plan = WritePlan::new()
+            .put("a", &json!({"pk": "P", "sk": "S", "x": 1}), When::Absent)
+            .unwrap();
+        assert_eq!(
+            (plan.steps[0].pk.as_str(), plan.steps[0].sk.as_str()),
+            ("P", "S")
+        );
+        assert!(
+            WritePlan::new()
+                .put("b", &json!({"pk": "P"}), When::Always)
+                .is_err()
+        );
+        assert!(
+            WritePlan::new()
+                .put("c", &json!([1]), When::Always)
+                .is_err()
+        );
+    }
+}

@@ -1,0 +1,405 @@
+//! Every write recipe of the layout, once: which items an operation writes, under which
+//! conditions, and what each refusal means. The adapters only apply plans ([`ItemStore`]); the
+//! store traits' write methods call these.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::items::*;
+use super::plan::{Applied, Attributes, ItemStore, Read, Step, When, WritePlan, parse};
+use super::{ProjectInsert, StoreError, WebhookInsert};
+use crate::domain::idempotency::{Created, Once, Used, Written};
+use crate::domain::insight::{Granularity, Tally};
+use crate::domain::webhook::MAX_WEBHOOKS_PER_PROJECT;
+use crate::domain::{
+    Account, AccountId, Delivery, NewResult, Project, ProjectId, ResultPosition, Timestamp,
+    Webhook, WebhookId,
+};
+
+type Res<T> = Result<T, StoreError>;
+
+/// Optimistic writes re-planned this many times under contention before giving up. Contention on
+/// one session is rare in practice (a visitor's results arrive one after another); the bound only
+/// stops a pathological hot key from looping forever.
+pub const MAX_WRITE_ATTEMPTS: u32 = 40;
+
+/// "Full jitter" backoff: a random delay up to an exponentially growing, capped ceiling, so
+/// contending writers spread out instead of colliding again in lockstep.
+pub fn backoff(attempt: u32) -> Duration {
+    let ceiling = (10u64 << attempt.min(5)).min(250);
+    Duration::from_millis(rand::random_range(1..=ceiling))
+}
+
+const KEY_USE: &str = "idempotency key";
+
+/// The step that records an idempotency key's use, unless it is in use and unexpired.
+fn key_use(once: Option<&Once>, created: impl FnOnce() -> Created) -> Res<Option<Step>> {
+    let Some(o) = once else { return Ok(None) };
+    let item = IdempotencyItem::new(o, created());
+    let plan = WritePlan::new().put(KEY_USE, &item, When::AbsentOrExpired(o.at.unix_seconds()))?;
+    Ok(plan.steps.into_iter().next())
+}
+
+/// The use of `once`'s key that refused a write: the item the backend returned, or read now.
+async fn used<S: ItemStore + ?Sized>(
+    s: &S,
+    once: Option<&Once>,
+    current: Option<Attributes>,
+) -> Res<Used> {
+    let Some(once) = once else {
+        return Err(StoreError::Backend("a key's refusal without a key".into()));
+    };
+    let item: Option<IdempotencyItem> = match current {
+        Some(c) => Some(parse(c)?),
+        None => {
+            s.item(
+                &account_pk(&once.account),
+                &idempotency_sk(&once.key),
+                Read::Consistent,
+            )
+            .await?
+        }
+    };
+    item.and_then(|i| i.used(once.at))
+        .ok_or_else(|| StoreError::Backend(format!("idempotency key {} vanished", once.key).into()))
+}
+
+fn refused(what: &str, step: &str) -> StoreError {
+    StoreError::Backend(format!("{what}: step `{step}` refused").into())
+}
+
+// ---- Projects
+
+const PROJECT: &str = "project";
+const LISTED: &str = "account's copy";
+const BY_KEY: &str = "public key's copy";
+const PROJECT_COUNT: &str = "project count";
+
+/// A project, its account's copy and its public key's copy, each new, under the account's limit;
+/// with `once`, only if the key is unused.
+pub async fn insert_project<S: ItemStore + ?Sized>(
+    s: &S,
+    project: &Project,
+    max_projects: u32,
+    once: Option<&Once>,
+) -> Res<Written<ProjectInsert>> {
+    let created = || Created::Project {
+        project_id: project.id.clone(),
+    };
+    // The key first and the items before the count: a retried creation is a replay, not a
+    // refusal by a limit it has itself reached.
+    let plan = WritePlan::new()
+        .with(key_use(once, created)?)
+        .put(PROJECT, &ProjectItem::from(project), When::Absent)?
+        .put(LISTED, &ProjectItem::listed(project), When::Absent)?
+        .put(BY_KEY, &ProjectItem::by_public_key(project), When::Absent)?
+        .count(
+            PROJECT_COUNT,
+            (account_pk(&project.account_id), PROJECT_COUNT_SK),
+            Entity::ProjectCount,
+            1,
+            Some(u64::from(max_projects)),
+        );
+    match s.apply(plan).await? {
+        Applied::Done => Ok(Written::New(ProjectInsert::Created)),
+        Applied::Refused {
+            step: KEY_USE,
+            current,
+        } => Ok(Written::Before(used(s, once, current).await?)),
+        Applied::Refused {
+            step: PROJECT_COUNT,
+            ..
+        } => Ok(Written::New(ProjectInsert::LimitReached)),
+        // The SDK retried a transaction that had been applied (its answer was lost or late): the
+        // items it finds are its own.
+        Applied::Refused { .. }
+            if stored_project(s, &project.id).await?.as_ref() == Some(project) =>
+        {
+            Ok(Written::New(ProjectInsert::Created))
+        }
+        Applied::Refused { step: BY_KEY, .. } => Err(StoreError::Backend(
+            format!("the public key of project {} is another's", project.id).into(),
+        )),
+        Applied::Refused { .. } => Err(StoreError::Backend(
+            format!("project id {} already exists", project.id).into(),
+        )),
+    }
+}
+
+async fn stored_project<S: ItemStore + ?Sized>(s: &S, id: &ProjectId) -> Res<Option<Project>> {
+    let item: Option<ProjectItem> = s
+        .item(&project_pk(id), PROJECT_SK, Read::Consistent)
+        .await?;
+    Ok(item.map(Project::from))
+}
+
+/// Replaces an existing project of the same account and its copies; false when there is none.
+pub async fn update_project<S: ItemStore + ?Sized>(s: &S, project: &Project) -> Res<bool> {
+    let owner = When::Has("accountId", json!(project.account_id.as_str()));
+    let plan = WritePlan::new()
+        .put(PROJECT, &ProjectItem::from(project), owner)?
+        .put(LISTED, &ProjectItem::listed(project), When::Present)?
+        .put(BY_KEY, &ProjectItem::by_public_key(project), When::Always)?;
+    Ok(s.apply(plan).await? == Applied::Done)
+}
+
+/// Seeds a project whole: its items as given, the copies of a replaced public key or a former
+/// account removed, and both accounts' counts moved.
+pub async fn seed_project<S: ItemStore + ?Sized>(s: &S, project: &Project) -> Res<()> {
+    let old: Option<Project> = stored_project(s, &project.id).await?;
+    let mut plan = WritePlan::new()
+        .put(PROJECT, &ProjectItem::from(project), When::Always)?
+        .put(LISTED, &ProjectItem::listed(project), When::Always)?
+        .put(BY_KEY, &ProjectItem::by_public_key(project), When::Always)?;
+    if let Some(old_key) = old
+        .as_ref()
+        .map(|o| &o.api_key_public)
+        .filter(|k| *k != &project.api_key_public)
+    {
+        // The seed replaced the public key: the old one must stop finding the project.
+        plan = plan.delete(
+            "replaced public key's copy",
+            public_key_pk(old_key),
+            PROJECT_SK.to_owned(),
+            When::Always,
+        );
+    }
+    let moved_from = old.map(|o| o.account_id);
+    if moved_from.as_ref() != Some(&project.account_id) {
+        let count = |a: &AccountId| (account_pk(a), PROJECT_COUNT_SK);
+        plan = plan.count(
+            PROJECT_COUNT,
+            count(&project.account_id),
+            Entity::ProjectCount,
+            1,
+            None,
+        );
+        if let Some(from) = moved_from {
+            // The seed gave the project another account: it leaves the old one's list.
+            plan = plan
+                .delete(
+                    "former account's copy",
+                    account_pk(&from),
+                    account_project_sk(&project.id),
+                    When::Always,
+                )
+                .count(
+                    "former account's count",
+                    count(&from),
+                    Entity::ProjectCount,
+                    -1,
+                    None,
+                );
+        }
+    }
+    match s.apply(plan).await? {
+        Applied::Done => Ok(()),
+        Applied::Refused { step, .. } => {
+            Err(refused(&format!("seeding project {}", project.id), step))
+        }
+    }
+}
+
+pub async fn put_account<S: ItemStore + ?Sized>(s: &S, account: &Account) -> Res<()> {
+    let plan = WritePlan::new().put("account", &AccountItem::from(account), When::Always)?;
+    done(s.apply(plan).await?, "writing an account")
+}
+
+pub async fn put_key<S: ItemStore + ?Sized>(s: &S, key_hash: &str, account: &AccountId) -> Res<()> {
+    let plan = WritePlan::new().put("key", &KeyItem::new(key_hash, account), When::Always)?;
+    done(s.apply(plan).await?, "writing a key")
+}
+
+fn done(applied: Applied, what: &str) -> Res<()> {
+    match applied {
+        Applied::Done => Ok(()),
+        Applied::Refused { step, .. } => Err(refused(what, step)),
+    }
+}
+
+// ---- Results
+
+const RESULT: &str = "result";
+const SUMMARY: &str = "session summary";
+
+/// One result, its session's summary (optimistically, on the summary's `seq`), its hour's and
+/// day's statistics and the key's use, together; re-planned on the summary a concurrent writer
+/// left.
+pub async fn write_result<S: ItemStore + ?Sized>(
+    s: &S,
+    r: &NewResult,
+    once: Option<&Once>,
+) -> Res<Written<ResultPosition>> {
+    let (pk, sk) = (project_pk(&r.project_id), session_sk(&r.session_id));
+    let tally = Tally::of(r);
+    let counts = tally.counts();
+    let mut adds = vec![
+        ("visits".to_owned(), 1),
+        ("bots".to_owned(), u64::from(tally.bot)),
+        ("proxies".to_owned(), u64::from(tally.proxy)),
+    ];
+    adds.extend(
+        counts
+            .reasons
+            .iter()
+            .map(|(code, n)| (format!("{REASON_ATTR_PREFIX}{code}"), *n)),
+    );
+    // A retry plans on the summary that the refusal returned, saving a read.
+    let mut known: Option<Option<SessionItem>> = None;
+    for attempt in 0..MAX_WRITE_ATTEMPTS {
+        let old = match known.take() {
+            Some(current) => current,
+            None => s.item::<SessionItem>(&pk, &sk, Read::Consistent).await?,
+        };
+        let session = SessionItem::next(old.as_ref(), r);
+        let result = ResultItem::new(r, session.seq);
+        let position = result.position();
+        let written = match &old {
+            None => When::Absent,
+            Some(o) => When::Has("seq", json!(o.seq)),
+        };
+        let mut plan = WritePlan::new()
+            .with(key_use(once, || {
+                Created::event(&r.project_id, &r.session_id, position)
+            })?)
+            .put(RESULT, &result, When::Absent)?
+            .put(SUMMARY, &session, written)?;
+        for g in Granularity::ALL {
+            let blank = StatsItem::empty(
+                &r.project_id,
+                g,
+                g.floor(r.result.created_at),
+                stats_shard(&r.session_id),
+            );
+            plan = plan.add(g.as_str(), &blank, adds.clone())?;
+        }
+        match s.apply(plan).await? {
+            Applied::Done => return Ok(Written::New(position)),
+            // An identical result under the same key is no sign that this write landed:
+            // concurrent writers of the same scores at the same millisecond build identical
+            // items. (A retry of an applied DynamoDB transaction is answered from its
+            // ClientRequestToken, which the SDK sets.)
+            Applied::Refused {
+                step: KEY_USE,
+                current,
+            } => {
+                return Ok(Written::Before(used(s, once, current).await?));
+            }
+            Applied::Refused {
+                step: SUMMARY,
+                current,
+            } => {
+                known = current.map(parse).transpose()?.map(Some);
+            }
+            Applied::Refused { .. } => {}
+        }
+        tokio::time::sleep(backoff(attempt)).await;
+    }
+    Err(StoreError::Throttled(
+        format!(
+            "session {} too contended after {MAX_WRITE_ATTEMPTS} attempts",
+            r.session_id
+        )
+        .into(),
+    ))
+}
+
+// ---- Webhooks and deliveries
+
+const WEBHOOK: &str = "webhook";
+const GUARD: &str = "type and url guard";
+const WEBHOOK_COUNT: &str = "webhook count";
+
+/// A webhook and its (type, url) guard, both new, under the project's limit.
+pub async fn insert_webhook<S: ItemStore + ?Sized>(
+    s: &S,
+    project: &ProjectId,
+    webhook: &Webhook,
+) -> Res<WebhookInsert> {
+    let item = WebhookItem::new(project, webhook);
+    let plan = WritePlan::new()
+        .put(GUARD, &item.guard(), When::Absent)?
+        .put(WEBHOOK, &item, When::Absent)?
+        .count(
+            WEBHOOK_COUNT,
+            (project_pk(project), WEBHOOK_COUNT_SK),
+            Entity::WebhookCount,
+            1,
+            Some(MAX_WEBHOOKS_PER_PROJECT as u64),
+        );
+    match s.apply(plan).await? {
+        Applied::Done => Ok(WebhookInsert::Created),
+        Applied::Refused { step: GUARD, .. } => Ok(WebhookInsert::Duplicate),
+        Applied::Refused {
+            step: WEBHOOK_COUNT,
+            ..
+        } => Ok(WebhookInsert::LimitReached),
+        Applied::Refused { .. } => Err(StoreError::Backend(
+            format!("webhook id {} already exists", item.id).into(),
+        )),
+    }
+}
+
+/// Removes a webhook, its guard and one from the count; false when it did not exist (or another
+/// deletion got there first).
+pub async fn delete_webhook<S: ItemStore + ?Sized>(
+    s: &S,
+    project: &ProjectId,
+    id: &WebhookId,
+) -> Res<bool> {
+    let (pk, sk) = (project_pk(project), webhook_sk(id));
+    let Some(item) = s.item::<WebhookItem>(&pk, &sk, Read::Consistent).await? else {
+        return Ok(false);
+    };
+    let guard = item.guard();
+    let plan = WritePlan::new()
+        .delete(WEBHOOK, pk.clone(), sk, When::Present)
+        .delete(GUARD, guard.pk, guard.sk, When::Present)
+        .count(
+            WEBHOOK_COUNT,
+            (pk, WEBHOOK_COUNT_SK),
+            Entity::WebhookCount,
+            -1,
+            None,
+        );
+    Ok(s.apply(plan).await? == Applied::Done)
+}
+
+/// Stops deliveries to a webhook; nothing when it was deleted meanwhile.
+pub async fn disable_webhook<S: ItemStore + ?Sized>(
+    s: &S,
+    project: &ProjectId,
+    id: &WebhookId,
+) -> Res<()> {
+    let mut disabled = Attributes::new();
+    disabled.insert("disabled".to_owned(), Value::Bool(true));
+    let plan = WritePlan::new().set(
+        WEBHOOK,
+        project_pk(project),
+        webhook_sk(id),
+        disabled,
+        When::Present,
+    );
+    s.apply(plan).await.map(drop)
+}
+
+/// A new delivery; false when it exists (a replayed record).
+pub async fn create_delivery<S: ItemStore + ?Sized>(s: &S, delivery: &Delivery) -> Res<bool> {
+    let plan = WritePlan::new().put("delivery", &DeliveryItem::from(delivery), When::Absent)?;
+    Ok(s.apply(plan).await? == Applied::Done)
+}
+
+/// A delivery's new state if its due time is still `expected` (None: not due).
+pub async fn update_delivery<S: ItemStore + ?Sized>(
+    s: &S,
+    delivery: &Delivery,
+    expected: Option<Timestamp>,
+) -> Res<bool> {
+    let when = match expected {
+        Some(t) => When::Has(DUE_AT, json!(t.to_string())),
+        None => When::Lacks(DUE_AT),
+    };
+    let plan = WritePlan::new().put("delivery", &DeliveryItem::from(delivery), when)?;
+    Ok(s.apply(plan).await? == Applied::Done)
+}
