@@ -31,7 +31,8 @@ use tempfile::TempDir;
 use vigil::config::Config;
 use vigil::dispatch::{Dispatcher, Sender, SystemResolver};
 use vigil::domain::{
-    DeliveryStatus, ProjectId, Timestamp, UrlPolicy, Webhook, WebhookId, WebhookType, WebhookUrl,
+    DeliveryStatus, ManualClock, ProjectId, Timestamp, UrlPolicy, Webhook, WebhookId, WebhookType,
+    WebhookUrl,
 };
 use vigil::lambda::handle_stream_batch;
 use vigil::seed;
@@ -402,4 +403,27 @@ async fn a_failing_receiver_does_not_fail_the_batch() {
     }
     assert_eq!(f.dispatcher.sweep().await.unwrap(), 0, "nothing is due yet");
     assert_eq!(f.rx.hits().len(), 2);
+}
+
+#[tokio::test]
+async fn the_dispatcher_reads_time_from_its_clock_only() {
+    let f = fixture().await;
+    let at: Timestamp = "2031-05-06T07:08:09.000Z".parse().unwrap();
+    let f = Fixture {
+        dispatcher: f.dispatcher.with_clock(ManualClock::at(at)),
+        ..f
+    };
+    f.run(event("webhook-dispatch-crossing.json")).await;
+    for ((hook, _), hits) in ACTIVE.iter().zip(f.per_hook()) {
+        assert_eq!(hits.len(), 1, "{hook}");
+        // The payload, the signature's timestamp, the delivery and its attempt: all the clock's.
+        assert_eq!(hits[0].json()["timestamp"], "2031-05-06T07:08:09.000Z");
+        assert_eq!(
+            hits[0].header("webhook-timestamp"),
+            at.unix_seconds().to_string()
+        );
+        let stored = f.deliveries(hook).await;
+        assert_eq!(stored[0].created_at, at);
+        assert_eq!(stored[0].attempts[0].at, at);
+    }
 }

@@ -351,7 +351,7 @@ pub const DEMO_PROJECT: &str = "prj_demo";
 /// and a few sessions. Returns the key, which is shown once and never stored.
 pub async fn demo<S: Store>(app: &Vigil<S>) -> Result<ApiKey, SeedError> {
     let key = ApiKey::generate();
-    let now = Timestamp::now();
+    let now = app.now();
     let account = Account {
         id: demo_id(DEMO_ACCOUNT)?,
         plan: Plan {

@@ -109,9 +109,16 @@ impl Sender {
         Ok(Self { client, policy })
     }
 
-    /// One attempt: sign, post, classify. Never fails: every problem is an attempt outcome.
-    pub async fn send(&self, url: &WebhookUrl, id: &DeliveryId, key: &str, body: &str) -> Attempt {
-        let at = Timestamp::now();
+    /// One attempt made at `at` (the dispatcher's clock): sign, post, classify. Never fails: every
+    /// problem is an attempt outcome.
+    pub async fn send(
+        &self,
+        at: Timestamp,
+        url: &WebhookUrl,
+        id: &DeliveryId,
+        key: &str,
+        body: &str,
+    ) -> Attempt {
         let failed = |status_code: Option<u16>, error: String| Attempt {
             at,
             outcome: AttemptOutcome::Failed,
@@ -250,7 +257,7 @@ mod tests {
         let sender = Sender::new(STRICT, Arc::new(Fixed(ips(&["127.0.0.1"])))).unwrap();
         let url = WebhookUrl::parse(&format!("https://evil.example:{port}/"), STRICT).unwrap();
         let id = DeliveryId::parse("msg_1").unwrap();
-        let attempt = sender.send(&url, &id, "k", "{}").await;
+        let attempt = sender.send(Timestamp::now(), &url, &id, "k", "{}").await;
         assert_eq!(attempt.outcome, AttemptOutcome::Failed);
         assert_eq!(
             attempt.error.as_deref(),
@@ -266,7 +273,13 @@ mod tests {
         // Stored under a development policy, delivered under the strict one.
         let url = WebhookUrl::parse("http://127.0.0.1:9999/x", DEV).unwrap();
         let attempt = sender
-            .send(&url, &DeliveryId::parse("msg_1").unwrap(), "k", "{}")
+            .send(
+                Timestamp::now(),
+                &url,
+                &DeliveryId::parse("msg_1").unwrap(),
+                "k",
+                "{}",
+            )
             .await;
         assert_eq!(attempt.outcome, AttemptOutcome::Failed);
         assert_eq!(

@@ -25,8 +25,8 @@ use tokio::sync::Semaphore;
 use crate::config::Config;
 use crate::domain::delivery::{Attempt, AttemptOutcome};
 use crate::domain::{
-    Delivery, DeliveryId, DeliveryStatus, FeedEvent, ProjectId, Score, SessionId, Timestamp,
-    WebhookType,
+    Clock, Delivery, DeliveryId, DeliveryStatus, FeedEvent, ProjectId, Score, SessionId,
+    SystemClock, Timestamp, WebhookType,
 };
 use crate::report::Chain;
 use crate::store::feed::FeedConsumer;
@@ -115,6 +115,8 @@ pub struct Dispatcher<S> {
     permits: Arc<Semaphore>,
     /// Deliveries a background task holds or waits to claim, so the sweep does not queue twice.
     in_flight: Mutex<HashSet<DeliveryId>>,
+    /// Every time the dispatcher reads: leases, attempts, signatures, payloads.
+    clock: Arc<dyn Clock>,
 }
 
 impl<S: ProjectStore + DeliveryStore> Dispatcher<S> {
@@ -126,7 +128,18 @@ impl<S: ProjectStore + DeliveryStore> Dispatcher<S> {
             schedule: config.retry_schedule.clone(),
             permits: Arc::new(Semaphore::new(CONCURRENCY)),
             in_flight: Mutex::new(HashSet::new()),
+            clock: Arc::new(SystemClock),
         }
+    }
+
+    /// The same dispatcher reading the time from `clock`.
+    pub fn with_clock(mut self, clock: impl Clock) -> Self {
+        self.clock = Arc::new(clock);
+        self
+    }
+
+    fn now(&self) -> Timestamp {
+        self.clock.now()
     }
 
     /// The durable step: reads feed events in order and creates the deliveries of their
@@ -186,7 +199,7 @@ impl<S: ProjectStore + DeliveryStore> Dispatcher<S> {
 
     async fn deliveries_for(&self, c: &Crossing) -> Result<Vec<Delivery>, DispatchError> {
         let hooks = self.store.active_webhooks(&c.project_id).await?;
-        let now = Timestamp::now();
+        let now = self.now();
         let body = payload(c, now).map_err(DispatchError::Payload)?;
         let mut created = Vec::new();
         for hook in hooks {
@@ -215,7 +228,7 @@ impl<S: ProjectStore + DeliveryStore> Dispatcher<S> {
     /// Claims up to [`CONCURRENCY`] due deliveries and attempts them together; returns how many
     /// it attempted. Claiming no more than run at once keeps every attempt inside its lease.
     pub async fn sweep(&self) -> Result<usize, StoreError> {
-        let now = Timestamp::now();
+        let now = self.now();
         let mut claimed = Vec::new();
         for d in self.store.due_deliveries(now, CONCURRENCY).await? {
             if let Some(d) = self.claim(d, now).await? {
@@ -245,9 +258,13 @@ impl<S: ProjectStore + DeliveryStore> Dispatcher<S> {
     async fn attempt(&self, mut d: Delivery) {
         let lease = d.next_attempt_at;
         let attempt = match self.receiver_key(&d).await {
-            Ok(Some(key)) => self.sender.send(&d.url, &d.id, &key, &d.body).await,
+            Ok(Some(key)) => {
+                self.sender
+                    .send(self.now(), &d.url, &d.id, &key, &d.body)
+                    .await
+            }
             Ok(None) => Attempt {
-                at: Timestamp::now(),
+                at: self.now(),
                 // Deleted or disabled since: stop without contacting anyone.
                 outcome: AttemptOutcome::Gone,
                 status_code: None,
@@ -314,7 +331,7 @@ impl<S: ProjectStore + DeliveryStore + 'static> Dispatcher<S> {
                     return;
                 };
                 // A lease that ran out while waiting for a permit belongs to the sweep now.
-                if d.next_attempt_at.is_some_and(|end| Timestamp::now() >= end) {
+                if d.next_attempt_at.is_some_and(|end| me.now() >= end) {
                     return;
                 }
                 me.attempt(d).await;
@@ -325,10 +342,7 @@ impl<S: ProjectStore + DeliveryStore + 'static> Dispatcher<S> {
     /// Queues every due delivery for a background attempt; each is claimed only once a permit is
     /// free, so its lease covers the attempt and not the wait. Returns how many were queued.
     pub async fn sweep_in_background(self: &Arc<Self>) -> Result<usize, StoreError> {
-        let due = self
-            .store
-            .due_deliveries(Timestamp::now(), SWEEP_BATCH)
-            .await?;
+        let due = self.store.due_deliveries(self.now(), SWEEP_BATCH).await?;
         let mut queued = 0;
         for d in due {
             let fresh = self
@@ -344,7 +358,7 @@ impl<S: ProjectStore + DeliveryStore + 'static> Dispatcher<S> {
             tokio::spawn(async move {
                 let id = d.id.clone();
                 if let Ok(_permit) = me.permits.clone().acquire_owned().await {
-                    match me.claim(d, Timestamp::now()).await {
+                    match me.claim(d, me.now()).await {
                         Ok(Some(d)) => me.attempt(d).await,
                         Ok(None) => {}
                         Err(e) => {

@@ -236,7 +236,7 @@ impl<S: ProjectStore + WebhookStore> Vigil<S> {
             id: WebhookId::generate(),
             kind,
             url,
-            created_at: Timestamp::now(),
+            created_at: self.now(),
         };
         self.insert_webhook(project, webhook).await
     }
