@@ -8,8 +8,7 @@ use std::time::{Duration, Instant};
 
 use super::{ServiceError, ServiceResult, Vigil};
 use crate::detect::{ENGINE_VERSION, Evidence};
-use crate::domain::ResultPosition;
-use crate::domain::idempotency::{Created, Once, Used, Written};
+use crate::domain::idempotency::{Once, Written};
 use crate::domain::insight::Flagged;
 use crate::domain::plan::Refusal;
 use crate::domain::plan::Terms;
@@ -52,10 +51,8 @@ impl<S: ProjectStore + ResultStore + IdempotencyStore> Vigil<S> {
         once: Option<&Once>,
     ) -> ServiceResult<Event> {
         // A used key is answered before anything else, as the first request was.
-        if let Some(o) = once
-            && let Some(used) = self.store.used_key(account, &o.key, o.at).await?
-        {
-            return self.replay_event(o, used).await;
+        if let Some(event) = self.replay_first(account, once).await? {
+            return Ok(event);
         }
         let p = self.fresh_project(project).await?;
         if &p.account_id != account {
@@ -69,27 +66,7 @@ impl<S: ProjectStore + ResultStore + IdempotencyStore> Vigil<S> {
             .await?
         {
             Written::New(event) => Ok(event),
-            Written::Before(used) => match once {
-                Some(o) => self.replay_event(o, used).await,
-                None => Err(ServiceError::IdempotencyMismatch),
-            },
-        }
-    }
-
-    /// The answer to a retry: the event the key created, if the request is the same.
-    async fn replay_event(&self, once: &Once, used: Used) -> ServiceResult<Event> {
-        match used.created {
-            Created::Event {
-                project_id,
-                session_id,
-                created_at,
-                seq,
-            } if used.fingerprint == once.fingerprint => self
-                .store
-                .event(&project_id, &session_id, ResultPosition { created_at, seq })
-                .await?
-                .ok_or(ServiceError::EventNotFound),
-            _ => Err(ServiceError::IdempotencyMismatch),
+            Written::Before(used) => self.replay(once, used).await,
         }
     }
 }

@@ -25,6 +25,7 @@ pub mod events;
 pub mod insight;
 pub mod plans;
 pub mod projects;
+mod replay;
 
 /// How many project owners a warm instance remembers. Ownership never changes, so entries never go
 /// stale; the bound only caps memory.

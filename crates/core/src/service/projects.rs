@@ -1,7 +1,7 @@
 //! An account's projects: created under its plan's `maxProjects`, listed, and changed.
 
 use super::{ServiceError, ServiceResult, Vigil};
-use crate::domain::idempotency::{Created, Once, Used, Written};
+use crate::domain::idempotency::{Once, Written};
 use crate::domain::plan::Terms;
 use crate::domain::project::{Domain, ProjectName};
 use crate::domain::token::random_base62;
@@ -36,10 +36,8 @@ impl<S: ProjectStore + IdempotencyStore> Vigil<S> {
         spec: ProjectSpec,
         once: Option<&Once>,
     ) -> ServiceResult<Project> {
-        if let Some(o) = once
-            && let Some(used) = self.store.used_key(account, &o.key, o.at).await?
-        {
-            return self.replay_project(o, used).await;
+        if let Some(project) = self.replay_first(account, once).await? {
+            return Ok(project);
         }
         let ProjectSpec {
             name,
@@ -67,22 +65,7 @@ impl<S: ProjectStore + IdempotencyStore> Vigil<S> {
                 Ok(project)
             }
             Written::New(ProjectInsert::LimitReached) => Err(ServiceError::ProjectLimit),
-            Written::Before(used) => match once {
-                Some(o) => self.replay_project(o, used).await,
-                None => Err(ServiceError::IdempotencyMismatch),
-            },
-        }
-    }
-
-    /// The answer to a retry: the project the key created, if the request is the same.
-    async fn replay_project(&self, once: &Once, used: Used) -> ServiceResult<Project> {
-        match used.created {
-            Created::Project { project_id } if used.fingerprint == once.fingerprint => self
-                .store
-                .project(&project_id)
-                .await?
-                .ok_or(ServiceError::ProjectNotFound),
-            _ => Err(ServiceError::IdempotencyMismatch),
+            Written::Before(used) => self.replay(once, used).await,
         }
     }
 }

@@ -1,0 +1,73 @@
+//! The one idempotent-replay path: a request with a used key is answered as the key's first
+//! request was, from what that request created, and only if it is the same request.
+
+use std::future::Future;
+
+use super::{ServiceError, ServiceResult, Vigil};
+use crate::domain::idempotency::{Created, Once, Used};
+use crate::domain::{AccountId, Event, Project, ResultPosition};
+use crate::store::{IdempotencyStore, ProjectStore, ResultStore};
+
+/// What a key's first request created, read back for its retries.
+pub trait Replay<S>: Sized {
+    fn read_back(
+        vigil: &Vigil<S>,
+        created: Created,
+    ) -> impl Future<Output = ServiceResult<Self>> + Send;
+}
+
+impl<S: ResultStore> Replay<S> for Event {
+    async fn read_back(vigil: &Vigil<S>, created: Created) -> ServiceResult<Self> {
+        let Created::Event {
+            project_id,
+            session_id,
+            created_at,
+            seq,
+        } = created
+        else {
+            return Err(ServiceError::IdempotencyMismatch);
+        };
+        let at = ResultPosition { created_at, seq };
+        let event = vigil.store.event(&project_id, &session_id, at).await?;
+        event.ok_or(ServiceError::EventNotFound)
+    }
+}
+
+impl<S: ProjectStore> Replay<S> for Project {
+    async fn read_back(vigil: &Vigil<S>, created: Created) -> ServiceResult<Self> {
+        let Created::Project { project_id } = created else {
+            return Err(ServiceError::IdempotencyMismatch);
+        };
+        let project = vigil.store.project(&project_id).await?;
+        project.ok_or(ServiceError::ProjectNotFound)
+    }
+}
+
+impl<S: IdempotencyStore> Vigil<S> {
+    /// The answer to a retry whose key is already used, before anything else is checked (as the
+    /// first request was); None when there is no key or it is unused.
+    pub(crate) async fn replay_first<T: Replay<S>>(
+        &self,
+        account: &AccountId,
+        once: Option<&Once>,
+    ) -> ServiceResult<Option<T>> {
+        let Some(o) = once else { return Ok(None) };
+        match self.store.used_key(account, &o.key, o.at).await? {
+            Some(used) => self.replay(Some(o), used).await.map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// The answer to a request whose write found its key used (a concurrent twin won): what
+    /// the key created, if the request is the same.
+    pub(crate) async fn replay<T: Replay<S>>(
+        &self,
+        once: Option<&Once>,
+        used: Used,
+    ) -> ServiceResult<T> {
+        match once {
+            Some(o) if used.fingerprint == o.fingerprint => T::read_back(self, used.created).await,
+            _ => Err(ServiceError::IdempotencyMismatch),
+        }
+    }
+}
