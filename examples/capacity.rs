@@ -13,7 +13,8 @@ use std::time::Instant;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use vigil::detect::{Engine, Evidence};
-use vigil::domain::insight::{Flagged, Granularity, Tally};
+use vigil::domain::Flagged;
+use vigil::domain::insight::{Granularity, Tally};
 use vigil::domain::{CheckResult, Evaluation, NewResult, ProjectId, Score, SessionId, Timestamp};
 use vigil::store::items::{ResultItem, SessionItem, StatsItem, stats_shard};
 

@@ -9,10 +9,7 @@ use common::{TEN_AM, at};
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use vigil::domain::ManualClock;
-use vigil::domain::insight::{
-    Bucket, Flagged, Granularity, SessionQuery, SessionSummary, StatsRange,
-};
+use vigil::domain::insight::{Bucket, Granularity, SessionQuery, SessionSummary, StatsRange};
 use vigil::domain::plan::{Counted, Period, Refusal, VisitCount};
 use vigil::domain::webhook::{UrlPolicy, WebhookType, WebhookUrl};
 use vigil::domain::{
@@ -20,6 +17,7 @@ use vigil::domain::{
     SessionId, Timestamp, Webhook, WebhookId,
 };
 use vigil::domain::{Delivery, DeliveryId, DeliveryStatus};
+use vigil::domain::{Flagged, ManualClock};
 use vigil::service::{ServiceError, Vigil};
 use vigil::store::{
     ProjectInsert, ResultStore, SqliteStore, Store, UsageStore, WebhookInsert, WebhookStore,

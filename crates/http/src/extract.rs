@@ -6,18 +6,11 @@ use lambda_http::{Request, RequestExt};
 use serde_json::{Map, Value};
 
 use super::ApiError;
-use super::routes::BASE;
+use super::paths::{BASE, PathParam};
 use crate::domain::idempotency::{IdempotencyKey, KeyError, Once};
 use crate::domain::{
     AccountId, EventId, IdError, ProjectId, ResultPosition, SessionId, Timestamp, WebhookId, cursor,
 };
-
-/// An id that a route carries in its path, under one name shared by the route table
-/// ([`super::routes`]) and API Gateway's path parameters.
-pub trait PathParam: Sized {
-    const NAME: &'static str;
-    fn parse(raw: &str) -> Result<Self, IdError>;
-}
 
 macro_rules! path_param {
     ($($ty:ty => $name:literal),* $(,)?) => {$(

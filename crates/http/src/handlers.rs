@@ -7,8 +7,8 @@ use serde_json::Value;
 
 use super::ApiError;
 use super::extract::{Json, JsonBody, Members, Paging, idempotency};
+use super::paths::BASE;
 use super::pipeline::{Call, Endpoint, Reply};
-use super::routes::BASE;
 use crate::domain::project::{Domain, ProjectName};
 use crate::domain::webhook::{WebhookType, WebhookUrl};
 use crate::domain::{

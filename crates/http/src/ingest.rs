@@ -15,8 +15,8 @@ use super::ApiError;
 use super::extract::{
     Json, JsonBody, Members, Paging, bounded_body, has_media_type, idempotency, typed,
 };
+use super::paths::BASE;
 use super::pipeline::{Call, Endpoint, Reply};
-use super::routes::BASE;
 use crate::detect::{Evidence, Headers, Signals};
 use crate::domain::project::Origin;
 use crate::domain::{Event, EventId, ProjectId, SessionId};

@@ -5,8 +5,8 @@ use lambda_http::{Body, Request, Response};
 
 use super::ApiError;
 use super::extract::{page_limit, query};
+use super::paths::BASE;
 use super::pipeline::{Call, Endpoint, Reply};
-use super::routes::BASE;
 use crate::domain::insight::{Bucket, Granularity, SessionQuery, SessionSummary, StatsRange};
 use crate::domain::{ProjectId, Score, Timestamp, cursor};
 use crate::service::Vigil;

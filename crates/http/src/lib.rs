@@ -11,6 +11,7 @@ pub mod extract;
 pub mod handlers;
 pub mod ingest;
 pub mod insight;
+pub mod paths;
 pub mod pipeline;
 pub mod routes;
 pub mod server;

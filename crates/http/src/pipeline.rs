@@ -12,7 +12,7 @@
 //! 6. the endpoint's handler, whose [`Reply`] or [`ApiError`] is turned into a response here.
 //!
 //! A step that must run for every authenticated request belongs in [`answer`], once. The public
-//! routes have their own short paths: [`super::ingest::collect`] and the agent script.
+//! routes have their own short paths: the collect route and the agent script (`ingest.rs`).
 
 use std::future::Future;
 
@@ -22,12 +22,11 @@ use lambda_http::{Body, Request, RequestExt, Response};
 use serde::Serialize;
 
 use super::extract::{FromBody, FromPath, UnreadableBody};
-use super::routes::{Route, with_routes};
 use super::{ApiError, auth, json_response, set_header};
 use crate::domain::plan::{Refusal, Standing, Terms, seconds_until};
 use crate::domain::{AccountId, Timestamp};
 use crate::service::{ServiceError, Vigil};
-use crate::store::{AccountStore, ProjectStore, Store, UsageStore};
+use crate::store::{AccountStore, ProjectStore, UsageStore};
 
 /// One route: what it extracts from the request, and its handler.
 pub trait Endpoint<S>: 'static {
@@ -242,19 +241,3 @@ fn rate_limit_headers(
 
 static RATELIMIT_POLICY: HeaderName = HeaderName::from_static("ratelimit-policy");
 static RATELIMIT: HeaderName = HeaderName::from_static("ratelimit");
-
-/// Answers a request the local router resolved to `route`. Each endpoint is named after its route,
-/// so the match cannot pair a route with another route's handler.
-pub async fn route<S: Store>(app: &Vigil<S>, route: Route, req: Request) -> Response<Body> {
-    macro_rules! endpoints {
-        ($($name:ident),* $(,)?) => {
-            match route {
-                $(Route::$name => answer::<super::handlers::$name, S>(app, req).await,)*
-                Route::Collect => super::ingest::collect(app, &req).await,
-                Route::AgentScript => super::ingest::agent_script(&req),
-                Route::Dashboard => super::insight::dashboard(&req),
-            }
-        };
-    }
-    with_routes!(endpoints)
-}

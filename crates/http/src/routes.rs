@@ -4,7 +4,8 @@
 use const_format::concatcp;
 use http::Method;
 
-use super::extract::PathParam;
+pub use super::paths::BASE;
+use super::paths::PathParam;
 use crate::domain::{EventId, ProjectId, SessionId, WebhookId};
 
 /// Calls macro `$m` with the name of every route: the one list that the [`Route`] enum and the
@@ -100,8 +101,6 @@ impl Route {
     }
 }
 
-/// The base path every route sits under.
-pub const BASE: &str = "/v1";
 /// The dashboard's path, under the base and at the root.
 pub const DASHBOARD_ALIAS: &str = "/dashboard";
 

@@ -26,6 +26,7 @@ use tracing::Instrument;
 use crate::domain::token::time_ordered_token;
 use crate::extract::UnreadableBody;
 use crate::ingest::DirectPeer;
+use crate::routes::{Route, with_routes};
 use crate::service::Vigil;
 use crate::store::Store;
 use crate::{ApiError, Resolved, Router, auth};
@@ -312,7 +313,27 @@ async fn answer<S: Store>(
         )
         .with_query_string_parameters(query)
         .with_request_context(RequestContext::ApiGatewayV1(ctx));
-    crate::pipeline::route(app, route, lambda_req).await
+    route_to(app, route, lambda_req).await
+}
+
+/// Answers a request the local router resolved to `route`. Each endpoint is named after its route,
+/// so the match cannot pair a route with another route's handler.
+async fn route_to<S: Store>(
+    app: &Vigil<S>,
+    route: Route,
+    req: lambda_http::Request,
+) -> lambda_http::Response<Body> {
+    macro_rules! endpoints {
+        ($($name:ident),* $(,)?) => {
+            match route {
+                $(Route::$name => crate::pipeline::answer::<crate::handlers::$name, S>(app, req).await,)*
+                Route::Collect => crate::ingest::collect(app, &req).await,
+                Route::AgentScript => crate::ingest::agent_script(&req),
+                Route::Dashboard => crate::insight::dashboard(&req),
+            }
+        };
+    }
+    with_routes!(endpoints)
 }
 
 #[cfg(test)]

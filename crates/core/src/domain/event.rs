@@ -74,15 +74,6 @@ impl Serialize for EventId {
     }
 }
 
-/// What the engine said of a visit, kept with its result.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Evaluation {
-    pub reasons: Vec<Reason>,
-    pub engine_version: String,
-    /// Whether the visit counts as a bot and as a proxy in the project's statistics.
-    pub flagged: super::insight::Flagged,
-}
-
 /// One event as the API shows it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::event::Evaluation;
+use super::evaluation::Evaluation;
 use super::ids::SessionId;
 use super::model::NewResult;
 use super::score::Score;
@@ -276,23 +276,6 @@ impl Tally {
             bots: self.bot.into(),
             proxies: self.proxy.into(),
             reasons: self.reasons.iter().map(|c| ((*c).to_owned(), 1)).collect(),
-        }
-    }
-}
-
-/// Whether an evaluated event counts as a bot and as a proxy: its scores against the threshold
-/// (the webhook threshold), decided when it is written.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Flagged {
-    pub bot: bool,
-    pub proxy: bool,
-}
-
-impl Flagged {
-    pub fn at(threshold: Score, bot: Score, proxy_vpn: Score) -> Self {
-        Self {
-            bot: bot >= threshold,
-            proxy: proxy_vpn >= threshold,
         }
     }
 }

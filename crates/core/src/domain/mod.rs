@@ -3,6 +3,7 @@
 pub mod change;
 pub mod cursor;
 pub mod delivery;
+pub mod evaluation;
 pub mod event;
 pub mod idempotency;
 pub mod ids;
@@ -20,7 +21,8 @@ pub mod webhook;
 
 pub use change::{FeedEvent, SessionChanged};
 pub use delivery::{Attempt, AttemptOutcome, Delivery, DeliveryStatus, DeliveryView};
-pub use event::{Evaluation, Event, EventId};
+pub use evaluation::{Evaluation, Flagged};
+pub use event::{Event, EventId};
 pub use ids::{AccountId, DeliveryId, IdError, PlanId, ProjectId, SessionId, WebhookId};
 pub use model::{
     Account, CheckResult, NewResult, Plan, PlanStatus, Project, ResultPosition, SessionScore,

@@ -4,7 +4,7 @@ use std::net::IpAddr;
 
 use serde::{Deserialize, Serialize};
 
-use super::event::Evaluation;
+use super::evaluation::Evaluation;
 use super::ids::{AccountId, PlanId, ProjectId, SessionId};
 use super::score::Score;
 use super::time::Timestamp;

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use super::{ServiceError, ServiceResult, Vigil};
 use crate::detect::{ENGINE_VERSION, Evidence};
+use crate::domain::Flagged;
 use crate::domain::idempotency::{Once, Written};
-use crate::domain::insight::Flagged;
 use crate::domain::plan::Refusal;
 use crate::domain::plan::Terms;
 use crate::domain::project::{Origin, origin_allowed};
