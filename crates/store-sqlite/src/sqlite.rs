@@ -398,19 +398,12 @@ fn apply_step(tx: &Transaction<'_>, step: Step) -> Result<Option<Applied>, Db> {
         return Ok(None);
     }
     let current: Option<Attributes> = get(tx, &pk, &sk)?;
-    let holds = match &op {
-        Op::Put { when, .. } | Op::Delete { when } | Op::Set { when, .. } => {
-            when.holds(current.as_ref())
-        }
-        Op::Count { by, max, .. } => Step::counted(*by, *max, current.as_ref()).is_some(),
-        Op::Add { .. } => true,
-    };
-    if !holds {
-        return Ok(Some(Applied::Refused {
+    let refused = |current| {
+        Ok(Some(Applied::Refused {
             step: name,
             current,
-        }));
-    }
+        }))
+    };
     let keyed = || {
         let mut item = Attributes::new();
         item.insert(PK.to_owned(), pk.clone().into());
@@ -418,6 +411,11 @@ fn apply_step(tx: &Transaction<'_>, step: Step) -> Result<Option<Applied>, Db> {
         item
     };
     let new = match op {
+        Op::Put { when, .. } | Op::Delete { when } | Op::Set { when, .. }
+            if !when.holds(current.as_ref()) =>
+        {
+            return refused(current);
+        }
         Op::Put { item, .. } => item,
         Op::Delete { .. } => {
             if let Some(old) = &current {
@@ -431,8 +429,10 @@ fn apply_step(tx: &Transaction<'_>, step: Step) -> Result<Option<Applied>, Db> {
             item
         }
         Op::Count { entity, by, max } => {
+            let Some(count) = Step::counted(by, max, current.as_ref()) else {
+                return refused(current);
+            };
             let mut item = current.clone().unwrap_or_else(keyed);
-            let count = Step::counted(by, max, current.as_ref()).unwrap_or(0);
             item.insert(
                 "entity".to_owned(),
                 serde_json::to_value(entity).map_err(corrupt)?,
@@ -451,10 +451,9 @@ impl ItemStore for SqliteStore {
         &self,
         pk: &str,
         sk: &str,
-        read: Read,
+        _read: Read,
     ) -> Result<Option<T>, StoreError> {
-        // One file: every read sees every committed write, whatever `read` asks.
-        let _ = read;
+        // One file: every read sees every committed write, whatever was asked.
         let (pk, sk) = (pk.to_owned(), sk.to_owned());
         self.run(move |c| get(c, &pk, &sk)).await
     }

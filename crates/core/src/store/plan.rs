@@ -142,89 +142,84 @@ pub fn parse<T: DeserializeOwned>(item: Attributes) -> Result<T, StoreError> {
     serde_json::from_value(Value::Object(item)).map_err(|e| StoreError::Corrupt(Box::new(e)))
 }
 
+impl Step {
+    /// A step on a typed item, under the item's own `pk` and `sk`.
+    fn on_item<T: Serialize>(
+        name: &'static str,
+        item: &T,
+        op: impl FnOnce(Attributes) -> Op,
+    ) -> Result<Self, StoreError> {
+        let item = attributes(item)?;
+        let (pk, sk) = key_of(&item)?;
+        Ok(Step {
+            name,
+            pk,
+            sk,
+            op: op(item),
+        })
+    }
+
+    /// Puts a typed item.
+    pub fn put<T: Serialize>(name: &'static str, item: &T, when: When) -> Result<Self, StoreError> {
+        Self::on_item(name, item, |item| Op::Put { item, when })
+    }
+}
+
 impl WritePlan {
     pub fn new() -> Self {
         Self::default()
     }
 
+    fn then(mut self, name: &'static str, pk: String, sk: String, op: Op) -> Self {
+        self.steps.push(Step { name, pk, sk, op });
+        self
+    }
+
     /// Puts a typed item (its `pk` and `sk` are its own).
     pub fn put<T: Serialize>(
-        mut self,
+        self,
         name: &'static str,
         item: &T,
         when: When,
     ) -> Result<Self, StoreError> {
-        let item = attributes(item)?;
-        let (pk, sk) = key_of(&item)?;
-        self.steps.push(Step {
-            name,
-            pk,
-            sk,
-            op: Op::Put { item, when },
-        });
-        Ok(self)
+        Ok(self.with(Some(Step::put(name, item, when)?)))
     }
 
-    pub fn delete(mut self, name: &'static str, pk: String, sk: String, when: When) -> Self {
-        self.steps.push(Step {
-            name,
-            pk,
-            sk,
-            op: Op::Delete { when },
-        });
-        self
+    pub fn delete(self, name: &'static str, pk: String, sk: String, when: When) -> Self {
+        self.then(name, pk, sk, Op::Delete { when })
     }
 
     pub fn set(
-        mut self,
+        self,
         name: &'static str,
         pk: String,
         sk: String,
         attributes: Attributes,
         when: When,
     ) -> Self {
-        self.steps.push(Step {
-            name,
-            pk,
-            sk,
-            op: Op::Set { attributes, when },
-        });
-        self
+        self.then(name, pk, sk, Op::Set { attributes, when })
     }
 
     pub fn count(
-        mut self,
+        self,
         name: &'static str,
         (pk, sk): (String, &str),
         entity: Entity,
         by: i64,
         max: Option<u64>,
     ) -> Self {
-        self.steps.push(Step {
-            name,
-            pk,
-            sk: sk.to_owned(),
-            op: Op::Count { entity, by, max },
-        });
-        self
+        self.then(name, pk, sk.to_owned(), Op::Count { entity, by, max })
     }
 
     /// Adds numbers to a typed item's attributes, creating it as `blank`.
     pub fn add<T: Serialize>(
-        mut self,
+        self,
         name: &'static str,
         blank: &T,
         adds: Vec<(String, u64)>,
     ) -> Result<Self, StoreError> {
-        let blank = attributes(blank)?;
-        let (pk, sk) = key_of(&blank)?;
-        self.steps.push(Step {
-            name,
-            pk,
-            sk,
-            op: Op::Add { blank, adds },
-        });
-        Ok(self)
+        let step = Step::on_item(name, blank, |blank| Op::Add { blank, adds })?;
+        Ok(self.with(Some(step)))
     }
 
     /// Appends `step` when given.

@@ -37,8 +37,7 @@ const KEY_USE: &str = "idempotency key";
 fn key_use(once: Option<&Once>, created: impl FnOnce() -> Created) -> Res<Option<Step>> {
     let Some(o) = once else { return Ok(None) };
     let item = IdempotencyItem::new(o, created());
-    let plan = WritePlan::new().put(KEY_USE, &item, When::AbsentOrExpired(o.at.unix_seconds()))?;
-    Ok(plan.steps.into_iter().next())
+    Step::put(KEY_USE, &item, When::AbsentOrExpired(o.at.unix_seconds())).map(Some)
 }
 
 /// The use of `once`'s key that refused a write: the item the backend returned, or read now.
@@ -193,12 +192,10 @@ pub async fn seed_project<S: ItemStore + ?Sized>(s: &S, project: &Project) -> Re
                 );
         }
     }
-    match s.apply(plan).await? {
-        Applied::Done => Ok(()),
-        Applied::Refused { step, .. } => {
-            Err(refused(&format!("seeding project {}", project.id), step))
-        }
-    }
+    done(
+        s.apply(plan).await?,
+        &format!("seeding project {}", project.id),
+    )
 }
 
 pub async fn put_account<S: ItemStore + ?Sized>(s: &S, account: &Account) -> Res<()> {
