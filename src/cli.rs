@@ -8,7 +8,7 @@ use std::sync::Arc;
 use clap::{Args, Parser, Subcommand};
 
 use crate::config::{Config, ConfigError};
-use crate::dispatch::{Dispatcher, SWEEP_EVERY, Sender, SystemResolver, sweep_forever};
+use crate::dispatch::{Dispatcher, SWEEP_EVERY, sweep_forever};
 use crate::domain::project::{Domain, ProjectName};
 use crate::domain::token::ApiKey;
 use crate::domain::{
@@ -16,9 +16,9 @@ use crate::domain::{
 };
 use crate::seed::{self, SeedError};
 use crate::service::projects::ProjectSpec;
-use crate::service::{ServiceError, Vigil};
+use crate::service::{Detecting, ServiceError, Vigil};
 use crate::store::feed::ChangeFeed;
-use crate::store::{DynamoStore, SqliteStore, Store, StoreError};
+use crate::store::{SqliteStore, Store, StoreError};
 
 /// Why a command failed: printed as one line with its causes ([`crate::report::Chain`]).
 #[derive(Debug, thiserror::Error)]
@@ -255,7 +255,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
     }
     let config = Config::from_env()?;
     if cli.store.dynamodb {
-        let store = DynamoStore::from_env(config.table.clone()).await;
+        let store = crate::root::dynamo(&config).await;
         if let Command::Table {
             action: TableAction::Create,
         } = cli.command
@@ -293,26 +293,22 @@ async fn run_on<S: Store + ChangeFeed>(
             let policy = UrlPolicy {
                 allow_loopback: allow_loopback_webhooks,
             };
-            let sender =
-                Sender::new(policy, Arc::new(SystemResolver)).map_err(CliError::WebhookClient)?;
-            let dispatcher = Arc::new(Dispatcher::new(store.clone(), sender, config));
-            let engine = match &data {
-                Some(dir) => crate::detect::Engine::load(dir),
-                None => crate::detect::Engine::embedded(),
-            }
-            .map_err(CliError::DetectionData)?;
-            let app = Arc::new(
-                Vigil::new(store.clone(), policy)
-                    .with_engine(Arc::new(engine))
-                    .with_threshold(config.webhook_threshold),
-            );
+            let dispatcher = crate::root::dispatcher(store.clone(), policy, config)
+                .map_err(CliError::WebhookClient)?;
+            let engine = crate::root::engine(data.as_deref()).map_err(CliError::DetectionData)?;
+            let app = Arc::new(crate::root::detecting(
+                store.clone(),
+                policy,
+                config,
+                engine,
+            ));
             let limits = crate::server::Limits {
                 max_connections,
                 read_timeout,
                 trust_proxy: trust_proxy.into(),
                 demo,
             };
-            serve(app, store, addr, seed, dispatcher, limits).await
+            serve(app, store, addr, seed, Arc::new(dispatcher), limits).await
         }
         Command::Seed {
             file,
@@ -321,7 +317,7 @@ async fn run_on<S: Store + ChangeFeed>(
             let policy = UrlPolicy {
                 allow_loopback: allow_loopback_webhooks,
             };
-            let app = Vigil::new(store, policy);
+            let app = crate::root::service(store, policy, config);
             let report = load_seed(&app, &file).await?;
             println!(
                 "seeded {} accounts, {} projects, {} webhooks, {} results",
@@ -333,7 +329,8 @@ async fn run_on<S: Store + ChangeFeed>(
         // Answered before any store is opened.
         Command::Evaluate { .. } => Ok(()),
         Command::Projects { action } => {
-            projects(&Vigil::new(store, UrlPolicy::default()), action).await
+            let app = crate::root::service(store, UrlPolicy::default(), config);
+            projects(&app, action).await
         }
         Command::Sessions {
             action:
@@ -343,7 +340,7 @@ async fn run_on<S: Store + ChangeFeed>(
                     ttl,
                 },
         } => {
-            let app = Vigil::new(store, UrlPolicy::default());
+            let app = crate::root::service(store, UrlPolicy::default(), config);
             let secs = i64::try_from(ttl.as_secs()).unwrap_or(i64::MAX);
             println!("{}", app.session_token(&project, &session, secs).await?);
             Ok(())
@@ -359,7 +356,7 @@ async fn run_on<S: Store + ChangeFeed>(
                     created_at,
                 },
         } => {
-            let app = Vigil::new(store, UrlPolicy::default());
+            let app = crate::root::service(store, UrlPolicy::default(), config);
             let result = NewResult {
                 project_id: project,
                 session_id: session,
@@ -389,11 +386,7 @@ fn evaluate(
     summary: bool,
 ) -> Result<(), CliError> {
     // The binary carries its data, as the Lambda functions do: it scores logs from any folder.
-    let engine = match data {
-        Some(dir) => crate::detect::Engine::load(dir),
-        None => crate::detect::Engine::embedded(),
-    }
-    .map_err(CliError::DetectionData)?;
+    let engine = crate::root::engine(data).map_err(CliError::DetectionData)?;
     let out = std::io::BufWriter::new(std::io::stdout().lock());
     let scored = match file {
         Some(path) => {
@@ -445,7 +438,10 @@ async fn projects<S: Store>(app: &Vigil<S>, action: ProjectsAction) -> Result<()
     Ok(())
 }
 
-async fn load_seed<S: Store>(app: &Vigil<S>, file: &Path) -> Result<seed::SeedReport, CliError> {
+async fn load_seed<S: Store, D>(
+    app: &Vigil<S, D>,
+    file: &Path,
+) -> Result<seed::SeedReport, CliError> {
     let text = tokio::fs::read_to_string(file)
         .await
         .map_err(|source| CliError::ReadFile {
@@ -461,7 +457,7 @@ async fn load_seed<S: Store>(app: &Vigil<S>, file: &Path) -> Result<seed::SeedRe
 }
 
 async fn serve<S: Store + ChangeFeed>(
-    app: Arc<Vigil<S>>,
+    app: Arc<Vigil<S, Detecting>>,
     store: S,
     addr: SocketAddr,
     seed_file: Option<PathBuf>,

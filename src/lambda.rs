@@ -2,8 +2,6 @@
 //! and warmed once per cold start, then the runtime loop. Route functions, the authorizer, the
 //! fallback, webhook dispatch and the retry sweep each have their entry point here.
 
-use std::sync::Arc;
-
 use aws_lambda_events::apigw::{
     ApiGatewayCustomAuthorizerRequest, ApiGatewayCustomAuthorizerResponse,
 };
@@ -12,16 +10,17 @@ use lambda_http::{Body, Request, Response, service_fn};
 use lambda_runtime::LambdaEvent;
 
 use crate::config::Config;
-use crate::dispatch::{Dispatcher, Sender, SystemResolver};
+use crate::dispatch::Dispatcher;
 use crate::domain::UrlPolicy;
-use crate::http::auth;
-use crate::http::{ApiError, Endpoint, Resolved, Router, answer};
+use crate::http::{ApiError, Endpoint, Resolved, Router, answer, auth, gateway};
 use crate::report::Chain;
-use crate::service::{ServiceError, Vigil};
+use crate::service::{Detecting, ServiceError, Vigil};
 use crate::store::{DeliveryStore, DynamoStore, ProjectStore};
 
 pub type Error = lambda_runtime::Error;
 pub type App = Vigil<DynamoStore>;
+/// The service of the functions that evaluate visits.
+pub type DetectingApp = Vigil<DynamoStore, Detecting>;
 
 /// Logs as JSON in Lambda (CloudWatch parses it), readable text elsewhere; `RUST_LOG` filters
 /// them. In Lambda, metric events ([`crate::metrics`]) are written to stdout as the EMF lines they
@@ -52,28 +51,20 @@ pub fn init_tracing() {
     }
 }
 
-/// The warmed store, built once per cold start.
-async fn store(config: &Config) -> DynamoStore {
-    let store = DynamoStore::from_env(config.table.clone()).await;
-    store.warm().await;
-    store
-}
-
 /// The service over DynamoDB, built once per cold start and kept for the life of the process.
 async fn app() -> Result<&'static App, Error> {
     let config = Config::from_env()?;
-    let store = store(&config).await;
-    Ok(Box::leak(Box::new(
-        Vigil::new(store, UrlPolicy::default()).with_threshold(config.webhook_threshold),
-    )))
+    let store = crate::root::warm_dynamo(&config).await;
+    let app = crate::root::service(store, UrlPolicy::default(), &config);
+    Ok(Box::leak(Box::new(app)))
 }
 
 /// The webhook dispatcher over DynamoDB, built once per cold start.
 async fn dispatcher() -> Result<&'static Dispatcher<DynamoStore>, Error> {
     let config = Config::from_env()?;
-    let sender = Sender::new(UrlPolicy::default(), Arc::new(SystemResolver))?;
-    let store = store(&config).await;
-    Ok(Box::leak(Box::new(Dispatcher::new(store, sender, &config))))
+    let store = crate::root::warm_dynamo(&config).await;
+    let dispatcher = crate::root::dispatcher(store, UrlPolicy::default(), &config)?;
+    Ok(Box::leak(Box::new(dispatcher)))
 }
 
 /// Runs the webhook-dispatch function on the table's stream. A storage failure reports the
@@ -139,14 +130,14 @@ pub async fn run_sweep() -> Result<(), Error> {
 /// Runs one endpoint as a Lambda function behind API Gateway, through the shared pipeline.
 pub async fn run_http<E: Endpoint<DynamoStore>>() -> Result<(), Error> {
     init_tracing();
-    serve_http::<E>(app().await?).await
+    serve_http::<E, ()>(app().await?).await
 }
 
 /// Runs an endpoint that evaluates visits: the same, with the detection engine built at the cold
 /// start from the data compiled into the binary (no file is read).
-pub async fn run_http_detecting<E: Endpoint<DynamoStore>>() -> Result<(), Error> {
+pub async fn run_http_detecting<E: Endpoint<DynamoStore, Detecting>>() -> Result<(), Error> {
     init_tracing();
-    serve_http::<E>(detecting_app().await?).await
+    serve_http::<E, Detecting>(detecting_app().await?).await
 }
 
 /// Runs the collect function: the browser's visits and their preflight, on their own path.
@@ -154,45 +145,62 @@ pub async fn run_collect() -> Result<(), Error> {
     init_tracing();
     let app = detecting_app().await?;
     lambda_http::run(service_fn(move |req: Request| async move {
-        let res = measured("Collect", crate::http::ingest::collect(app, &req)).await;
-        Ok::<_, std::convert::Infallible>(res)
+        Ok::<_, std::convert::Infallible>(measured("Collect", collect(app, &req)).await)
     }))
     .await
 }
 
+/// The collect function's answer to one request: its typed context from API Gateway's, then the
+/// collect route.
+pub async fn collect<S>(app: &Vigil<S, Detecting>, req: &Request) -> Response<Body>
+where
+    S: crate::store::AccountStore
+        + ProjectStore
+        + crate::store::ResultStore
+        + crate::store::UsageStore,
+{
+    match gateway::request_context(app, req).await {
+        Ok(ctx) => crate::http::ingest::collect(app, &ctx, req).await,
+        Err(e) => ApiError::from(e).into_response(),
+    }
+}
+
 /// The service with the detection engine, built once per cold start.
-async fn detecting_app() -> Result<&'static App, Error> {
+async fn detecting_app() -> Result<&'static DetectingApp, Error> {
     let config = Config::from_env()?;
     // The engine is built on a blocking thread while the DynamoDB connection warms.
     let (store, engine) = tokio::join!(
-        store(&config),
-        tokio::task::spawn_blocking(crate::detect::Engine::embedded)
+        crate::root::warm_dynamo(&config),
+        tokio::task::spawn_blocking(|| crate::root::engine(None))
     );
     let engine = engine.map_err(|e| format!("building the engine: {e}"))??;
-    let app = Vigil::new(store, UrlPolicy::default())
-        .with_engine(Arc::new(engine))
-        .with_threshold(config.webhook_threshold);
+    let app = crate::root::detecting(store, UrlPolicy::default(), &config, engine);
     Ok(Box::leak(Box::new(app)))
 }
 
-async fn serve_http<E: Endpoint<DynamoStore>>(app: &'static App) -> Result<(), Error> {
+async fn serve_http<E, D>(app: &'static Vigil<DynamoStore, D>) -> Result<(), Error>
+where
+    E: Endpoint<DynamoStore, D>,
+    D: Send + Sync + 'static,
+{
     lambda_http::run(service_fn(move |req: Request| async move {
-        Ok::<_, std::convert::Infallible>(answer_measured::<E, _>(app, req).await)
+        Ok::<_, std::convert::Infallible>(answer_measured::<E, _, D>(app, req).await)
     }))
     .await
 }
 
 /// [`answer`], with the request's metrics: count and latency by route and status class.
-pub async fn answer_measured<E, S>(app: &Vigil<S>, req: Request) -> Response<Body>
+pub async fn answer_measured<E, S, D>(app: &Vigil<S, D>, req: Request) -> Response<Body>
 where
-    E: Endpoint<S>,
+    E: Endpoint<S, D>,
     S: crate::store::AccountStore + ProjectStore + crate::store::UsageStore + Sync,
+    D: Sync,
 {
     let route = std::any::type_name::<E>()
         .rsplit("::")
         .next()
         .unwrap_or("unknown");
-    measured(route, answer::<E, S>(app, req)).await
+    measured(route, answer::<E, S, D>(app, req)).await
 }
 
 /// `answer`, with its count and latency written as `route`'s request metrics.
@@ -239,12 +247,12 @@ pub async fn run_authorizer() -> Result<(), Error> {
 }
 
 /// The authorizer's decision for one event.
-pub async fn authorizer<S: crate::store::KeyStore + crate::store::AccountStore>(
-    app: &Vigil<S>,
+pub async fn authorizer<S: crate::store::KeyStore + crate::store::AccountStore, D>(
+    app: &Vigil<S, D>,
     event: ApiGatewayCustomAuthorizerRequest,
 ) -> Result<ApiGatewayCustomAuthorizerResponse, Error> {
     match auth::authorize(app, event.authorization_token.as_deref()).await {
-        Ok(principal) => Ok(auth::allow_policy(
+        Ok(principal) => Ok(gateway::allow_policy(
             event.method_arn.as_deref().unwrap_or("*"),
             &principal,
         )),

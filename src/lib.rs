@@ -1,9 +1,9 @@
 //! Vigil: bot and proxy/VPN detection results, served from AWS Lambda over DynamoDB, or locally over
 //! SQLite with the same code.
 //!
-//! This crate is the application: one composition root for the Lambda functions ([`lambda`]) and
-//! the `vigil` command ([`cli`]), over the workspace's layers, re-exported here under the names
-//! the binaries and tests use:
+//! This crate is the application: one composition root ([`root`]) for the Lambda functions
+//! ([`lambda`]) and the `vigil` command ([`cli`]), over the workspace's layers, re-exported here
+//! under the names the binaries and tests use:
 //!
 //! - [`detect`] (`vigil-detect`): the pure detection engine;
 //! - [`domain`], [`service`], [`store`] traits and layout (`vigil-core`);
@@ -13,6 +13,7 @@
 
 pub mod cli;
 pub mod lambda;
+pub mod root;
 
 pub use vigil_core::{config, domain, metrics, report, seed, service};
 pub use vigil_detect as detect;

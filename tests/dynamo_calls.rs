@@ -16,7 +16,7 @@ use http::StatusCode;
 use lambda_http::Body;
 use vigil::domain::UrlPolicy;
 use vigil::http::{answer, handlers};
-use vigil::service::Vigil;
+use vigil::service::{Detecting, Vigil};
 use vigil::store::DynamoStore;
 
 /// Records the operation of every request the client sends (retries included).
@@ -67,7 +67,7 @@ const SEED: &str = r#"{
 }"#;
 
 /// The service on a fresh seeded table, and the table's name.
-async fn app(log: &CallLog) -> (Vigil<DynamoStore>, String) {
+async fn app(log: &CallLog) -> (Vigil<DynamoStore, Detecting>, String) {
     let l = log.clone();
     let client = common::dynamo_client(&common::emulator(), move |b| b.interceptor(l)).await;
     let table = common::unique_table("calls");
@@ -135,7 +135,7 @@ async fn round_trips_per_request() {
     let context = allowed.unwrap().context;
     let req = |params: &[(&str, &str)], body: Body| req_with(&context, params, body);
 
-    let s = answer::<handlers::ListResults, _>(&app, req(&rs, Body::Empty))
+    let s = answer::<handlers::ListResults, _, _>(&app, req(&rs, Body::Empty))
         .await
         .status();
     check(
@@ -144,7 +144,7 @@ async fn round_trips_per_request() {
         StatusCode::OK,
         &["UpdateItem", "UpdateItem", "GetItem", "Query"],
     );
-    let s = answer::<handlers::ListResults, _>(&app, req(&rs, Body::Empty))
+    let s = answer::<handlers::ListResults, _, _>(&app, req(&rs, Body::Empty))
         .await
         .status();
     check(
@@ -153,7 +153,7 @@ async fn round_trips_per_request() {
         StatusCode::OK,
         &["UpdateItem", "UpdateItem", "Query"],
     );
-    let s = answer::<handlers::SessionScore, _>(&app, req(&rs, Body::Empty))
+    let s = answer::<handlers::SessionScore, _, _>(&app, req(&rs, Body::Empty))
         .await
         .status();
     check(
@@ -162,7 +162,7 @@ async fn round_trips_per_request() {
         StatusCode::OK,
         &["UpdateItem", "UpdateItem", "GetItem"],
     );
-    let s = answer::<handlers::GetPlan, _>(&app, req(&[], Body::Empty))
+    let s = answer::<handlers::GetPlan, _, _>(&app, req(&[], Body::Empty))
         .await
         .status();
     check(
@@ -171,7 +171,7 @@ async fn round_trips_per_request() {
         StatusCode::OK,
         &["UpdateItem", "UpdateItem", "GetItem"],
     );
-    let s = answer::<handlers::GetProject, _>(&app, req(&p, Body::Empty))
+    let s = answer::<handlers::GetProject, _, _>(&app, req(&p, Body::Empty))
         .await
         .status();
     check(
@@ -180,7 +180,7 @@ async fn round_trips_per_request() {
         StatusCode::OK,
         &["UpdateItem", "UpdateItem", "GetItem"],
     );
-    let s = answer::<handlers::ListWebhooks, _>(&app, req(&p, Body::Empty))
+    let s = answer::<handlers::ListWebhooks, _, _>(&app, req(&p, Body::Empty))
         .await
         .status();
     check(
@@ -190,7 +190,7 @@ async fn round_trips_per_request() {
         &["UpdateItem", "UpdateItem", "Query"],
     );
     let body = Body::Text(r#"{"type":"proxy_vpn_detect","url":"https://hooks.example/a"}"#.into());
-    let created = answer::<handlers::CreateWebhook, _>(&app, req(&p, body)).await;
+    let created = answer::<handlers::CreateWebhook, _, _>(&app, req(&p, body)).await;
     check(
         "POST webhooks (warm)",
         created.status(),
@@ -205,7 +205,7 @@ async fn round_trips_per_request() {
         .unwrap()
         .to_owned();
     let dp = [("projectId", "prj_1"), ("webhookId", id.as_str())];
-    let s = answer::<handlers::DeleteWebhook, _>(&app, req(&dp, Body::Empty))
+    let s = answer::<handlers::DeleteWebhook, _, _>(&app, req(&dp, Body::Empty))
         .await
         .status();
     check(
@@ -220,7 +220,7 @@ async fn round_trips_per_request() {
     // and kept for a minute.
     let ev = [("projectId", "prj_1"), ("sessionId", "sess_9")];
     let visit = r#"{"ipAddress":"185.220.101.1","userAgent":"curl/8.5.0"}"#;
-    let s = answer::<handlers::CreateEvent, _>(&app, req(&ev, Body::Text(visit.into())))
+    let s = answer::<handlers::CreateEvent, _, _>(&app, req(&ev, Body::Text(visit.into())))
         .await
         .status();
     check(
@@ -236,7 +236,7 @@ async fn round_trips_per_request() {
         ],
     );
     let created =
-        answer::<handlers::CreateEvent, _>(&app, req(&ev, Body::Text(visit.into()))).await;
+        answer::<handlers::CreateEvent, _, _>(&app, req(&ev, Body::Text(visit.into()))).await;
     check(
         "POST events (warm: summary + tx)",
         created.status(),
@@ -250,7 +250,7 @@ async fn round_trips_per_request() {
         .next()
         .unwrap()
         .to_owned();
-    let s = answer::<handlers::ListEvents, _>(&app, req(&ev, Body::Empty))
+    let s = answer::<handlers::ListEvents, _, _>(&app, req(&ev, Body::Empty))
         .await
         .status();
     check(
@@ -264,7 +264,7 @@ async fn round_trips_per_request() {
         ("sessionId", "sess_9"),
         ("eventId", event_id.as_str()),
     ];
-    let s = answer::<handlers::GetEvent, _>(&app, req(&one, Body::Empty))
+    let s = answer::<handlers::GetEvent, _, _>(&app, req(&one, Body::Empty))
         .await
         .status();
     check(
@@ -282,9 +282,7 @@ async fn round_trips_per_request() {
                 .unwrap();
         lambda_http::request::from_str(&text).unwrap()
     };
-    let s = vigil::http::ingest::collect(&app, &collect())
-        .await
-        .status();
+    let s = vigil::lambda::collect(&app, &collect()).await.status();
     check(
         "POST collect (cold: key + plan + 3 counters + summary + tx)",
         s,
@@ -299,9 +297,7 @@ async fn round_trips_per_request() {
             "TransactWriteItems",
         ],
     );
-    let s = vigil::http::ingest::collect(&app, &collect())
-        .await
-        .status();
+    let s = vigil::lambda::collect(&app, &collect()).await.status();
     check(
         "POST collect (warm: 3 counters + summary + tx)",
         s,
@@ -317,14 +313,14 @@ async fn round_trips_per_request() {
 
     // Projects and usage.
     let body = Body::Text(r#"{"name":"Second","domain":"second.example"}"#.into());
-    let created = answer::<handlers::CreateProject, _>(&app, req(&[], body)).await;
+    let created = answer::<handlers::CreateProject, _, _>(&app, req(&[], body)).await;
     check(
         "POST projects (project, copy, counter)",
         created.status(),
         StatusCode::CREATED,
         &["UpdateItem", "UpdateItem", "TransactWriteItems"],
     );
-    let s = answer::<handlers::ListProjects, _>(&app, req(&[], Body::Empty))
+    let s = answer::<handlers::ListProjects, _, _>(&app, req(&[], Body::Empty))
         .await
         .status();
     check(
@@ -334,7 +330,7 @@ async fn round_trips_per_request() {
         &["UpdateItem", "UpdateItem", "Query"],
     );
     let body = Body::Text(r#"{"disabled":true}"#.into());
-    let s = answer::<handlers::UpdateProject, _>(&app, req(&p, body))
+    let s = answer::<handlers::UpdateProject, _, _>(&app, req(&p, body))
         .await
         .status();
     check(
@@ -343,7 +339,7 @@ async fn round_trips_per_request() {
         StatusCode::OK,
         &["UpdateItem", "UpdateItem", "GetItem", "TransactWriteItems"],
     );
-    let s = answer::<handlers::GetUsage, _>(&app, req(&[], Body::Empty))
+    let s = answer::<handlers::GetUsage, _, _>(&app, req(&[], Body::Empty))
         .await
         .status();
     check(
@@ -354,7 +350,7 @@ async fn round_trips_per_request() {
     );
 
     // Sessions and statistics: one Query each (ownership is cached by now).
-    let s = answer::<handlers::ListSessions, _>(&app, req(&p, Body::Empty))
+    let s = answer::<handlers::ListSessions, _, _>(&app, req(&p, Body::Empty))
         .await
         .status();
     check(
@@ -363,7 +359,7 @@ async fn round_trips_per_request() {
         StatusCode::OK,
         &["UpdateItem", "UpdateItem", "Query"],
     );
-    let s = answer::<handlers::GetStats, _>(&app, req(&p, Body::Empty))
+    let s = answer::<handlers::GetStats, _, _>(&app, req(&p, Body::Empty))
         .await
         .status();
     check(
@@ -375,7 +371,7 @@ async fn round_trips_per_request() {
 
     // A context from before the plan's terms were in it (a policy cached across a deploy): the
     // terms are read from the account.
-    let s = answer::<handlers::GetProject, _>(
+    let s = answer::<handlers::GetProject, _, _>(
         &app,
         common::api_request(Some("acc_1"), &p, &[], Body::Empty),
     )
@@ -391,7 +387,7 @@ async fn round_trips_per_request() {
     // A cold instance answering /general first: counters, ownership, summary.
     let log2 = CallLog::default();
     let cold = app_on_same_data(&log2, &table_name).await;
-    let s = answer::<handlers::SessionScore, _>(&cold, req(&rs, Body::Empty))
+    let s = answer::<handlers::SessionScore, _, _>(&cold, req(&rs, Body::Empty))
         .await
         .status();
     let calls = log2.take();

@@ -35,11 +35,11 @@ async fn a_missing_table_is_a_bare_500_on_every_read_route() {
         UrlPolicy::default(),
     );
     let rs = [("projectId", "prj_1"), ("sessionId", "sess_1")];
-    assert_internal_error(answer::<handlers::GetPlan, _>(&app, request(&[])).await);
-    assert_internal_error(answer::<handlers::GetProject, _>(&app, request(&rs[..1])).await);
-    assert_internal_error(answer::<handlers::ListResults, _>(&app, request(&rs)).await);
-    assert_internal_error(answer::<handlers::SessionScore, _>(&app, request(&rs)).await);
-    assert_internal_error(answer::<handlers::ListWebhooks, _>(&app, request(&rs[..1])).await);
+    assert_internal_error(answer::<handlers::GetPlan, _, _>(&app, request(&[])).await);
+    assert_internal_error(answer::<handlers::GetProject, _, _>(&app, request(&rs[..1])).await);
+    assert_internal_error(answer::<handlers::ListResults, _, _>(&app, request(&rs)).await);
+    assert_internal_error(answer::<handlers::SessionScore, _, _>(&app, request(&rs)).await);
+    assert_internal_error(answer::<handlers::ListWebhooks, _, _>(&app, request(&rs[..1])).await);
 }
 
 #[tokio::test]
@@ -53,5 +53,5 @@ async fn an_unreachable_endpoint_is_a_bare_500() {
         store(&format!("http://127.0.0.1:{port}"), "vigil").await,
         UrlPolicy::default(),
     );
-    assert_internal_error(answer::<handlers::GetPlan, _>(&app, request(&[])).await);
+    assert_internal_error(answer::<handlers::GetPlan, _, _>(&app, request(&[])).await);
 }

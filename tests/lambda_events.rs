@@ -47,7 +47,7 @@ use vigil::detect::Engine;
 use vigil::domain::{Timestamp, UrlPolicy, WebhookId};
 use vigil::http::{self as http_api, handlers};
 use vigil::seed::{self, SeedReport};
-use vigil::service::Vigil;
+use vigil::service::{Detecting, Vigil};
 use vigil::store::SqliteStore;
 
 /// The function each HTTP event file is meant for.
@@ -139,7 +139,7 @@ static ENGINE: std::sync::LazyLock<Arc<Engine>> =
 
 /// A fresh store in its own temporary directory, loaded with `events/seed.json`.
 struct Fixture {
-    app: Vigil<SqliteStore>,
+    app: Vigil<SqliteStore, Detecting>,
     _dir: TempDir,
 }
 
@@ -206,8 +206,10 @@ fn message(text: &str) -> Value {
     json!({ "message": text })
 }
 
-async fn list_webhooks(app: &Vigil<SqliteStore>) -> Answer {
-    answer(http_api::answer::<handlers::ListWebhooks, _>(app, request("list-webhooks.json")).await)
+async fn list_webhooks(app: &Vigil<SqliteStore, Detecting>) -> Answer {
+    answer(
+        http_api::answer::<handlers::ListWebhooks, _, _>(app, request("list-webhooks.json")).await,
+    )
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -334,7 +336,7 @@ fn every_event_file_is_known_and_parses_like_lambda_http() {
 async fn list_results_returns_the_seeded_result() {
     let f = fixture().await;
     let a = answer(
-        http_api::answer::<handlers::ListResults, _>(&f.app, request("list-results.json")).await,
+        http_api::answer::<handlers::ListResults, _, _>(&f.app, request("list-results.json")).await,
     );
     assert_eq!(a.status, StatusCode::OK);
     assert_eq!(a.body, json!({ "data": [sess_1_result()] }));
@@ -348,7 +350,7 @@ async fn list_results_of_a_session_without_results_is_data_null() {
     event["pathParameters"]["sessionId"] = json!("sess_unknown");
     event["path"] = json!("/results/prj_1/sess_unknown");
     let a =
-        answer(http_api::answer::<handlers::ListResults, _>(&f.app, request_from(&event)).await);
+        answer(http_api::answer::<handlers::ListResults, _, _>(&f.app, request_from(&event)).await);
     assert_eq!(a.status, StatusCode::OK);
     assert_eq!(a.body, json!({ "data": null }));
 }
@@ -378,7 +380,7 @@ async fn list_results_pages_with_link_and_cursor() {
     assert_eq!(event["queryStringParameters"], json!({ "limit": "1" }));
     for (i, expected) in expected_pages.iter().enumerate() {
         let a = answer(
-            http_api::answer::<handlers::ListResults, _>(&f.app, request_from(&event)).await,
+            http_api::answer::<handlers::ListResults, _, _>(&f.app, request_from(&event)).await,
         );
         assert_eq!(a.status, StatusCode::OK, "page {i}");
         assert_eq!(a.body, json!({ "data": [expected] }), "page {i}");
@@ -409,7 +411,7 @@ async fn list_results_pages_with_link_and_cursor() {
 async fn list_results_refuses_a_bad_limit_and_a_bad_cursor() {
     let f = fixture().await;
     let a = answer(
-        http_api::answer::<handlers::ListResults, _>(
+        http_api::answer::<handlers::ListResults, _, _>(
             &f.app,
             request("list-results-bad-limit.json"),
         )
@@ -422,7 +424,7 @@ async fn list_results_refuses_a_bad_limit_and_a_bad_cursor() {
     event["queryStringParameters"] = json!({ "cursor": "not-a-cursor" });
     event["multiValueQueryStringParameters"] = json!({ "cursor": ["not-a-cursor"] });
     let a =
-        answer(http_api::answer::<handlers::ListResults, _>(&f.app, request_from(&event)).await);
+        answer(http_api::answer::<handlers::ListResults, _, _>(&f.app, request_from(&event)).await);
     assert_eq!(a.status, StatusCode::BAD_REQUEST);
     assert_eq!(a.body, message("cursor is not valid for this session"));
 }
@@ -431,7 +433,7 @@ async fn list_results_refuses_a_bad_limit_and_a_bad_cursor() {
 async fn list_results_without_authorizer_context_is_401() {
     let f = fixture().await;
     let a = answer(
-        http_api::answer::<handlers::ListResults, _>(
+        http_api::answer::<handlers::ListResults, _, _>(
             &f.app,
             request("list-results-no-auth-context.json"),
         )
@@ -448,7 +450,7 @@ async fn list_results_of_another_accounts_project_is_404() {
     event["requestContext"]["authorizer"]["principalId"] = json!("acc_2");
     event["requestContext"]["authorizer"]["accountId"] = json!("acc_2");
     let a =
-        answer(http_api::answer::<handlers::ListResults, _>(&f.app, request_from(&event)).await);
+        answer(http_api::answer::<handlers::ListResults, _, _>(&f.app, request_from(&event)).await);
     assert_eq!(a.status, StatusCode::NOT_FOUND);
     assert_eq!(a.body, message("Project not found"));
 }
@@ -460,7 +462,8 @@ async fn list_results_of_another_accounts_project_is_404() {
 async fn session_score_is_the_maximum_of_the_session() {
     let f = fixture().await;
     let a = answer(
-        http_api::answer::<handlers::SessionScore, _>(&f.app, request("session-score.json")).await,
+        http_api::answer::<handlers::SessionScore, _, _>(&f.app, request("session-score.json"))
+            .await,
     );
     assert_eq!(a.status, StatusCode::OK);
     assert_eq!(
@@ -477,7 +480,8 @@ async fn session_score_is_the_maximum_of_the_session() {
         .await
         .expect("result loads");
     let a = answer(
-        http_api::answer::<handlers::SessionScore, _>(&f.app, request("session-score.json")).await,
+        http_api::answer::<handlers::SessionScore, _, _>(&f.app, request("session-score.json"))
+            .await,
     );
     assert_eq!(
         a.body,
@@ -491,8 +495,9 @@ async fn session_score_of_a_session_without_results_is_404() {
     let mut event = event_json("session-score.json");
     event["pathParameters"]["sessionId"] = json!("sess_unknown");
     event["path"] = json!("/results/prj_1/sess_unknown/general");
-    let a =
-        answer(http_api::answer::<handlers::SessionScore, _>(&f.app, request_from(&event)).await);
+    let a = answer(
+        http_api::answer::<handlers::SessionScore, _, _>(&f.app, request_from(&event)).await,
+    );
     assert_eq!(a.status, StatusCode::NOT_FOUND);
     assert_eq!(a.body, message("Session not found"));
 }
@@ -504,7 +509,7 @@ async fn session_score_of_a_session_without_results_is_404() {
 async fn get_plan_returns_all_ten_fields() {
     let f = fixture().await;
     let a =
-        answer(http_api::answer::<handlers::GetPlan, _>(&f.app, request("get-plan.json")).await);
+        answer(http_api::answer::<handlers::GetPlan, _, _>(&f.app, request("get-plan.json")).await);
     assert_eq!(a.status, StatusCode::OK);
     assert_eq!(
         a.body,
@@ -527,7 +532,7 @@ async fn get_plan_returns_all_ten_fields() {
 async fn get_project_returns_exactly_eight_fields() {
     let f = fixture().await;
     let a = answer(
-        http_api::answer::<handlers::GetProject, _>(&f.app, request("get-project.json")).await,
+        http_api::answer::<handlers::GetProject, _, _>(&f.app, request("get-project.json")).await,
     );
     assert_eq!(a.status, StatusCode::OK);
     assert_eq!(
@@ -551,14 +556,16 @@ async fn get_project_unknown_is_404_and_bad_id_is_400() {
     let mut event = event_json("get-project.json");
     event["pathParameters"]["projectId"] = json!("prj_unknown");
     event["path"] = json!("/projects/prj_unknown");
-    let a = answer(http_api::answer::<handlers::GetProject, _>(&f.app, request_from(&event)).await);
+    let a =
+        answer(http_api::answer::<handlers::GetProject, _, _>(&f.app, request_from(&event)).await);
     assert_eq!(a.status, StatusCode::NOT_FOUND);
     assert_eq!(a.body, message("Project not found"));
 
     // API Gateway hands over path parameters URL-decoded.
     event["pathParameters"]["projectId"] = json!("prj 1");
     event["path"] = json!("/projects/prj%201");
-    let a = answer(http_api::answer::<handlers::GetProject, _>(&f.app, request_from(&event)).await);
+    let a =
+        answer(http_api::answer::<handlers::GetProject, _, _>(&f.app, request_from(&event)).await);
     assert_eq!(a.status, StatusCode::BAD_REQUEST);
     let text = a.body["message"].as_str().expect("message");
     assert!(text.starts_with("projectId "), "{text}");
@@ -581,7 +588,7 @@ async fn create_webhook_answers_201_with_location_and_is_listed() {
     let f = fixture().await;
     let before = Timestamp::now();
     let a = answer(
-        http_api::answer::<handlers::CreateWebhook, _>(&f.app, request("create-webhook.json"))
+        http_api::answer::<handlers::CreateWebhook, _, _>(&f.app, request("create-webhook.json"))
             .await,
     );
     assert_eq!(a.status, StatusCode::CREATED, "{}", a.body);
@@ -618,7 +625,7 @@ async fn create_webhook_answers_201_with_location_and_is_listed() {
 
     // The same event again: same type and url on the project.
     let again = answer(
-        http_api::answer::<handlers::CreateWebhook, _>(&f.app, request("create-webhook.json"))
+        http_api::answer::<handlers::CreateWebhook, _, _>(&f.app, request("create-webhook.json"))
             .await,
     );
     assert_eq!(again.status, StatusCode::CONFLICT);
@@ -633,7 +640,7 @@ async fn create_webhook_answers_201_with_location_and_is_listed() {
 async fn create_webhook_refuses_a_private_url() {
     let f = fixture().await;
     let a = answer(
-        http_api::answer::<handlers::CreateWebhook, _>(
+        http_api::answer::<handlers::CreateWebhook, _, _>(
             &f.app,
             request("create-webhook-private-url.json"),
         )
@@ -654,8 +661,9 @@ async fn create_webhook_needs_a_json_content_type() {
     let mut event = event_json("create-webhook.json");
     event["headers"]["Content-Type"] = json!("text/plain");
     event["multiValueHeaders"]["Content-Type"] = json!(["text/plain"]);
-    let a =
-        answer(http_api::answer::<handlers::CreateWebhook, _>(&f.app, request_from(&event)).await);
+    let a = answer(
+        http_api::answer::<handlers::CreateWebhook, _, _>(&f.app, request_from(&event)).await,
+    );
     assert_eq!(a.status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
     assert_eq!(a.body, message("Content-Type must be application/json"));
 }
@@ -664,7 +672,7 @@ async fn create_webhook_needs_a_json_content_type() {
 async fn delete_webhook_removes_it_once() {
     let f = fixture().await;
     let a = answer(
-        http_api::answer::<handlers::DeleteWebhook, _>(&f.app, request("delete-webhook.json"))
+        http_api::answer::<handlers::DeleteWebhook, _, _>(&f.app, request("delete-webhook.json"))
             .await,
     );
     assert_eq!(a.status, StatusCode::OK);
@@ -672,7 +680,7 @@ async fn delete_webhook_removes_it_once() {
     assert_eq!(list_webhooks(&f.app).await.body, json!({ "data": [] }));
 
     let again = answer(
-        http_api::answer::<handlers::DeleteWebhook, _>(&f.app, request("delete-webhook.json"))
+        http_api::answer::<handlers::DeleteWebhook, _, _>(&f.app, request("delete-webhook.json"))
             .await,
     );
     assert_eq!(again.status, StatusCode::NOT_FOUND);
@@ -799,7 +807,7 @@ async fn fallback_answers_a_wrong_method_with_405_and_allow() {
 async fn create_project_then_list_and_update_it() {
     let f = fixture().await;
     let created =
-        http_api::answer::<handlers::CreateProject, _>(&f.app, request("create-project.json"))
+        http_api::answer::<handlers::CreateProject, _, _>(&f.app, request("create-project.json"))
             .await;
     let location = created.headers()[header::LOCATION]
         .to_str()
@@ -818,7 +826,8 @@ async fn create_project_then_list_and_update_it() {
     );
 
     let a = answer(
-        http_api::answer::<handlers::ListProjects, _>(&f.app, request("list-projects.json")).await,
+        http_api::answer::<handlers::ListProjects, _, _>(&f.app, request("list-projects.json"))
+            .await,
     );
     assert_eq!(a.status, StatusCode::OK);
     let ids: Vec<&str> = a.body["data"]
@@ -830,7 +839,7 @@ async fn create_project_then_list_and_update_it() {
     assert_eq!(ids, ["prj_1", p["id"].as_str().unwrap()]);
 
     let a = answer(
-        http_api::answer::<handlers::UpdateProject, _>(&f.app, request("update-project.json"))
+        http_api::answer::<handlers::UpdateProject, _, _>(&f.app, request("update-project.json"))
             .await,
     );
     assert_eq!(a.status, StatusCode::OK);
@@ -841,8 +850,9 @@ async fn create_project_then_list_and_update_it() {
 #[tokio::test]
 async fn get_usage_counts_the_period() {
     let f = fixture().await;
-    let a =
-        answer(http_api::answer::<handlers::GetUsage, _>(&f.app, request("get-usage.json")).await);
+    let a = answer(
+        http_api::answer::<handlers::GetUsage, _, _>(&f.app, request("get-usage.json")).await,
+    );
     assert_eq!(a.status, StatusCode::OK);
     let d = &a.body["data"];
     // This request is the first of the period.
@@ -871,7 +881,7 @@ fn sess_1_event() -> Value {
 async fn create_event_evaluates_stores_and_locates_the_event() {
     let f = fixture().await;
     let a = answer(
-        http_api::answer::<handlers::CreateEvent, _>(&f.app, request("create-event.json")).await,
+        http_api::answer::<handlers::CreateEvent, _, _>(&f.app, request("create-event.json")).await,
     );
     assert_eq!(a.status, StatusCode::CREATED, "{}", a.body);
     let event = &a.body["data"];
@@ -898,7 +908,8 @@ async fn create_event_evaluates_stores_and_locates_the_event() {
     get["path"] = json!(format!("/projects/prj_1/sessions/sess_2/events/{id}"));
     get["pathParameters"]["sessionId"] = json!("sess_2");
     get["pathParameters"]["eventId"] = json!(id);
-    let read = answer(http_api::answer::<handlers::GetEvent, _>(&f.app, request_from(&get)).await);
+    let read =
+        answer(http_api::answer::<handlers::GetEvent, _, _>(&f.app, request_from(&get)).await);
     assert_eq!(read.status, StatusCode::OK);
     assert_eq!(&read.body["data"], event);
 
@@ -907,12 +918,12 @@ async fn create_event_evaluates_stores_and_locates_the_event() {
     bad["body"] = json!(r#"{"ipAddress":"203.0.113.7","scoreBot":1}"#);
     bad["pathParameters"]["sessionId"] = json!("sess_9");
     let refused =
-        answer(http_api::answer::<handlers::CreateEvent, _>(&f.app, request_from(&bad)).await);
+        answer(http_api::answer::<handlers::CreateEvent, _, _>(&f.app, request_from(&bad)).await);
     assert_eq!(refused.status, StatusCode::BAD_REQUEST);
     let mut list = event_json("list-events.json");
     list["pathParameters"]["sessionId"] = json!("sess_9");
     let listed =
-        answer(http_api::answer::<handlers::ListEvents, _>(&f.app, request_from(&list)).await);
+        answer(http_api::answer::<handlers::ListEvents, _, _>(&f.app, request_from(&list)).await);
     assert_eq!(listed.body, json!({"data": []}));
 }
 
@@ -920,12 +931,13 @@ async fn create_event_evaluates_stores_and_locates_the_event() {
 async fn list_and_get_event_show_a_seeded_result_as_an_event() {
     let f = fixture().await;
     let listed = answer(
-        http_api::answer::<handlers::ListEvents, _>(&f.app, request("list-events.json")).await,
+        http_api::answer::<handlers::ListEvents, _, _>(&f.app, request("list-events.json")).await,
     );
     assert_eq!(listed.status, StatusCode::OK);
     assert_eq!(listed.body, json!({"data": [sess_1_event()]}));
-    let one =
-        answer(http_api::answer::<handlers::GetEvent, _>(&f.app, request("get-event.json")).await);
+    let one = answer(
+        http_api::answer::<handlers::GetEvent, _, _>(&f.app, request("get-event.json")).await,
+    );
     assert_eq!(one.status, StatusCode::OK);
     assert_eq!(one.body, json!({"data": sess_1_event()}));
 }
@@ -933,7 +945,7 @@ async fn list_and_get_event_show_a_seeded_result_as_an_event() {
 #[tokio::test]
 async fn collect_takes_the_visit_from_the_request_and_answers_only_the_id() {
     let f = fixture().await;
-    let a = answer(vigil::http::ingest::collect(&f.app, &request("collect.json")).await);
+    let a = answer(vigil::lambda::collect(&f.app, &request("collect.json")).await);
     assert_eq!(a.status, StatusCode::ACCEPTED, "{}", a.body);
     assert_eq!(
         a.header(header::ACCESS_CONTROL_ALLOW_ORIGIN),
@@ -947,7 +959,7 @@ async fn collect_takes_the_visit_from_the_request_and_answers_only_the_id() {
     let mut list = event_json("list-events.json");
     list["pathParameters"]["sessionId"] = json!("sess_3");
     let listed =
-        answer(http_api::answer::<handlers::ListEvents, _>(&f.app, request_from(&list)).await);
+        answer(http_api::answer::<handlers::ListEvents, _, _>(&f.app, request_from(&list)).await);
     let event = &listed.body["data"][0];
     // The page's id is a receipt: random, not the event's position in its session.
     assert_ne!(event["id"], json!(id));
@@ -964,12 +976,12 @@ async fn collect_takes_the_visit_from_the_request_and_answers_only_the_id() {
     let mut foreign = event_json("collect.json");
     foreign["headers"]["Origin"] = json!("https://evil.example");
     foreign["multiValueHeaders"]["Origin"] = json!(["https://evil.example"]);
-    let r = answer(vigil::http::ingest::collect(&f.app, &request_from(&foreign)).await);
+    let r = answer(vigil::lambda::collect(&f.app, &request_from(&foreign)).await);
     assert_eq!(r.status, StatusCode::FORBIDDEN);
     assert_eq!(r.header(header::ACCESS_CONTROL_ALLOW_ORIGIN), None);
     let mut unknown = event_json("collect.json");
     unknown["body"] = json!(r#"{"publicKey":"pk_nope","sessionId":"sess_3"}"#);
-    let r = answer(vigil::http::ingest::collect(&f.app, &request_from(&unknown)).await);
+    let r = answer(vigil::lambda::collect(&f.app, &request_from(&unknown)).await);
     assert_eq!(r.status, StatusCode::UNAUTHORIZED);
     assert_eq!(r.body, message("Unauthorized"));
 }
@@ -1022,7 +1034,7 @@ async fn the_lambda_adapter_writes_emf_metric_lines() {
     let subscriber =
         tracing_subscriber::registry().with(vigil::metrics::EmfLayer::new(buf.clone()));
     let _guard = tracing::subscriber::set_default(subscriber);
-    let res = vigil::lambda::answer_measured::<handlers::CreateEvent, _>(
+    let res = vigil::lambda::answer_measured::<handlers::CreateEvent, _, _>(
         &f.app,
         request("create-event.json"),
     )
@@ -1055,7 +1067,8 @@ async fn list_sessions_filters_the_seeded_session_by_score() {
     let f = fixture().await;
     // The sample asks for sessions with scoreBot >= 0.5: the seeded one has 0.02.
     let none = answer(
-        http_api::answer::<handlers::ListSessions, _>(&f.app, request("list-sessions.json")).await,
+        http_api::answer::<handlers::ListSessions, _, _>(&f.app, request("list-sessions.json"))
+            .await,
     );
     assert_eq!(none.status, StatusCode::OK, "{}", none.body);
     assert_eq!(none.body, json!({"data": []}));
@@ -1063,7 +1076,7 @@ async fn list_sessions_filters_the_seeded_session_by_score() {
     all["queryStringParameters"] = json!({"minScoreProxyVpn": "0.9"});
     all["multiValueQueryStringParameters"] = json!({"minScoreProxyVpn": ["0.9"]});
     let listed =
-        answer(http_api::answer::<handlers::ListSessions, _>(&f.app, request_from(&all)).await);
+        answer(http_api::answer::<handlers::ListSessions, _, _>(&f.app, request_from(&all)).await);
     assert_eq!(
         listed.body,
         json!({"data": [{
@@ -1081,8 +1094,9 @@ async fn list_sessions_filters_the_seeded_session_by_score() {
 #[tokio::test]
 async fn get_stats_counts_the_seeded_result_in_its_hour() {
     let f = fixture().await;
-    let a =
-        answer(http_api::answer::<handlers::GetStats, _>(&f.app, request("get-stats.json")).await);
+    let a = answer(
+        http_api::answer::<handlers::GetStats, _, _>(&f.app, request("get-stats.json")).await,
+    );
     assert_eq!(a.status, StatusCode::OK, "{}", a.body);
     let buckets = a.body["data"].as_array().unwrap();
     assert_eq!(buckets.len(), 24);
@@ -1098,7 +1112,7 @@ async fn get_stats_counts_the_seeded_result_in_its_hour() {
     long["queryStringParameters"]["to"] = json!("2026-12-31T00:00:00Z");
     long["multiValueQueryStringParameters"]["to"] = json!(["2026-12-31T00:00:00Z"]);
     let refused =
-        answer(http_api::answer::<handlers::GetStats, _>(&f.app, request_from(&long)).await);
+        answer(http_api::answer::<handlers::GetStats, _, _>(&f.app, request_from(&long)).await);
     assert_eq!(refused.status, StatusCode::BAD_REQUEST);
     assert_eq!(
         refused.body["message"],

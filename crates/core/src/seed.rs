@@ -125,8 +125,8 @@ fn invalid(msg: String) -> SeedError {
 }
 
 /// Checks references and uniqueness, against the file and the store.
-pub async fn validate<S: Store>(
-    app: &Vigil<S>,
+pub async fn validate<S: Store, D>(
+    app: &Vigil<S, D>,
     seed: SeedFile,
     policy: UrlPolicy,
 ) -> Result<ValidSeed, SeedError> {
@@ -145,8 +145,8 @@ pub async fn validate<S: Store>(
 }
 
 /// One validator per section of the file; each section may refer to what earlier ones declared.
-struct Validator<'a, S> {
-    app: &'a Vigil<S>,
+struct Validator<'a, S, D> {
+    app: &'a Vigil<S, D>,
     policy: UrlPolicy,
     /// Accounts declared in the file.
     accounts: HashSet<AccountId>,
@@ -154,7 +154,7 @@ struct Validator<'a, S> {
     projects: HashSet<ProjectId>,
 }
 
-impl<S: Store> Validator<'_, S> {
+impl<S: Store, D> Validator<'_, S, D> {
     fn accounts(
         &mut self,
         entries: Vec<SeedAccount>,
@@ -301,7 +301,10 @@ impl<S: Store> Validator<'_, S> {
 /// (same id, type and url) are kept, so loading the same file twice only adds its results again.
 /// Validation has checked everything the store could refuse; only a storage failure can stop the
 /// writes part-way. Results take the one write path of every result.
-pub async fn write<S: Store>(app: &Vigil<S>, seed: ValidSeed) -> Result<SeedReport, SeedError> {
+pub async fn write<S: Store, D>(
+    app: &Vigil<S, D>,
+    seed: ValidSeed,
+) -> Result<SeedReport, SeedError> {
     let mut report = SeedReport::default();
     for (account, keys) in &seed.accounts {
         app.put_account(account, keys).await?;
@@ -334,7 +337,7 @@ pub async fn write<S: Store>(app: &Vigil<S>, seed: ValidSeed) -> Result<SeedRepo
 }
 
 /// Parses, validates and writes a seed file's text.
-pub async fn load<S: Store>(app: &Vigil<S>, text: &str) -> Result<SeedReport, SeedError> {
+pub async fn load<S: Store, D>(app: &Vigil<S, D>, text: &str) -> Result<SeedReport, SeedError> {
     let seed = validate(app, parse(text)?, app.url_policy()).await?;
     write(app, seed).await
 }
@@ -349,7 +352,7 @@ pub const DEMO_PROJECT: &str = "prj_demo";
 
 /// The demo data `vigil serve` creates on an empty store: one account with a fresh key, one project
 /// and a few sessions. Returns the key, which is shown once and never stored.
-pub async fn demo<S: Store>(app: &Vigil<S>) -> Result<ApiKey, SeedError> {
+pub async fn demo<S: Store, D>(app: &Vigil<S, D>) -> Result<ApiKey, SeedError> {
     let key = ApiKey::generate();
     let now = app.now();
     let account = Account {

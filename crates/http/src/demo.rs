@@ -24,8 +24,8 @@ const COOKIE: &str = "vigil_demo_session";
 const TOKEN_TTL_SECS: i64 = 3600;
 
 /// Answers `GET /demo` and `GET /demo/events/{sessionId}`; None for any other path.
-pub async fn answer<S: Store, B>(
-    app: &Vigil<S>,
+pub async fn answer<S: Store, D, B>(
+    app: &Vigil<S, D>,
     req: &http::Request<B>,
     peer: IpAddr,
 ) -> Option<Response<Body>> {
@@ -89,8 +89,8 @@ fn cookie_session<B>(req: &http::Request<B>) -> Option<String> {
 
 /// The page for a new session (or `?session=NAME`), with a token for it and the cookie that
 /// lets this browser read it back.
-async fn render<S: Store, B>(
-    app: &Vigil<S>,
+async fn render<S: Store, D, B>(
+    app: &Vigil<S, D>,
     req: &http::Request<B>,
     account: &AccountId,
     project: &ProjectId,

@@ -147,14 +147,13 @@ impl From<ServiceError> for ApiError {
             ServiceError::OriginNotAllowed => {
                 ApiError::Forbidden("Origin is not allowed for this project")
             }
-            ServiceError::NoAddress => ApiError::bad_request("`ipAddress` is required"),
             ServiceError::SessionTokenRequired => {
                 ApiError::BadCredential("`sessionToken` is required for this project")
             }
             ServiceError::SessionToken(_) => {
                 ApiError::BadCredential("`sessionToken` is invalid or expired")
             }
-            e @ (ServiceError::NoEngine | ServiceError::EngineFault(_)) => {
+            e @ ServiceError::EngineFault(_) => {
                 tracing::error!(error = %Chain(&e), "answering 500");
                 ApiError::Internal
             }

@@ -2,11 +2,13 @@
 //! bad request into its one `{"message"}` error before the handler runs.
 
 use http::header;
+use lambda_http::aws_lambda_events::query_map::QueryMap;
 use lambda_http::{Request, RequestExt};
 use serde_json::{Map, Value};
 
 use super::ApiError;
 use super::paths::{BASE, PathParam};
+use super::pipeline::Reply;
 use crate::domain::idempotency::{IdempotencyKey, KeyError, Once};
 use crate::domain::{
     AccountId, EventId, IdError, ProjectId, ResultPosition, SessionId, Timestamp, WebhookId, cursor,
@@ -218,9 +220,35 @@ fn list(names: &[&str]) -> String {
 /// Most items per page, and the default page size.
 pub const MAX_PAGE: usize = 100;
 
+/// A request's query parameters, as either door hands them over.
+#[derive(Clone, Copy, Default)]
+pub struct Query<'a>(Option<&'a QueryMap>);
+
+impl<'a> Query<'a> {
+    pub fn of(req: &'a Request) -> Self {
+        Self(req.query_string_parameters_ref())
+    }
+
+    /// A parameter's first value.
+    pub fn first(&self, name: &str) -> Option<&'a str> {
+        self.0.and_then(|q| q.first(name))
+    }
+}
+
+/// The validated query of a route whose path ids are `P`: `()` ignores it.
+pub trait FromQuery<P>: Sized {
+    fn from_query(query: Query<'_>, path: &P, now: Timestamp) -> Result<Self, ApiError>;
+}
+
+impl<P> FromQuery<P> for () {
+    fn from_query(_: Query<'_>, _: &P, _: Timestamp) -> Result<Self, ApiError> {
+        Ok(())
+    }
+}
+
 /// A list's `?limit=`: 1 to [`MAX_PAGE`], [`MAX_PAGE`] when absent.
-pub fn page_limit(req: &Request) -> Result<usize, ApiError> {
-    match query(req, "limit") {
+pub fn page_limit(query: Query<'_>) -> Result<usize, ApiError> {
+    match query.first("limit") {
         None => Ok(MAX_PAGE),
         Some(s) => s
             .parse::<usize>()
@@ -230,45 +258,62 @@ pub fn page_limit(req: &Request) -> Result<usize, ApiError> {
     }
 }
 
-/// `limit` and `cursor` of a paged list, the cursor bound to the project and session it was
-/// issued for.
+/// `limit` and `cursor` of a session's paged list (results, events), the cursor bound to the
+/// project and session it was issued for: the one paging path of both lists.
 pub struct Paging {
     pub limit: usize,
     pub after: Option<ResultPosition>,
+    project: ProjectId,
+    session: SessionId,
     /// Whether the client chose the limit, so that the next page's link keeps it.
     explicit_limit: bool,
 }
 
-impl Paging {
-    pub fn read(req: &Request, project: &ProjectId, session: &SessionId) -> Result<Self, ApiError> {
-        let explicit = query(req, "limit");
-        let limit = page_limit(req)?;
-        let after = query(req, "cursor")
+impl FromQuery<(ProjectId, SessionId)> for Paging {
+    fn from_query(
+        query: Query<'_>,
+        (project, session): &(ProjectId, SessionId),
+        _: Timestamp,
+    ) -> Result<Self, ApiError> {
+        let limit = page_limit(query)?;
+        let after = query
+            .first("cursor")
             .map(|c| cursor::decode(c, project, session))
             .transpose()
             .map_err(|e| ApiError::bad_request(e.to_string()))?;
         Ok(Self {
             limit,
             after,
-            explicit_limit: explicit.is_some(),
+            project: project.clone(),
+            session: session.clone(),
+            explicit_limit: query.first("limit").is_some(),
         })
     }
+}
 
-    /// The `Link` header value of the page after `last`, for the list at `path` (under the base).
-    pub fn next_link(
+impl Paging {
+    /// 200 with a page of the list at `path` (under the base) and, when `next` says more
+    /// exist, the `Link` to the page after it.
+    pub fn reply<T: serde::Serialize>(
         &self,
+        data: T,
+        next: Option<ResultPosition>,
         path: &str,
-        project: &ProjectId,
-        session: &SessionId,
-        last: ResultPosition,
-    ) -> String {
-        let c = cursor::encode(project, session, last);
+    ) -> Reply<T> {
+        let reply = Reply::ok(data);
+        let Some(last) = next else {
+            return reply;
+        };
+        let c = cursor::encode(&self.project, &self.session, last);
         let limit = if self.explicit_limit {
             format!("&limit={}", self.limit)
         } else {
             String::new()
         };
-        format!("<{BASE}{path}?cursor={c}{limit}>; rel=\"next\"")
+        reply.with_header(
+            header::LINK,
+            format!("<{BASE}{path}?cursor={c}{limit}>; rel=\"next\""),
+        )
     }
 }
 
@@ -293,12 +338,6 @@ pub fn idempotency(
         req.body().as_ref(),
     ];
     Ok(Some(Once::new(account.clone(), key, &parts, now)))
-}
-
-/// A query parameter's first value.
-pub fn query<'a>(req: &'a Request, name: &str) -> Option<&'a str> {
-    req.query_string_parameters_ref()
-        .and_then(|q| q.first(name))
 }
 
 #[cfg(test)]

@@ -2,11 +2,10 @@
 //! what it takes from the path and body, which service operation answers, what it returns. Every
 //! step before the handler (authentication, path ids, body) is done by [`super::pipeline`].
 
-use http::header;
 use serde_json::Value;
 
 use super::ApiError;
-use super::extract::{Json, JsonBody, Members, Paging, idempotency};
+use super::extract::{Json, JsonBody, Members, Paging};
 use super::paths::BASE;
 use super::pipeline::{Call, Endpoint, Reply};
 use crate::domain::project::{Domain, ProjectName};
@@ -33,47 +32,38 @@ pub const MAX_WEBHOOK_BODY: usize = 8 * 1024;
 /// when it has none.
 pub struct ListResults;
 
-impl<S: ProjectStore + ResultStore> Endpoint<S> for ListResults {
+impl<S: ProjectStore + ResultStore, D: Sync> Endpoint<S, D> for ListResults {
     type Path = (ProjectId, SessionId);
     type Body = ();
+    type Query = Paging;
     type Data = Option<Vec<CheckResult>>;
 
     async fn handle(
-        app: &Vigil<S>,
-        call: Call<'_, Self::Path, ()>,
+        app: &Vigil<S, D>,
+        call: Call<Self::Path, (), Paging>,
     ) -> Result<Reply<Self::Data>, ApiError> {
-        let (project, session) = &call.path;
-        let paging = Paging::read(call.req, project, session)?;
+        let ((project, session), paging) = (&call.path, &call.query);
         let page = app
             .results(&call.account, project, session, paging.limit, paging.after)
             .await?;
-        let next = page.results.last().filter(|_| page.more).map(|(at, _)| *at);
         let results: Vec<CheckResult> = page.results.iter().map(|(_, e)| e.result()).collect();
-        let reply = Reply::ok((!results.is_empty()).then_some(results));
-        Ok(match next {
-            Some(last) => {
-                let path = format!("/results/{project}/{session}");
-                reply.with_header(
-                    header::LINK,
-                    paging.next_link(&path, project, session, last),
-                )
-            }
-            None => reply,
-        })
+        let path = format!("/results/{project}/{session}");
+        Ok(paging.reply((!results.is_empty()).then_some(results), page.next(), &path))
     }
 }
 
 /// GET /results/{projectId}/{sessionId}/general: the session's overall score.
 pub struct SessionScore;
 
-impl<S: ProjectStore + ResultStore> Endpoint<S> for SessionScore {
+impl<S: ProjectStore + ResultStore, D: Sync> Endpoint<S, D> for SessionScore {
     type Path = (ProjectId, SessionId);
     type Body = ();
+    type Query = ();
     type Data = Score;
 
     async fn handle(
-        app: &Vigil<S>,
-        call: Call<'_, Self::Path, ()>,
+        app: &Vigil<S, D>,
+        call: Call<Self::Path, ()>,
     ) -> Result<Reply<Score>, ApiError> {
         let (project, session) = &call.path;
         Ok(Reply::ok(
@@ -85,14 +75,15 @@ impl<S: ProjectStore + ResultStore> Endpoint<S> for SessionScore {
 /// GET /plan: the account's plan.
 pub struct GetPlan;
 
-impl<S: AccountStore> Endpoint<S> for GetPlan {
+impl<S: AccountStore, D: Sync> Endpoint<S, D> for GetPlan {
     // Readable while the plan is not in force, so a client can learn why it is refused.
     const WITHOUT_PLAN_IN_FORCE: bool = true;
     type Path = ();
     type Body = ();
+    type Query = ();
     type Data = Plan;
 
-    async fn handle(app: &Vigil<S>, call: Call<'_, (), ()>) -> Result<Reply<Plan>, ApiError> {
+    async fn handle(app: &Vigil<S, D>, call: Call<(), ()>) -> Result<Reply<Plan>, ApiError> {
         Ok(Reply::ok(app.plan(&call.account).await?))
     }
 }
@@ -100,14 +91,15 @@ impl<S: AccountStore> Endpoint<S> for GetPlan {
 /// GET /projects/{projectId}: one project of the account.
 pub struct GetProject;
 
-impl<S: ProjectStore> Endpoint<S> for GetProject {
+impl<S: ProjectStore, D: Sync> Endpoint<S, D> for GetProject {
     type Path = ProjectId;
     type Body = ();
+    type Query = ();
     type Data = Project;
 
     async fn handle(
-        app: &Vigil<S>,
-        call: Call<'_, ProjectId, ()>,
+        app: &Vigil<S, D>,
+        call: Call<ProjectId, ()>,
     ) -> Result<Reply<Project>, ApiError> {
         Ok(Reply::ok(app.project(&call.account, &call.path).await?))
     }
@@ -134,14 +126,15 @@ impl JsonBody for NewWebhook {
 /// POST /projects/{projectId}/webhooks: 201 with the new webhook's `Location`.
 pub struct CreateWebhook;
 
-impl<S: ProjectStore + WebhookStore> Endpoint<S> for CreateWebhook {
+impl<S: ProjectStore + WebhookStore, D: Sync> Endpoint<S, D> for CreateWebhook {
     type Path = ProjectId;
     type Body = Json<NewWebhook>;
+    type Query = ();
     type Data = ();
 
     async fn handle(
-        app: &Vigil<S>,
-        call: Call<'_, ProjectId, Self::Body>,
+        app: &Vigil<S, D>,
+        call: Call<ProjectId, Self::Body>,
     ) -> Result<Reply<()>, ApiError> {
         let Json(NewWebhook { kind, url }) = call.body;
         let url = WebhookUrl::parse(&url, app.url_policy())
@@ -157,14 +150,15 @@ impl<S: ProjectStore + WebhookStore> Endpoint<S> for CreateWebhook {
 /// GET /projects/{projectId}/webhooks: the project's webhooks, oldest first.
 pub struct ListWebhooks;
 
-impl<S: ProjectStore + WebhookStore> Endpoint<S> for ListWebhooks {
+impl<S: ProjectStore + WebhookStore, D: Sync> Endpoint<S, D> for ListWebhooks {
     type Path = ProjectId;
     type Body = ();
+    type Query = ();
     type Data = Vec<Webhook>;
 
     async fn handle(
-        app: &Vigil<S>,
-        call: Call<'_, ProjectId, ()>,
+        app: &Vigil<S, D>,
+        call: Call<ProjectId, ()>,
     ) -> Result<Reply<Vec<Webhook>>, ApiError> {
         Ok(Reply::ok(app.webhooks(&call.account, &call.path).await?))
     }
@@ -173,12 +167,13 @@ impl<S: ProjectStore + WebhookStore> Endpoint<S> for ListWebhooks {
 /// DELETE /projects/{projectId}/webhooks/{webhookId}
 pub struct DeleteWebhook;
 
-impl<S: ProjectStore + WebhookStore> Endpoint<S> for DeleteWebhook {
+impl<S: ProjectStore + WebhookStore, D: Sync> Endpoint<S, D> for DeleteWebhook {
     type Path = (ProjectId, WebhookId);
     type Body = ();
+    type Query = ();
     type Data = ();
 
-    async fn handle(app: &Vigil<S>, call: Call<'_, Self::Path, ()>) -> Result<Reply<()>, ApiError> {
+    async fn handle(app: &Vigil<S, D>, call: Call<Self::Path, ()>) -> Result<Reply<()>, ApiError> {
         let (project, webhook) = &call.path;
         app.delete_webhook(&call.account, project, webhook).await?;
         Ok(Reply::ok(()))
@@ -188,14 +183,15 @@ impl<S: ProjectStore + WebhookStore> Endpoint<S> for DeleteWebhook {
 /// GET /projects/{projectId}/webhooks/{webhookId}/deliveries: the delivery log, newest first.
 pub struct ListDeliveries;
 
-impl<S: ProjectStore + WebhookStore + DeliveryStore> Endpoint<S> for ListDeliveries {
+impl<S: ProjectStore + WebhookStore + DeliveryStore, D: Sync> Endpoint<S, D> for ListDeliveries {
     type Path = (ProjectId, WebhookId);
     type Body = ();
+    type Query = ();
     type Data = Vec<DeliveryView>;
 
     async fn handle(
-        app: &Vigil<S>,
-        call: Call<'_, Self::Path, ()>,
+        app: &Vigil<S, D>,
+        call: Call<Self::Path, ()>,
     ) -> Result<Reply<Self::Data>, ApiError> {
         let (project, webhook) = &call.path;
         Ok(Reply::ok(
@@ -236,19 +232,20 @@ fn project_domain(s: &str) -> Result<Domain, ApiError> {
 /// POST /projects: 201 with the new project (its keys included) and its `Location`.
 pub struct CreateProject;
 
-impl<S: ProjectStore + IdempotencyStore> Endpoint<S> for CreateProject {
+impl<S: ProjectStore + IdempotencyStore, D: Sync> Endpoint<S, D> for CreateProject {
+    const IDEMPOTENT: bool = true;
     type Path = ();
     type Body = Json<NewProject>;
+    type Query = ();
     type Data = Project;
 
     async fn handle(
-        app: &Vigil<S>,
-        call: Call<'_, (), Self::Body>,
+        app: &Vigil<S, D>,
+        call: Call<(), Self::Body>,
     ) -> Result<Reply<Project>, ApiError> {
-        let once = idempotency(call.req, &call.account, app.now())?;
         let Json(NewProject(spec)) = call.body;
         let project = app
-            .create_project(&call.account, &call.terms, spec, once.as_ref())
+            .create_project(&call.account, &call.terms, spec, call.once.as_ref())
             .await?;
         let location = format!("{BASE}/projects/{}", project.id);
         Ok(Reply::created(project, location))
@@ -258,14 +255,15 @@ impl<S: ProjectStore + IdempotencyStore> Endpoint<S> for CreateProject {
 /// GET /projects: the account's projects, oldest first.
 pub struct ListProjects;
 
-impl<S: ProjectStore> Endpoint<S> for ListProjects {
+impl<S: ProjectStore, D: Sync> Endpoint<S, D> for ListProjects {
     type Path = ();
     type Body = ();
+    type Query = ();
     type Data = Vec<Project>;
 
     async fn handle(
-        app: &Vigil<S>,
-        call: Call<'_, (), ()>,
+        app: &Vigil<S, D>,
+        call: Call<(), ()>,
     ) -> Result<Reply<Vec<Project>>, ApiError> {
         Ok(Reply::ok(app.projects(&call.account).await?))
     }
@@ -305,14 +303,15 @@ impl JsonBody for ProjectChanges {
 /// PATCH /projects/{projectId}: changes `name`, `domain` or `disabled`; the project as it now is.
 pub struct UpdateProject;
 
-impl<S: ProjectStore> Endpoint<S> for UpdateProject {
+impl<S: ProjectStore, D: Sync> Endpoint<S, D> for UpdateProject {
     type Path = ProjectId;
     type Body = Json<ProjectChanges>;
+    type Query = ();
     type Data = Project;
 
     async fn handle(
-        app: &Vigil<S>,
-        call: Call<'_, ProjectId, Self::Body>,
+        app: &Vigil<S, D>,
+        call: Call<ProjectId, Self::Body>,
     ) -> Result<Reply<Project>, ApiError> {
         let Json(changes) = call.body;
         Ok(Reply::ok(
@@ -325,12 +324,13 @@ impl<S: ProjectStore> Endpoint<S> for UpdateProject {
 /// GET /usage: the current billing period's requests against `maxRequests`.
 pub struct GetUsage;
 
-impl<S: UsageStore> Endpoint<S> for GetUsage {
+impl<S: UsageStore, D: Sync> Endpoint<S, D> for GetUsage {
     type Path = ();
     type Body = ();
+    type Query = ();
     type Data = Usage;
 
-    async fn handle(app: &Vigil<S>, call: Call<'_, (), ()>) -> Result<Reply<Usage>, ApiError> {
+    async fn handle(app: &Vigil<S, D>, call: Call<(), ()>) -> Result<Reply<Usage>, ApiError> {
         Ok(Reply::ok(app.usage(&call.account, &call.terms).await?))
     }
 }
@@ -346,7 +346,7 @@ mod tests {
         let req = lambda_http::Request::new(lambda_http::Body::from(body));
         let (mut parts, body) = req.into_parts();
         parts.headers.insert(
-            header::CONTENT_TYPE,
+            http::header::CONTENT_TYPE,
             http::HeaderValue::from_static("application/json"),
         );
         let req = lambda_http::Request::from_parts(parts, body);

@@ -1,33 +1,30 @@
 //! The ingestion endpoints: the server-side events route and its readers, the browser's collect
 //! route, and the agent script that calls it.
 
-use std::net::IpAddr;
 use std::sync::LazyLock;
 
 use http::{HeaderValue, Method, StatusCode, header};
-use lambda_http::request::RequestContext;
-use lambda_http::{Body, Request, RequestExt, Response};
+use lambda_http::{Body, Request, Response};
 use serde::Serialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use super::ApiError;
-use super::extract::{
-    Json, JsonBody, Members, Paging, bounded_body, has_media_type, idempotency, typed,
-};
+use super::context::Context;
+use super::extract::{Json, JsonBody, Members, Paging, bounded_body, has_media_type, typed};
 use super::paths::BASE;
 use super::pipeline::{Call, Endpoint, Reply};
 use crate::detect::{Evidence, Headers, Signals};
 use crate::domain::project::Origin;
-use crate::domain::{Event, EventId, ProjectId, SessionId};
-use crate::service::Vigil;
+use crate::domain::{AddressedEvidence, Event, EventId, ProjectId, SessionId};
+use crate::service::{Detecting, Vigil};
 use crate::store::{AccountStore, IdempotencyStore, ProjectStore, ResultStore, UsageStore};
 
 /// Largest evidence document accepted, by either door.
 pub const MAX_EVIDENCE_BODY: usize = 16 * 1024;
 
 /// The events route's body: the engine's evidence, `ipAddress` required.
-pub struct NewEvent(pub Evidence);
+pub struct NewEvent(pub AddressedEvidence);
 
 impl JsonBody for NewEvent {
     const MAX_BYTES: usize = MAX_EVIDENCE_BODY;
@@ -37,15 +34,17 @@ impl JsonBody for NewEvent {
         let ip = m
             .take("ipAddress")
             .ok_or_else(|| ApiError::bad_request("`ipAddress` is required"))?;
-        Ok(Self(Evidence {
-            ip_address: Some(typed(ip, "ipAddress")?),
+        let address = typed(ip, "ipAddress")?;
+        let evidence = Evidence {
+            ip_address: None,
             user_agent: m
                 .take("userAgent")
                 .map(|v| typed(v, "userAgent"))
                 .transpose()?,
             headers: m.take("headers").map(|v| typed(v, "headers")).transpose()?,
             signals: m.take("signals").map(|v| typed(v, "signals")).transpose()?,
-        }))
+        };
+        Ok(Self(AddressedEvidence::new(address, evidence)))
     }
 }
 
@@ -56,20 +55,27 @@ fn event_location(project: &ProjectId, session: &SessionId, id: EventId) -> Stri
 /// POST /projects/{projectId}/sessions/{sessionId}/events: evaluates a visit and stores it.
 pub struct CreateEvent;
 
-impl<S: ProjectStore + ResultStore + IdempotencyStore> Endpoint<S> for CreateEvent {
+impl<S: ProjectStore + ResultStore + IdempotencyStore> Endpoint<S, Detecting> for CreateEvent {
+    const IDEMPOTENT: bool = true;
     type Path = (ProjectId, SessionId);
     type Body = Json<NewEvent>;
+    type Query = ();
     type Data = Event;
 
     async fn handle(
-        app: &Vigil<S>,
-        call: Call<'_, Self::Path, Self::Body>,
+        app: &Vigil<S, Detecting>,
+        call: Call<Self::Path, Self::Body>,
     ) -> Result<Reply<Event>, ApiError> {
         let (project, session) = &call.path;
-        let once = idempotency(call.req, &call.account, app.now())?;
         let Json(NewEvent(evidence)) = &call.body;
         let event = app
-            .record_event(&call.account, project, session, evidence, once.as_ref())
+            .record_event(
+                &call.account,
+                project,
+                session,
+                evidence,
+                call.once.as_ref(),
+            )
             .await?;
         let location = event_location(project, session, event.id);
         Ok(Reply::created(event, location))
@@ -79,47 +85,39 @@ impl<S: ProjectStore + ResultStore + IdempotencyStore> Endpoint<S> for CreateEve
 /// GET /projects/{projectId}/sessions/{sessionId}/events: the session's events, newest first.
 pub struct ListEvents;
 
-impl<S: ProjectStore + ResultStore> Endpoint<S> for ListEvents {
+impl<S: ProjectStore + ResultStore, D: Sync> Endpoint<S, D> for ListEvents {
     type Path = (ProjectId, SessionId);
     type Body = ();
+    type Query = Paging;
     type Data = Vec<Event>;
 
     async fn handle(
-        app: &Vigil<S>,
-        call: Call<'_, Self::Path, ()>,
+        app: &Vigil<S, D>,
+        call: Call<Self::Path, (), Paging>,
     ) -> Result<Reply<Vec<Event>>, ApiError> {
-        let (project, session) = &call.path;
-        let paging = Paging::read(call.req, project, session)?;
+        let ((project, session), paging) = (&call.path, &call.query);
         let page = app
             .events(&call.account, project, session, paging.limit, paging.after)
             .await?;
-        let next = page.results.last().filter(|_| page.more).map(|(at, _)| *at);
+        let next = page.next();
         let events: Vec<Event> = page.results.into_iter().map(|(_, e)| e).collect();
-        let reply = Reply::ok(events);
-        Ok(match next {
-            Some(last) => {
-                let path = format!("/projects/{project}/sessions/{session}/events");
-                reply.with_header(
-                    header::LINK,
-                    paging.next_link(&path, project, session, last),
-                )
-            }
-            None => reply,
-        })
+        let path = format!("/projects/{project}/sessions/{session}/events");
+        Ok(paging.reply(events, next, &path))
     }
 }
 
 /// GET /projects/{projectId}/sessions/{sessionId}/events/{eventId}
 pub struct GetEvent;
 
-impl<S: ProjectStore + ResultStore> Endpoint<S> for GetEvent {
+impl<S: ProjectStore + ResultStore, D: Sync> Endpoint<S, D> for GetEvent {
     type Path = (ProjectId, SessionId, EventId);
     type Body = ();
+    type Query = ();
     type Data = Event;
 
     async fn handle(
-        app: &Vigil<S>,
-        call: Call<'_, Self::Path, ()>,
+        app: &Vigil<S, D>,
+        call: Call<Self::Path, ()>,
     ) -> Result<Reply<Event>, ApiError> {
         let (project, session, id) = &call.path;
         Ok(Reply::ok(
@@ -182,38 +180,26 @@ fn added_by_edge(name: &str) -> bool {
         || name.starts_with("x-amz")
 }
 
-/// Set by `vigil serve` on a request that reached it straight from the visitor (no trusted
-/// proxy): every header the request carries is then the visitor's own.
-#[derive(Debug, Clone, Copy)]
-pub struct DirectPeer;
-
-/// What the request itself says of the visit: the connection's address (never the body's), the
-/// user agent and headers as received.
-fn request_evidence(req: &Request) -> Result<Evidence, ApiError> {
-    let ip: Option<IpAddr> = match req.request_context_ref() {
-        Some(RequestContext::ApiGatewayV1(ctx)) => ctx
-            .identity
-            .source_ip
-            .as_deref()
-            .and_then(|s| s.parse().ok()),
-        _ => None,
-    };
-    let Some(ip) = ip else {
-        // API Gateway and vigil serve always set it: its absence is a deployment fault.
-        tracing::error!("collect request without a source address in its context");
+/// What the request itself says of the visit: the client's address as the door saw it (never
+/// the body's), the user agent and headers as received. Headers our edge adds are left out
+/// unless the client reached us directly.
+fn request_evidence(ctx: &Context, req: &Request) -> Result<AddressedEvidence, ApiError> {
+    let Some(ip) = ctx.client else {
+        // API Gateway and vigil serve always know it: its absence is a deployment fault.
+        tracing::error!("collect request without a client address in its context");
         return Err(ApiError::Internal);
     };
-    let direct = req.extensions().get::<DirectPeer>().is_some();
     let headers = Headers::from_pairs(req.headers().iter().filter_map(|(k, v)| {
         let name = k.as_str();
-        let skip = matches!(name, "cookie" | "authorization") || (!direct && added_by_edge(name));
+        let skip =
+            matches!(name, "cookie" | "authorization") || (!ctx.direct && added_by_edge(name));
         if skip {
             return None;
         }
         Some((name.to_owned(), v.to_str().ok()?.to_owned()))
     }));
-    Ok(Evidence {
-        ip_address: Some(ip),
+    let evidence = Evidence {
+        ip_address: None,
         user_agent: req
             .headers()
             .get(header::USER_AGENT)
@@ -221,7 +207,8 @@ fn request_evidence(req: &Request) -> Result<Evidence, ApiError> {
             .map(str::to_owned),
         headers: Some(headers),
         signals: None,
-    })
+    };
+    Ok(AddressedEvidence::new(ip, evidence))
 }
 
 /// What the page is told of its visit: a receipt id, never the scores.
@@ -236,7 +223,7 @@ struct Collected {
 /// name a project (401) whose domain the origin is (403) and that is enabled (403); then the plan
 /// (403), the session token (401) and the route's own budget (429, `Retry-After`). Answers carry
 /// no rate-limit headers, and CORS only for an origin the project allows.
-pub async fn collect<S>(app: &Vigil<S>, req: &Request) -> Response<Body>
+pub async fn collect<S>(app: &Vigil<S, Detecting>, ctx: &Context, req: &Request) -> Response<Body>
 where
     S: ProjectStore + ResultStore + AccountStore + UsageStore,
 {
@@ -244,7 +231,7 @@ where
         return preflight(req);
     }
     let mut allowed = None;
-    let mut res = match record(app, req, &mut allowed).await {
+    let mut res = match record(app, ctx, req, &mut allowed).await {
         Ok(id) => {
             let body = serde_json::json!({ "data": Collected { id } }).to_string();
             super::json_response(StatusCode::ACCEPTED, body)
@@ -258,7 +245,8 @@ where
 }
 
 async fn record<S>(
-    app: &Vigil<S>,
+    app: &Vigil<S, Detecting>,
+    ctx: &Context,
     req: &Request,
     allowed: &mut Option<HeaderValue>,
 ) -> Result<String, ApiError>
@@ -267,15 +255,12 @@ where
 {
     let visit = VisitBody::read(req)?;
     let origin = page_origin(req).ok_or(ApiError::Forbidden(ORIGIN_REFUSED))?;
-    let visited = app.visitor(&visit.public_key, &origin).await?;
+    let site = app.site(&visit.public_key, &origin).await?;
     *allowed = HeaderValue::from_str(origin.as_str()).ok();
-    let mut evidence = request_evidence(req)?;
-    evidence.signals = visit.signals;
-    let source = evidence.ip_address.ok_or(ApiError::Internal)?;
+    let evidence = request_evidence(ctx, req)?.with_signals(visit.signals);
     Ok(app
         .record_visit(
-            &visited,
-            source,
+            &site,
             &visit.session,
             visit.session_token.as_deref(),
             &evidence,

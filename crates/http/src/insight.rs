@@ -4,7 +4,7 @@ use http::{HeaderValue, Method, StatusCode, header};
 use lambda_http::{Body, Request, Response};
 
 use super::ApiError;
-use super::extract::{page_limit, query};
+use super::extract::{FromQuery, Query, page_limit};
 use super::paths::BASE;
 use super::pipeline::{Call, Endpoint, Reply};
 use crate::domain::insight::{Bucket, Granularity, SessionQuery, SessionSummary, StatsRange};
@@ -16,15 +16,35 @@ use crate::store::{InsightStore, ProjectStore};
 /// like results (`limit`, `cursor`, `Link`), filtered by `minScoreBot` and `minScoreProxyVpn`.
 pub struct ListSessions;
 
-/// The sessions list's query: `limit`, `cursor`, `minScoreBot`, `minScoreProxyVpn`.
-fn session_query(req: &Request, project: &ProjectId) -> Result<SessionQuery, ApiError> {
-    let limit = page_limit(req)?;
-    let after = query(req, "cursor")
+/// The sessions list's query: `limit`, `cursor`, `minScoreBot`, `minScoreProxyVpn`, and the
+/// client's own parameters that the next page's link keeps.
+pub struct Sessions {
+    pub query: SessionQuery,
+    /// `&name=value` for each of `limit`, `minScoreBot` and `minScoreProxyVpn` the client sent.
+    kept: String,
+}
+
+impl FromQuery<ProjectId> for Sessions {
+    fn from_query(q: Query<'_>, project: &ProjectId, _: Timestamp) -> Result<Self, ApiError> {
+        Ok(Self {
+            query: session_query(q, project)?,
+            kept: ["limit", "minScoreBot", "minScoreProxyVpn"]
+                .into_iter()
+                .filter_map(|name| Some(format!("&{name}={}", urlencoding(q.first(name)?))))
+                .collect(),
+        })
+    }
+}
+
+fn session_query(q: Query<'_>, project: &ProjectId) -> Result<SessionQuery, ApiError> {
+    let limit = page_limit(q)?;
+    let after = q
+        .first("cursor")
         .map(|c| cursor::decode_sessions(c, project))
         .transpose()
         .map_err(|_| ApiError::bad_request("cursor is not valid for this project"))?;
     let score = |name: &str| {
-        query(req, name)
+        q.first(name)
             .map(|s| {
                 s.parse::<f64>()
                     .ok()
@@ -43,33 +63,30 @@ fn session_query(req: &Request, project: &ProjectId) -> Result<SessionQuery, Api
     })
 }
 
-impl<S: ProjectStore + InsightStore> Endpoint<S> for ListSessions {
+impl<S: ProjectStore + InsightStore, D: Sync> Endpoint<S, D> for ListSessions {
     type Path = ProjectId;
     type Body = ();
+    type Query = Sessions;
     type Data = Vec<SessionSummary>;
 
     async fn handle(
-        app: &Vigil<S>,
-        call: Call<'_, ProjectId, ()>,
+        app: &Vigil<S, D>,
+        call: Call<ProjectId, (), Sessions>,
     ) -> Result<Reply<Self::Data>, ApiError> {
         let project = &call.path;
-        let q = session_query(call.req, project)?;
-        let page = app.sessions(&call.account, project, &q).await?;
+        let page = app
+            .sessions(&call.account, project, &call.query.query)
+            .await?;
         let reply = Reply::ok(page.sessions);
         Ok(match page.next {
             None => reply,
             Some(at) => {
                 // The next page keeps the client's own parameters, with the new cursor.
-                let mut link = format!(
-                    "<{BASE}/projects/{project}/sessions?cursor={}",
-                    cursor::encode_sessions(project, &at)
+                let link = format!(
+                    "<{BASE}/projects/{project}/sessions?cursor={}{}>; rel=\"next\"",
+                    cursor::encode_sessions(project, &at),
+                    call.query.kept
                 );
-                for name in ["limit", "minScoreBot", "minScoreProxyVpn"] {
-                    if let Some(v) = query(call.req, name) {
-                        link.push_str(&format!("&{name}={}", urlencoding(v)));
-                    }
-                }
-                link.push_str(">; rel=\"next\"");
                 reply.with_header(header::LINK, link)
             }
         })
@@ -87,14 +104,14 @@ pub struct GetStats;
 
 /// The statistics query: `granularity` (hour by default), `from` and `to` (RFC 3339; by default
 /// the last 24 hours or the last 30 days, ending with the current bucket).
-fn stats_range(req: &Request, now: Timestamp) -> Result<StatsRange, ApiError> {
-    let granularity = match query(req, "granularity") {
+fn stats_range(q: Query<'_>, now: Timestamp) -> Result<StatsRange, ApiError> {
+    let granularity = match q.first("granularity") {
         None => Granularity::Hour,
         Some(g) => Granularity::parse(g)
             .ok_or_else(|| ApiError::bad_request("granularity must be one of: hour, day"))?,
     };
     let time = |name: &str| {
-        query(req, name)
+        q.first(name)
             .map(|s| {
                 s.parse::<Timestamp>().map_err(|_| {
                     ApiError::bad_request(format!(
@@ -131,18 +148,24 @@ fn stats_range(req: &Request, now: Timestamp) -> Result<StatsRange, ApiError> {
     StatsRange::new(from, to, granularity).map_err(invalid)
 }
 
-impl<S: ProjectStore + InsightStore> Endpoint<S> for GetStats {
+impl FromQuery<ProjectId> for StatsRange {
+    fn from_query(q: Query<'_>, _: &ProjectId, now: Timestamp) -> Result<Self, ApiError> {
+        stats_range(q, now)
+    }
+}
+
+impl<S: ProjectStore + InsightStore, D: Sync> Endpoint<S, D> for GetStats {
     type Path = ProjectId;
     type Body = ();
+    type Query = StatsRange;
     type Data = Vec<Bucket>;
 
     async fn handle(
-        app: &Vigil<S>,
-        call: Call<'_, ProjectId, ()>,
+        app: &Vigil<S, D>,
+        call: Call<ProjectId, (), StatsRange>,
     ) -> Result<Reply<Self::Data>, ApiError> {
-        let range = stats_range(call.req, app.now())?;
         Ok(Reply::ok(
-            app.stats(&call.account, &call.path, &range).await?,
+            app.stats(&call.account, &call.path, &call.query).await?,
         ))
     }
 }
@@ -215,13 +238,13 @@ mod tests {
 
     #[test]
     fn stats_ranges_default_and_validate() {
-        let r = stats_range(&req(&[]), now()).unwrap();
+        let r = stats_range(Query::of(&req(&[])), now()).unwrap();
         assert_eq!(r.starts().count(), 24);
         assert_eq!(r.to().to_string(), "2026-11-23T11:00:00.000Z");
-        let r = stats_range(&req(&[("granularity", "day")]), now()).unwrap();
+        let r = stats_range(Query::of(&req(&[("granularity", "day")])), now()).unwrap();
         assert_eq!(r.starts().count(), 30);
         let msg = |q: &[(&str, &str)]| {
-            stats_range(&req(q), now())
+            stats_range(Query::of(&req(q)), now())
                 .unwrap_err()
                 .message()
                 .to_owned()
@@ -245,14 +268,14 @@ mod tests {
             ]),
             "the range may span at most 744 hours for granularity=hour"
         );
-        let r = stats_range(&req(&[("from", "2026-11-23T08:00:00Z")]), now()).unwrap();
+        let r = stats_range(Query::of(&req(&[("from", "2026-11-23T08:00:00Z")])), now()).unwrap();
         assert_eq!(r.starts().count(), 3);
     }
 
     #[test]
     fn session_queries_validate_their_parameters() {
         let p = ProjectId::parse("prj_1").unwrap();
-        let q = session_query(&req(&[("minScoreBot", "0.5")]), &p).unwrap();
+        let q = session_query(Query::of(&req(&[("minScoreBot", "0.5")])), &p).unwrap();
         assert_eq!(q.min_score_bot, Some(Score::new(0.5).unwrap()));
         assert_eq!(q.limit, super::super::extract::MAX_PAGE);
         for (name, v) in [
@@ -261,7 +284,7 @@ mod tests {
             ("limit", "0"),
             ("cursor", "zz"),
         ] {
-            let e = session_query(&req(&[(name, v)]), &p).unwrap_err();
+            let e = session_query(Query::of(&req(&[(name, v)])), &p).unwrap_err();
             assert_eq!(e.status(), StatusCode::BAD_REQUEST, "{name}={v}");
         }
     }

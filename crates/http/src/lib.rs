@@ -5,9 +5,11 @@ use http::{HeaderValue, StatusCode, header};
 use lambda_http::{Body, Response};
 
 pub mod auth;
+pub mod context;
 pub mod demo;
 pub mod error;
 pub mod extract;
+pub mod gateway;
 pub mod handlers;
 pub mod ingest;
 pub mod insight;
@@ -19,8 +21,9 @@ pub mod server;
 // The layers below, named as the modules here name them.
 use vigil_core::{detect, domain, metrics, report, seed, service, store};
 
+pub use context::Context;
 pub use error::ApiError;
-pub use pipeline::{Endpoint, answer};
+pub use pipeline::{Endpoint, answer, respond};
 pub use routes::{Resolved, Route, Router};
 
 /// The authorizer context key that carries the authenticated account.

@@ -3,60 +3,70 @@
 //!
 //! 1. route: API Gateway (or the local router) picked the endpoint; unknown paths are 404 and known
 //!    paths with another method 405, before anything here runs;
-//! 2. the caller: the account the authorizer put in the request context, else 401;
+//! 2. the caller: the principal of the door's typed [`Context`], else 401;
 //! 3. the plan: 403 when it is not in force (but for reading the plan), 429 over `maxRps` or
 //!    `maxRequests`; otherwise the request is counted. Every answer from here on carries the
 //!    `RateLimit-Policy` and `RateLimit` headers;
 //! 4. path ids: the endpoint's [`FromPath`] type, else 400;
 //! 5. body: the endpoint's [`FromBody`] type, else 415, 413 or 400;
-//! 6. the endpoint's handler, whose [`Reply`] or [`ApiError`] is turned into a response here.
+//! 6. query: the endpoint's [`FromQuery`] type (paging, filters, ranges), else 400;
+//! 7. the `Idempotency-Key`, for endpoints that honour it, else 400;
+//! 8. the endpoint's handler, given only these typed inputs; its [`Reply`] or [`ApiError`] is
+//!    turned into a response here.
 //!
-//! A step that must run for every authenticated request belongs in [`answer`], once. The public
+//! A step that must run for every authenticated request belongs in [`respond`], once. The public
 //! routes have their own short paths: the collect route and the agent script (`ingest.rs`).
 
 use std::future::Future;
 
 use http::{HeaderName, StatusCode, header};
-use lambda_http::request::RequestContext;
-use lambda_http::{Body, Request, RequestExt, Response};
+use lambda_http::{Body, Request, Response};
 use serde::Serialize;
 
-use super::extract::{FromBody, FromPath, UnreadableBody};
-use super::{ApiError, auth, json_response, set_header};
-use crate::domain::plan::{Refusal, Standing, Terms, seconds_until};
+use super::context::Context;
+use super::extract::{FromBody, FromPath, FromQuery, Query, UnreadableBody, idempotency};
+use super::{ApiError, gateway, json_response, set_header};
+use crate::domain::idempotency::Once;
+use crate::domain::plan::{Principal, Refusal, Standing, Terms, seconds_until};
 use crate::domain::{AccountId, Timestamp};
 use crate::service::{ServiceError, Vigil};
 use crate::store::{AccountStore, ProjectStore, UsageStore};
 
-/// One route: what it extracts from the request, and its handler.
-pub trait Endpoint<S>: 'static {
+/// One route: what it extracts from the request, and its handler. `D` is the service's engine:
+/// the routes that evaluate visits implement `Endpoint<S, Detecting>` only.
+pub trait Endpoint<S, D = ()>: 'static {
     /// Whether the endpoint answers while the plan is not in force (reading the plan itself, so
     /// a client can learn why it is refused).
     const WITHOUT_PLAN_IN_FORCE: bool = false;
+    /// Whether the endpoint honours `Idempotency-Key` (the creations that a retry must not
+    /// repeat): the pipeline reads it into [`Call::once`].
+    const IDEMPOTENT: bool = false;
     type Path: FromPath + Send + Sync;
     type Body: FromBody + Send + Sync;
+    type Query: FromQuery<Self::Path> + Send + Sync;
     type Data: Serialize;
 
     fn handle(
-        app: &Vigil<S>,
-        call: Call<'_, Self::Path, Self::Body>,
+        app: &Vigil<S, D>,
+        call: Call<Self::Path, Self::Body, Self::Query>,
     ) -> impl Future<Output = Result<Reply<Self::Data>, ApiError>> + Send;
 }
 
-/// Who a request acts for, and under which plan.
-pub struct Caller {
-    pub account: AccountId,
-    pub terms: Terms,
-}
-
-/// A request that passed every step before the handler.
-pub struct Call<'a, P, B> {
+/// A request that passed every step before the handler: its typed inputs, and nothing raw.
+pub struct Call<P, B = (), Q = ()> {
     pub account: AccountId,
     pub terms: Terms,
     pub path: P,
     pub body: B,
-    pub req: &'a Request,
+    pub query: Q,
+    /// The request's idempotency key and fingerprint, for an [`Endpoint::IDEMPOTENT`] endpoint
+    /// whose client sent one.
+    pub once: Option<Once>,
 }
+
+/// The [`Call`] of endpoint `E`.
+pub type CallOf<E, S, D> =
+    Call<<E as Endpoint<S, D>>::Path, <E as Endpoint<S, D>>::Body, <E as Endpoint<S, D>>::Query>;
 
 /// A successful answer: `{"data": ...}` with its status and headers.
 pub struct Reply<T> {
@@ -115,49 +125,35 @@ impl<T: Serialize> Reply<T> {
     }
 }
 
-/// The account the authorizer put into the request context (401 without it), and its plan's
-/// terms, read from the store when the context predates them.
-pub async fn developer<S: AccountStore>(app: &Vigil<S>, req: &Request) -> Result<Caller, ApiError> {
-    let Some(RequestContext::ApiGatewayV1(ctx)) = req.request_context_ref() else {
-        return Err(ApiError::Unauthorized);
-    };
-    let (account, terms) = match auth::from_context(&ctx.authorizer.fields) {
-        Some((account, Some(terms))) => (account, terms),
-        Some((account, None)) => {
-            let terms = app.terms(&account).await?;
-            (account, terms)
-        }
-        None => return Err(ApiError::Unauthorized),
-    };
-    Ok(Caller { account, terms })
+/// Answers one request that API Gateway passed to endpoint `E`'s function: the seam reads its
+/// typed context ([`gateway::request_context`]), then [`respond`].
+pub async fn answer<E, S, D>(app: &Vigil<S, D>, req: Request) -> Response<Body>
+where
+    E: Endpoint<S, D>,
+    S: AccountStore + ProjectStore + UsageStore + Sync,
+    D: Sync,
+{
+    match gateway::request_context(app, &req).await {
+        Ok(ctx) => respond::<E, S, D>(app, ctx, req).await,
+        Err(e) => ApiError::from(e).into_response(),
+    }
 }
 
-/// Answers one request of endpoint `E` (steps 2 to 6 above).
-pub async fn answer<E, S>(app: &Vigil<S>, req: Request) -> Response<Body>
+/// Answers one request of endpoint `E` with the door's typed context (steps 2 to 8 above).
+pub async fn respond<E, S, D>(app: &Vigil<S, D>, ctx: Context, req: Request) -> Response<Body>
 where
-    E: Endpoint<S>,
+    E: Endpoint<S, D>,
     S: AccountStore + ProjectStore + UsageStore + Sync,
+    D: Sync,
 {
-    let Caller { account, terms } = match developer(app, &req).await {
-        Ok(caller) => caller,
-        Err(e) => return e.into_response(),
+    let Some(Principal { account, terms }) = ctx.principal else {
+        return ApiError::Unauthorized.into_response();
     };
     let now = app.now();
     match app.admit(&account, &terms, E::WITHOUT_PLAN_IN_FORCE).await {
         Ok(standing) => {
             let reply = async {
-                let path = E::Path::from_path(&req)?;
-                if let Some(UnreadableBody(e)) = req.extensions().get::<UnreadableBody>() {
-                    return Err(e.clone());
-                }
-                let body = E::Body::from_body(&req)?;
-                let call = Call {
-                    account,
-                    terms,
-                    path,
-                    body,
-                    req: &req,
-                };
+                let call = inputs::<E, S, D>(&req, account, terms, now)?;
                 E::handle(app, call).await?.into_response()
             };
             let mut res = reply.await.unwrap_or_else(ApiError::into_response);
@@ -171,6 +167,37 @@ where
             res
         }
     }
+}
+
+/// Steps 4 to 7: the endpoint's typed inputs, read from the request once.
+fn inputs<E, S, D>(
+    req: &Request,
+    account: AccountId,
+    terms: Terms,
+    now: Timestamp,
+) -> Result<CallOf<E, S, D>, ApiError>
+where
+    E: Endpoint<S, D>,
+{
+    let path = E::Path::from_path(req)?;
+    if let Some(UnreadableBody(e)) = req.extensions().get::<UnreadableBody>() {
+        return Err(e.clone());
+    }
+    let body = E::Body::from_body(req)?;
+    let query = E::Query::from_query(Query::of(req), &path, now)?;
+    let once = if E::IDEMPOTENT {
+        idempotency(req, &account, now)?
+    } else {
+        None
+    };
+    Ok(Call {
+        account,
+        terms,
+        path,
+        body,
+        query,
+        once,
+    })
 }
 
 /// What the `RateLimit` field says: the requests left under each limit, where known.
@@ -241,3 +268,107 @@ fn rate_limit_headers(
 
 static RATELIMIT_POLICY: HeaderName = HeaderName::from_static("ratelimit-policy");
 static RATELIMIT: HeaderName = HeaderName::from_static("ratelimit");
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use http::HeaderValue;
+    use lambda_http::RequestExt;
+
+    use super::*;
+    use crate::domain::{ProjectId, SessionId};
+    use crate::extract::{Json, Paging};
+    use crate::handlers::NewWebhook;
+
+    /// An endpoint with every kind of input, over no store: only its inputs are read here.
+    struct Probe<const IDEMPOTENT: bool>;
+
+    impl<const I: bool> Endpoint<()> for Probe<I> {
+        const IDEMPOTENT: bool = I;
+        type Path = (ProjectId, SessionId);
+        type Body = Json<NewWebhook>;
+        type Query = Paging;
+        type Data = ();
+
+        async fn handle(_: &Vigil<()>, _: CallOf<Self, (), ()>) -> Result<Reply<()>, ApiError> {
+            Ok(Reply::ok(()))
+        }
+    }
+
+    fn request(path: &[(&str, &str)], query: &[(&str, &str)], headers: &[(&str, &str)]) -> Request {
+        let pairs = |p: &[(&str, &str)]| {
+            p.iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect::<HashMap<_, _>>()
+        };
+        let body = r#"{"type":"proxy_vpn_detect","url":"https://h.example/x"}"#;
+        let mut req = Request::new(Body::from(body));
+        for (name, value) in headers {
+            req.headers_mut().insert(
+                HeaderName::from_bytes(name.as_bytes()).unwrap(),
+                HeaderValue::from_str(value).unwrap(),
+            );
+        }
+        req.with_path_parameters(pairs(path))
+            .with_query_string_parameters(pairs(query))
+    }
+
+    const IDS: &[(&str, &str)] = &[("projectId", "prj_1"), ("sessionId", "s1")];
+    const JSON: (&str, &str) = ("content-type", "application/json");
+
+    fn read<const I: bool>(req: &Request) -> Result<CallOf<Probe<I>, (), ()>, ApiError> {
+        let now = "2026-11-24T00:00:00Z".parse().unwrap();
+        let account = AccountId::parse("acc_1").unwrap();
+        let terms = Terms {
+            status: crate::domain::PlanStatus::Active,
+            expires_at: None,
+            subscribed_at: now,
+            max_rps: 10,
+            max_requests: 1000,
+            max_projects: 3,
+        };
+        inputs::<Probe<I>, (), ()>(req, account, terms, now)
+    }
+
+    #[test]
+    fn every_input_is_typed_before_the_handler() {
+        let req = request(IDS, &[("limit", "5")], &[JSON, ("idempotency-key", "k-1")]);
+        let call = read::<true>(&req).unwrap();
+        assert_eq!(call.path.0.as_str(), "prj_1");
+        assert_eq!(call.body.0.url, "https://h.example/x");
+        assert_eq!((call.query.limit, call.query.after), (5, None));
+        assert!(call.once.is_some());
+        // An endpoint that does not honour the header ignores it, even a bad one.
+        let req = request(IDS, &[], &[JSON, ("idempotency-key", "")]);
+        assert!(read::<false>(&req).unwrap().once.is_none());
+    }
+
+    #[test]
+    fn inputs_are_judged_in_order_path_body_query_key() {
+        let message = |req: &Request| read::<true>(req).err().map(|e| e.status().as_u16());
+        let bad_key = ("idempotency-key", "");
+        let bad_limit = [("limit", "0")];
+        // Everything wrong: the path is judged first.
+        let req = request(&[("projectId", "a b")], &bad_limit, &[bad_key]);
+        assert_eq!(message(&req), Some(400));
+        assert_eq!(
+            read::<true>(&req).err().unwrap().message(),
+            "projectId may only contain letters, digits and _ . : -"
+        );
+        // Then the body (415 without JSON), then the query, then the key.
+        let req = request(IDS, &bad_limit, &[bad_key]);
+        assert_eq!(message(&req), Some(415));
+        let req = request(IDS, &bad_limit, &[JSON, bad_key]);
+        assert_eq!(
+            read::<true>(&req).err().unwrap().message(),
+            "limit must be an integer from 1 to 100"
+        );
+        let req = request(IDS, &[], &[JSON, bad_key]);
+        assert_eq!(message(&req), Some(400));
+        assert_ne!(
+            read::<true>(&req).err().unwrap().message(),
+            "limit must be an integer from 1 to 100"
+        );
+    }
+}

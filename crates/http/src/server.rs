@@ -1,6 +1,6 @@
 //! The local server: the whole API on one port. Each request is routed with the shared route
-//! table, authenticated with the authorizer's code, turned into the same API Gateway proxy request a
-//! Lambda function receives, and answered by the same handler.
+//! table, authenticated with the authorizer's code, given the same typed [`Context`] a Lambda
+//! function builds from API Gateway's, and answered by the same pipeline and handler.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -8,7 +8,6 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use aws_lambda_events::apigw::ApiGatewayProxyRequestContext;
 use bytes::Bytes;
 use futures_util::FutureExt;
 use http::header;
@@ -16,20 +15,17 @@ use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use lambda_http::request::RequestContext;
 use lambda_http::{Body, RequestExt};
-use serde_json::Value;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tracing::Instrument;
 
 use crate::domain::token::time_ordered_token;
 use crate::extract::UnreadableBody;
-use crate::ingest::DirectPeer;
 use crate::routes::{Route, with_routes};
-use crate::service::Vigil;
+use crate::service::{Detecting, Vigil};
 use crate::store::Store;
-use crate::{ApiError, Resolved, Router, auth};
+use crate::{ApiError, Context, Resolved, Router, auth};
 
 /// Largest request body read; API Gateway's own limit is far higher, but no route needs more.
 const MAX_BODY: usize = 1024 * 1024;
@@ -120,7 +116,7 @@ impl Default for Limits {
 
 /// Serves until `shutdown` resolves. In-flight requests finish on their own connections.
 pub async fn serve<S: Store>(
-    app: Arc<Vigil<S>>,
+    app: Arc<Vigil<S, Detecting>>,
     listener: TcpListener,
     limits: Limits,
     shutdown: impl std::future::Future<Output = ()>,
@@ -183,7 +179,7 @@ struct Connection {
 }
 
 async fn handle<S: Store>(
-    app: &Vigil<S>,
+    app: &Vigil<S, Detecting>,
     router: &Router,
     req: hyper::Request<Incoming>,
     conn: Connection,
@@ -193,7 +189,7 @@ async fn handle<S: Store>(
     async {
         let started = Instant::now();
         // A bug that panics costs its own request a 500, never the connection or the process.
-        let res = std::panic::AssertUnwindSafe(answer(app, router, req, &request_id, &conn))
+        let res = std::panic::AssertUnwindSafe(answer(app, router, req, &conn))
             .catch_unwind()
             .await
             .unwrap_or_else(|_| {
@@ -229,10 +225,9 @@ fn decode_segment(raw: String) -> String {
 }
 
 async fn answer<S: Store>(
-    app: &Vigil<S>,
+    app: &Vigil<S, Detecting>,
     router: &Router,
     req: hyper::Request<Incoming>,
-    request_id: &str,
     conn: &Connection,
 ) -> http::Response<Body> {
     if conn.demo
@@ -247,26 +242,13 @@ async fn answer<S: Store>(
             return ApiError::MethodNotAllowed(allow).into_response();
         }
     };
-    let auth_header = req
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok());
-    // The public routes run without the authorizer under API Gateway, and so here.
-    let principal = if route.is_public() {
-        None
-    } else {
-        match auth::authorize(app, auth_header).await {
-            Ok(a) => Some(a),
-            Err(e) => return ApiError::from(e).into_response(),
-        }
+    let ctx = match context(app, route, &req, conn).await {
+        Ok(ctx) => ctx,
+        Err(e) => return e.into_response(),
     };
-    let client = conn.trust_proxy.client(conn.peer, req.headers());
     let (mut parts, body) = req.into_parts();
     // A body that cannot be read is answered by the pipeline's body step, after the plan stage,
     // like every other bad body (and with the same rate-limit headers).
-    if !conn.trust_proxy.trusts(conn.peer) {
-        parts.extensions.insert(DirectPeer);
-    }
     let collected = tokio::time::timeout(conn.body_timeout, Limited::new(body, MAX_BODY).collect());
     let bytes = match collected.await {
         Ok(Ok(c)) => c.to_bytes(),
@@ -290,44 +272,60 @@ async fn answer<S: Store>(
             .or_default()
             .push(v.into_owned());
     }
-    let mut ctx = ApiGatewayProxyRequestContext::default();
-    ctx.request_id = Some(request_id.to_owned());
-    ctx.stage = Some("v1".to_owned());
-    ctx.http_method = parts.method.clone();
-    ctx.identity.source_ip = Some(client.to_string());
-    // The same context the authorizer function returns to API Gateway.
-    if let Some(Value::Object(fields)) = principal.as_ref().map(auth::context) {
-        ctx.authorizer.fields.extend(fields);
-    }
     let body = if bytes.is_empty() {
         Body::Empty
     } else {
         Body::Binary(bytes.to_vec())
     };
-    let lambda_req = http::Request::from_parts(parts, body)
+    let req = http::Request::from_parts(parts, body)
         .with_path_parameters(
             params
                 .into_iter()
                 .map(|(k, v)| (k, decode_segment(v)))
                 .collect::<HashMap<_, _>>(),
         )
-        .with_query_string_parameters(query)
-        .with_request_context(RequestContext::ApiGatewayV1(ctx));
-    route_to(app, route, lambda_req).await
+        .with_query_string_parameters(query);
+    route_to(app, route, ctx, req).await
+}
+
+/// This door's typed context: the principal the request's key authenticates (the public routes
+/// run without the authorizer under API Gateway, and so here), the client as the peer or a
+/// trusted proxy names it, and whether the peer is the client itself.
+async fn context<S: Store, B>(
+    app: &Vigil<S, Detecting>,
+    route: Route,
+    req: &http::Request<B>,
+    conn: &Connection,
+) -> Result<Context, ApiError> {
+    let principal = if route.is_public() {
+        None
+    } else {
+        let header = req
+            .headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok());
+        Some(auth::authorize(app, header).await?)
+    };
+    Ok(Context {
+        principal,
+        client: Some(conn.trust_proxy.client(conn.peer, req.headers())),
+        direct: !conn.trust_proxy.trusts(conn.peer),
+    })
 }
 
 /// Answers a request the local router resolved to `route`. Each endpoint is named after its route,
 /// so the match cannot pair a route with another route's handler.
 async fn route_to<S: Store>(
-    app: &Vigil<S>,
+    app: &Vigil<S, Detecting>,
     route: Route,
+    ctx: Context,
     req: lambda_http::Request,
 ) -> lambda_http::Response<Body> {
     macro_rules! endpoints {
         ($($name:ident),* $(,)?) => {
             match route {
-                $(Route::$name => crate::pipeline::answer::<crate::handlers::$name, S>(app, req).await,)*
-                Route::Collect => crate::ingest::collect(app, &req).await,
+                $(Route::$name => crate::pipeline::respond::<crate::handlers::$name, S, Detecting>(app, ctx, req).await,)*
+                Route::Collect => crate::ingest::collect(app, &ctx, &req).await,
                 Route::AgentScript => crate::ingest::agent_script(&req),
                 Route::Dashboard => crate::insight::dashboard(&req),
             }

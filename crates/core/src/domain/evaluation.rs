@@ -2,7 +2,9 @@
 //! model, the API's events and the statistics all read.
 
 use super::score::Score;
-use crate::detect::Reason;
+use std::net::IpAddr;
+
+use crate::detect::{Evidence, Reason};
 
 /// What the engine said of a visit, kept with its result.
 #[derive(Debug, Clone, PartialEq)]
@@ -27,5 +29,35 @@ impl Flagged {
             bot: bot >= threshold,
             proxy: proxy_vpn >= threshold,
         }
+    }
+}
+
+/// Evidence of a visit whose address is known, as both ingestion routes evaluate it: an event
+/// always has an address, so the evidence cannot reach the service without one.
+#[derive(Debug, Clone)]
+pub struct AddressedEvidence {
+    address: IpAddr,
+    evidence: Evidence,
+}
+
+impl AddressedEvidence {
+    /// `evidence` seen from `address` (which replaces any address the evidence named).
+    pub fn new(address: IpAddr, mut evidence: Evidence) -> Self {
+        evidence.ip_address = Some(address);
+        Self { address, evidence }
+    }
+
+    /// The same evidence with the agent's `signals`.
+    pub fn with_signals(mut self, signals: Option<crate::detect::Signals>) -> Self {
+        self.evidence.signals = signals;
+        self
+    }
+
+    pub fn address(&self) -> IpAddr {
+        self.address
+    }
+
+    pub fn evidence(&self) -> &Evidence {
+        &self.evidence
     }
 }

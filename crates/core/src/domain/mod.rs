@@ -21,7 +21,7 @@ pub mod webhook;
 
 pub use change::{FeedEvent, SessionChanged};
 pub use delivery::{Attempt, AttemptOutcome, Delivery, DeliveryStatus, DeliveryView};
-pub use evaluation::{Evaluation, Flagged};
+pub use evaluation::{AddressedEvidence, Evaluation, Flagged};
 pub use event::{Event, EventId};
 pub use ids::{AccountId, DeliveryId, IdError, PlanId, ProjectId, SessionId, WebhookId};
 pub use model::{

@@ -2,12 +2,11 @@
 //! (which is also a v1 result, so summaries and webhooks work as for any result). Two doors: the
 //! server-side events route (developer key) and the browser's collect route (public key, origin).
 
-use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::{ServiceError, ServiceResult, Vigil};
-use crate::detect::{ENGINE_VERSION, Evidence};
+use super::{Detecting, ServiceError, ServiceResult, Vigil};
+use crate::detect::ENGINE_VERSION;
 use crate::domain::Flagged;
 use crate::domain::idempotency::{Once, Written};
 use crate::domain::plan::Refusal;
@@ -16,8 +15,8 @@ use crate::domain::project::{Origin, origin_allowed};
 use crate::domain::session_token;
 use crate::domain::token::random_base62;
 use crate::domain::{
-    AccountId, CheckResult, Evaluation, Event, EventId, NewResult, Project, ProjectId, Score,
-    SessionId,
+    AccountId, AddressedEvidence, CheckResult, Evaluation, Event, EventId, NewResult, Project,
+    ProjectId, Score, SessionId,
 };
 use crate::store::{
     AccountStore, IdempotencyStore, ProjectStore, ResultPage, ResultStore, UsageStore,
@@ -31,15 +30,16 @@ const MAX_PUBLIC_KEY: usize = 128;
 /// How long a warm instance remembers that a public key names no project.
 pub const UNKNOWN_KEY_TTL: Duration = Duration::from_secs(10);
 
-/// A project as the collect route needs it, read once per [`VISITOR_CACHE_TTL`].
+/// A site: a project as a public page reaches it (by its public key, from its domain), with its
+/// account's plan terms, read once per [`VISITOR_CACHE_TTL`].
 #[derive(Clone)]
-pub struct Visited {
+pub struct Site {
     pub project: Arc<Project>,
     pub terms: Terms,
     read_at: Instant,
 }
 
-impl<S: ProjectStore + ResultStore + IdempotencyStore> Vigil<S> {
+impl<S: ProjectStore + ResultStore + IdempotencyStore> Vigil<S, Detecting> {
     /// Evaluates a visit that a customer's backend reports and stores it as an event; once per
     /// idempotency key when `once` is given (a retry gets the event the key created).
     pub async fn record_event(
@@ -47,7 +47,7 @@ impl<S: ProjectStore + ResultStore + IdempotencyStore> Vigil<S> {
         account: &AccountId,
         project: &ProjectId,
         session: &SessionId,
-        evidence: &Evidence,
+        evidence: &AddressedEvidence,
         once: Option<&Once>,
     ) -> ServiceResult<Event> {
         // A used key is answered before anything else, as the first request was.
@@ -71,18 +71,17 @@ impl<S: ProjectStore + ResultStore + IdempotencyStore> Vigil<S> {
     }
 }
 
-impl<S: ProjectStore + ResultStore> Vigil<S> {
+impl<S: ProjectStore + ResultStore> Vigil<S, Detecting> {
     async fn evaluate_and_store(
         &self,
         project: &ProjectId,
         session: &SessionId,
-        evidence: &Evidence,
+        evidence: &AddressedEvidence,
         once: Option<&Once>,
     ) -> ServiceResult<Written<Event>> {
-        let engine = self.engine.as_deref().ok_or(ServiceError::NoEngine)?;
-        let ip_address = evidence.ip_address.ok_or(ServiceError::NoAddress)?;
+        let ip_address = evidence.address();
         let started = Instant::now();
-        let verdict = engine.evaluate(evidence);
+        let verdict = self.engine.evaluate(evidence.evidence());
         let micros = started.elapsed().as_secs_f64() * 1e6;
         // The engine's scores are probabilities rounded to 4 places; outside [0, 1] is a bug.
         let score = |v: f64| Score::new(v).map_err(|_| ServiceError::EngineFault(v));
@@ -121,7 +120,9 @@ impl<S: ProjectStore + ResultStore> Vigil<S> {
             engine_version: Some(ENGINE_VERSION.to_owned()),
         }))
     }
+}
 
+impl<S: ProjectStore + ResultStore, E> Vigil<S, E> {
     /// A page of the session's events, newest first (the same order and cursors as results).
     pub async fn events(
         &self,
@@ -149,24 +150,24 @@ impl<S: ProjectStore + ResultStore> Vigil<S> {
     }
 }
 
-impl<S: ProjectStore + AccountStore> Vigil<S> {
+impl<S: ProjectStore + AccountStore, E> Vigil<S, E> {
     /// The project a browser's request is for: its public key must be a project's, the page's
     /// origin one of the project's domain (judged before anything else about the project is
     /// said), and the project enabled. Warm instances answer from memory for
     /// [`VISITOR_CACHE_TTL`], and remember unknown keys for [`UNKNOWN_KEY_TTL`].
-    pub async fn visitor(&self, public_key: &str, origin: &Origin) -> ServiceResult<Visited> {
-        let visited = self.visited(public_key).await?;
-        if !origin_allowed(&visited.project.domain, origin) {
+    pub async fn site(&self, public_key: &str, origin: &Origin) -> ServiceResult<Site> {
+        let site = self.site_by_key(public_key).await?;
+        if !origin_allowed(&site.project.domain, origin) {
             return Err(ServiceError::OriginNotAllowed);
         }
-        if visited.project.disabled {
+        if site.project.disabled {
             return Err(ServiceError::ProjectDisabled);
         }
-        Ok(visited)
+        Ok(site)
     }
 
-    async fn visited(&self, public_key: &str) -> ServiceResult<Visited> {
-        if let Some(v) = self.visitors.get(public_key)
+    async fn site_by_key(&self, public_key: &str) -> ServiceResult<Site> {
+        if let Some(v) = self.sites.get(public_key)
             && v.read_at.elapsed() < VISITOR_CACHE_TTL
         {
             return Ok(v);
@@ -185,28 +186,28 @@ impl<S: ProjectStore + AccountStore> Vigil<S> {
             return Err(ServiceError::UnknownPublicKey);
         };
         let terms = self.terms(&project.account_id).await?;
-        let v = Visited {
+        let v = Site {
             project: Arc::new(project),
             terms,
             read_at: Instant::now(),
         };
-        self.visitors.insert(public_key.to_owned(), v.clone());
+        self.sites.insert(public_key.to_owned(), v.clone());
         Ok(v)
     }
 }
 
-impl<S> Vigil<S> {
+impl<S, E> Vigil<S, E> {
     /// Forgets what this instance remembers of a project for ingestion, so that a change made
     /// through it (disabled, domain, token setting) applies to the next visit.
     pub fn forget_project(&self, project: &Project) {
-        self.visitors.remove(&project.api_key_public);
+        self.sites.remove(&project.api_key_public);
         self.unknown_keys.remove(&project.api_key_public);
         self.projects.remove(&project.id);
     }
 
     /// Forgets every project's plan terms this instance remembers (an account's plan changed).
     pub fn forget_plans(&self) {
-        self.visitors.clear();
+        self.sites.clear();
     }
 }
 
@@ -221,7 +222,7 @@ pub fn is_public_key(key: &str) -> bool {
     })
 }
 
-impl<S: ProjectStore> Vigil<S> {
+impl<S: ProjectStore, E> Vigil<S, E> {
     /// The project, as read within the last [`VISITOR_CACHE_TTL`].
     async fn fresh_project(&self, id: &ProjectId) -> ServiceResult<Arc<Project>> {
         if let Some((read_at, p)) = self.projects.get(id)
@@ -259,28 +260,28 @@ impl<S: ProjectStore> Vigil<S> {
     }
 }
 
-impl<S: ProjectStore + ResultStore + UsageStore> Vigil<S> {
-    /// Records a visit the browser agent reports for a project [`Vigil::visitor`] admitted: the
+impl<S: ProjectStore + ResultStore + UsageStore> Vigil<S, Detecting> {
+    /// Records a visit the browser agent reports for a site [`Vigil::site`] admitted: the
     /// plan must be in force, the session vouched for by a token when the project requires one,
     /// and the visit within the collect route's own budget. The answer is a receipt: a random id,
     /// opaque to the page, that says nothing of the session's other visits.
     pub async fn record_visit(
         &self,
-        visited: &Visited,
-        source: IpAddr,
+        site: &Site,
         session: &SessionId,
         token: Option<&str>,
-        evidence: &Evidence,
+        evidence: &AddressedEvidence,
     ) -> ServiceResult<String> {
-        let (project, now) = (&visited.project, self.now());
-        if !visited.terms.in_force(now) {
+        let (project, now) = (&site.project, self.now());
+        if !site.terms.in_force(now) {
             return Err(ServiceError::Refused(Refusal::PlanInactive));
         }
         if project.require_session_token {
             let token = token.ok_or(ServiceError::SessionTokenRequired)?;
             session_token::verify(token, &project.api_key_private, &project.id, session, now)?;
         }
-        self.admit_visit(project, &visited.terms, source).await?;
+        self.admit_visit(project, &site.terms, evidence.address())
+            .await?;
         let event = match self
             .evaluate_and_store(&project.id, session, evidence, None)
             .await?

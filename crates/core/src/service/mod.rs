@@ -59,14 +59,10 @@ pub enum ServiceError {
     UnknownPublicKey,
     #[error("the page's origin is not the project's domain")]
     OriginNotAllowed,
-    #[error("the visit has no address")]
-    NoAddress,
     #[error("the project requires a session token")]
     SessionTokenRequired,
     #[error(transparent)]
     SessionToken(#[from] crate::domain::session_token::TokenError),
-    #[error("this process was started without the detection engine")]
-    NoEngine,
     #[error("the engine gave a score outside [0, 1]: {0}")]
     EngineFault(f64),
     #[error(transparent)]
@@ -75,22 +71,28 @@ pub enum ServiceError {
 
 pub type ServiceResult<T> = Result<T, ServiceError>;
 
-/// The service over a store `S`. Built once per process (per Lambda cold start).
-pub struct Vigil<S> {
+/// The service over a store `S`, with the detection engine when `E` is [`Detecting`]. Built once
+/// per process (per Lambda cold start).
+pub struct Vigil<S, E = ()> {
     store: S,
     owners: Cache<ProjectId, AccountId>,
     url_policy: UrlPolicy,
     clock: Arc<dyn Clock>,
-    engine: Option<Arc<Engine>>,
+    engine: E,
     /// Projects as read for ingestion, with when they were read.
     projects: Cache<ProjectId, (Instant, Arc<Project>)>,
     /// Projects by public key, for the collect route.
-    visitors: Cache<String, events::Visited>,
+    sites: Cache<String, events::Site>,
     /// Public keys that named no project, with when that was found: a flood of made-up keys
     /// costs one read per key and window, not one per request.
     unknown_keys: Cache<String, Instant>,
     threshold: Score,
 }
+
+/// The engine of a service that evaluates visits ([`Vigil::with_engine`]): the routes that
+/// evaluate (events, collect) take a `Vigil<S, Detecting>`, so a process built without the engine
+/// cannot serve them.
+pub type Detecting = Arc<Engine>;
 
 /// The webhook threshold's default.
 const DEFAULT_THRESHOLD: Score = Score::HALF;
@@ -102,24 +104,35 @@ impl<S> Vigil<S> {
             owners: Cache::new(OWNER_CACHE_SIZE),
             url_policy,
             clock: Arc::new(SystemClock),
-            engine: None,
+            engine: (),
             projects: Cache::new(OWNER_CACHE_SIZE),
-            visitors: Cache::new(OWNER_CACHE_SIZE),
+            sites: Cache::new(OWNER_CACHE_SIZE),
             unknown_keys: Cache::new(OWNER_CACHE_SIZE),
             threshold: DEFAULT_THRESHOLD,
         }
     }
 
+    /// The same service evaluating visits with `engine` (the events and collect routes need it).
+    pub fn with_engine(self, engine: Detecting) -> Vigil<S, Detecting> {
+        Vigil {
+            store: self.store,
+            owners: self.owners,
+            url_policy: self.url_policy,
+            clock: self.clock,
+            engine,
+            projects: self.projects,
+            sites: self.sites,
+            unknown_keys: self.unknown_keys,
+            threshold: self.threshold,
+        }
+    }
+}
+
+impl<S, E> Vigil<S, E> {
     /// The same service counting evaluated visits at or above `threshold` as bots and proxies in
     /// the statistics (the composition roots pass the webhook threshold).
     pub fn with_threshold(mut self, threshold: Score) -> Self {
         self.threshold = threshold;
-        self
-    }
-
-    /// The same service evaluating visits with `engine` (the events and collect routes need it).
-    pub fn with_engine(mut self, engine: Arc<Engine>) -> Self {
-        self.engine = Some(engine);
         self
     }
 
@@ -138,7 +151,7 @@ impl<S> Vigil<S> {
     }
 }
 
-impl<S: KeyStore + AccountStore> Vigil<S> {
+impl<S: KeyStore + AccountStore, E> Vigil<S, E> {
     /// The account that owns a developer key, with its plan's terms. Only the key's hash is
     /// looked up; a key whose account is gone authenticates nothing.
     pub async fn authenticate(&self, key: &ApiKey) -> ServiceResult<Principal> {
@@ -152,7 +165,7 @@ impl<S: KeyStore + AccountStore> Vigil<S> {
     }
 }
 
-impl<S: ProjectStore> Vigil<S> {
+impl<S: ProjectStore, E> Vigil<S, E> {
     /// Succeeds when `project` exists and belongs to `account`. Another account's project is
     /// indistinguishable from a missing one. Positive answers are cached.
     pub async fn check_owner(&self, account: &AccountId, project: &ProjectId) -> ServiceResult<()> {
@@ -180,7 +193,7 @@ impl<S: ProjectStore> Vigil<S> {
     }
 }
 
-impl<S: AccountStore> Vigil<S> {
+impl<S: AccountStore, E> Vigil<S, E> {
     /// The terms of the account's plan, for a caller whose credentials did not carry them.
     pub async fn terms(&self, account: &AccountId) -> ServiceResult<Terms> {
         Ok(self.plan(account).await?.terms())
@@ -197,7 +210,7 @@ impl<S: AccountStore> Vigil<S> {
     }
 }
 
-impl<S: ProjectStore + ResultStore> Vigil<S> {
+impl<S: ProjectStore + ResultStore, E> Vigil<S, E> {
     pub async fn results(
         &self,
         account: &AccountId,
@@ -224,7 +237,7 @@ impl<S: ProjectStore + ResultStore> Vigil<S> {
     }
 }
 
-impl<S: ProjectStore + WebhookStore> Vigil<S> {
+impl<S: ProjectStore + WebhookStore, E> Vigil<S, E> {
     pub async fn create_webhook(
         &self,
         account: &AccountId,
@@ -269,7 +282,7 @@ impl<S: ProjectStore + WebhookStore> Vigil<S> {
 /// Most deliveries the log shows: the newest.
 pub const MAX_DELIVERIES: usize = 100;
 
-impl<S: ProjectStore + WebhookStore + DeliveryStore> Vigil<S> {
+impl<S: ProjectStore + WebhookStore + DeliveryStore, E> Vigil<S, E> {
     /// A webhook's delivery log, newest first.
     pub async fn deliveries(
         &self,

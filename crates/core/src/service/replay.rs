@@ -10,14 +10,11 @@ use crate::store::{IdempotencyStore, ProjectStore, ResultStore};
 
 /// What a key's first request created, read back for its retries.
 pub trait Replay<S>: Sized {
-    fn read_back(
-        vigil: &Vigil<S>,
-        created: Created,
-    ) -> impl Future<Output = ServiceResult<Self>> + Send;
+    fn read_back(store: &S, created: Created) -> impl Future<Output = ServiceResult<Self>> + Send;
 }
 
 impl<S: ResultStore> Replay<S> for Event {
-    async fn read_back(vigil: &Vigil<S>, created: Created) -> ServiceResult<Self> {
+    async fn read_back(store: &S, created: Created) -> ServiceResult<Self> {
         let Created::Event {
             project_id,
             session_id,
@@ -28,22 +25,22 @@ impl<S: ResultStore> Replay<S> for Event {
             return Err(ServiceError::IdempotencyMismatch);
         };
         let at = ResultPosition { created_at, seq };
-        let event = vigil.store.event(&project_id, &session_id, at).await?;
+        let event = store.event(&project_id, &session_id, at).await?;
         event.ok_or(ServiceError::EventNotFound)
     }
 }
 
 impl<S: ProjectStore> Replay<S> for Project {
-    async fn read_back(vigil: &Vigil<S>, created: Created) -> ServiceResult<Self> {
+    async fn read_back(store: &S, created: Created) -> ServiceResult<Self> {
         let Created::Project { project_id } = created else {
             return Err(ServiceError::IdempotencyMismatch);
         };
-        let project = vigil.store.project(&project_id).await?;
+        let project = store.project(&project_id).await?;
         project.ok_or(ServiceError::ProjectNotFound)
     }
 }
 
-impl<S: IdempotencyStore> Vigil<S> {
+impl<S: IdempotencyStore, E> Vigil<S, E> {
     /// The answer to a retry whose key is already used, before anything else is checked (as the
     /// first request was); None when there is no key or it is unused.
     pub(crate) async fn replay_first<T: Replay<S>>(
@@ -66,7 +63,9 @@ impl<S: IdempotencyStore> Vigil<S> {
         used: Used,
     ) -> ServiceResult<T> {
         match once {
-            Some(o) if used.fingerprint == o.fingerprint => T::read_back(self, used.created).await,
+            Some(o) if used.fingerprint == o.fingerprint => {
+                T::read_back(&self.store, used.created).await
+            }
             _ => Err(ServiceError::IdempotencyMismatch),
         }
     }

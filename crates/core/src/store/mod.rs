@@ -77,6 +77,11 @@ impl ResultPage {
             more,
         }
     }
+
+    /// Where the next page starts: after this page's last result, when more exist.
+    pub fn next(&self) -> Option<ResultPosition> {
+        self.results.last().filter(|_| self.more).map(|(at, _)| *at)
+    }
 }
 
 /// The outcome of registering a webhook.

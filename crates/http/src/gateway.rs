@@ -1,0 +1,204 @@
+//! The API Gateway seam: the TOKEN authorizer's answer (its policy and the context that carries
+//! the account and its plan's terms as strings) and, on the functions' side, that context read
+//! back into the typed [`Context`]. The authorizer-context JSON exists only here.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+
+use aws_lambda_events::apigw::{
+    ApiGatewayCustomAuthorizerPolicy, ApiGatewayCustomAuthorizerResponse,
+};
+use aws_lambda_events::iam::{IamPolicyEffect, IamPolicyStatement};
+use lambda_http::request::RequestContext;
+use lambda_http::{Request, RequestExt};
+use serde_json::{Value, json};
+
+use super::ACCOUNT_CONTEXT_KEY;
+use super::context::Context;
+use crate::domain::AccountId;
+use crate::domain::plan::{Principal, Terms};
+use crate::service::{ServiceResult, Vigil};
+use crate::store::AccountStore;
+
+/// The typed context of a request API Gateway passed to a function: the principal from the
+/// authorizer's context (its terms read from the account when a policy cached before they were
+/// added lacks them), and the source address. API Gateway never makes the client direct: its
+/// own edge adds headers.
+pub async fn request_context<S: AccountStore, D>(
+    app: &Vigil<S, D>,
+    req: &Request,
+) -> ServiceResult<Context> {
+    let Some(RequestContext::ApiGatewayV1(ctx)) = req.request_context_ref() else {
+        return Ok(Context::default());
+    };
+    let principal = match from_context(&ctx.authorizer.fields) {
+        Some((account, Some(terms))) => Some(Principal { account, terms }),
+        Some((account, None)) => {
+            let terms = app.terms(&account).await?;
+            Some(Principal { account, terms })
+        }
+        None => None,
+    };
+    let client = ctx
+        .identity
+        .source_ip
+        .as_deref()
+        .and_then(|s| s.parse::<IpAddr>().ok());
+    Ok(Context {
+        principal,
+        client,
+        direct: false,
+    })
+}
+
+/// The policy returned to API Gateway. It allows every method and path of the stage, because
+/// API Gateway caches the answer per token: a policy for only the first route would deny the next.
+pub fn allow_policy(method_arn: &str, principal: &Principal) -> ApiGatewayCustomAuthorizerResponse {
+    let account = &principal.account;
+    // arn:aws:execute-api:{region}:{account}:{apiId}/{stage}/{method}/{path...}
+    let mut parts = method_arn.splitn(3, '/');
+    let resource = match (parts.next(), parts.next()) {
+        (Some(api), Some(stage)) => format!("{api}/{stage}/*"),
+        _ => method_arn.to_owned(),
+    };
+    let mut statement = IamPolicyStatement::default();
+    statement.action = vec!["execute-api:Invoke".to_owned()];
+    statement.effect = IamPolicyEffect::Allow;
+    statement.resource = vec![resource];
+    let mut policy = ApiGatewayCustomAuthorizerPolicy::default();
+    policy.version = Some("2012-10-17".to_owned());
+    policy.statement = vec![statement];
+    let mut res = ApiGatewayCustomAuthorizerResponse::default();
+    res.principal_id = Some(account.to_string());
+    res.policy_document = policy;
+    res.context = context(principal);
+    res
+}
+
+// The authorizer context: the account and its plan's terms, as the strings API Gateway passes on
+// to the functions (cached with the policy; a plan change applies within the cache's 300 s).
+const PLAN_STATUS: &str = "planStatus";
+const PLAN_EXPIRES_AT: &str = "planExpiresAt";
+const PLAN_SUBSCRIBED_AT: &str = "planSubscribedAt";
+const MAX_RPS: &str = "maxRps";
+const MAX_REQUESTS: &str = "maxRequests";
+const MAX_PROJECTS: &str = "maxProjects";
+
+/// The context the authorizer returns for `principal`.
+pub fn context(principal: &Principal) -> Value {
+    let t = &principal.terms;
+    let status = serde_json::to_value(t.status).unwrap_or(Value::Null);
+    json!({
+        ACCOUNT_CONTEXT_KEY: principal.account.as_str(),
+        PLAN_STATUS: status,
+        PLAN_EXPIRES_AT: t.expires_at.map_or(String::new(), |e| e.to_string()),
+        PLAN_SUBSCRIBED_AT: t.subscribed_at.to_string(),
+        MAX_RPS: t.max_rps.to_string(),
+        MAX_REQUESTS: t.max_requests.to_string(),
+        MAX_PROJECTS: t.max_projects.to_string(),
+    })
+}
+
+/// The account of a request context, and its plan's terms when the context carries them (a
+/// policy cached before they were added does not: the caller reads them instead).
+fn from_context(fields: &HashMap<String, Value>) -> Option<(AccountId, Option<Terms>)> {
+    let account = AccountId::parse(fields.get(ACCOUNT_CONTEXT_KEY)?.as_str()?).ok()?;
+    Some((account, terms_from_context(fields)))
+}
+
+fn terms_from_context(fields: &HashMap<String, Value>) -> Option<Terms> {
+    // API Gateway passes context values as strings; a number is accepted too.
+    let text = |name: &str| match fields.get(name)? {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    };
+    let number = |name: &str| text(name)?.parse::<u64>().ok();
+    let expires_at = match text(PLAN_EXPIRES_AT)?.as_str() {
+        "" => None,
+        s => Some(s.parse().ok()?),
+    };
+    Some(Terms {
+        status: serde_json::from_value(Value::String(text(PLAN_STATUS)?)).ok()?,
+        expires_at,
+        subscribed_at: text(PLAN_SUBSCRIBED_AT)?.parse().ok()?,
+        max_rps: u32::try_from(number(MAX_RPS)?).ok()?,
+        max_requests: number(MAX_REQUESTS)?,
+        max_projects: u32::try_from(number(MAX_PROJECTS)?).ok()?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn principal() -> Principal {
+        Principal {
+            account: AccountId::parse("acc_1").unwrap(),
+            terms: Terms {
+                status: crate::domain::PlanStatus::PastDue,
+                expires_at: Some("2027-01-01T00:00:00Z".parse().unwrap()),
+                subscribed_at: "2026-01-31T00:00:00Z".parse().unwrap(),
+                max_rps: 7,
+                max_requests: 5_000_000_000,
+                max_projects: 3,
+            },
+        }
+    }
+
+    #[test]
+    fn the_context_carries_the_terms_as_strings() {
+        let p = principal();
+        let Value::Object(map) = context(&p) else {
+            panic!("not an object")
+        };
+        assert!(map.values().all(Value::is_string), "{map:?}");
+        let fields: HashMap<String, Value> = map.into_iter().collect();
+        assert_eq!(
+            from_context(&fields),
+            Some((p.account.clone(), Some(p.terms)))
+        );
+        let mut no_expiry = p.clone();
+        no_expiry.terms.expires_at = None;
+        let Value::Object(map) = context(&no_expiry) else {
+            panic!("not an object")
+        };
+        let fields: HashMap<String, Value> = map.into_iter().collect();
+        assert_eq!(
+            from_context(&fields).and_then(|(_, t)| t),
+            Some(no_expiry.terms)
+        );
+        // An older policy with the account only.
+        let old = HashMap::from([("accountId".to_owned(), json!("acc_1"))]);
+        assert_eq!(from_context(&old), Some((p.account, None)));
+        let bad = HashMap::from([("accountId".to_owned(), json!("a/b"))]);
+        assert_eq!(from_context(&bad), None);
+    }
+
+    #[test]
+    fn policy_covers_the_whole_stage() {
+        let p = allow_policy(
+            "arn:aws:execute-api:eu-west-1:123456789012:abcdef123/v1/GET/results/p/s",
+            &principal(),
+        );
+        let v = serde_json::to_value(&p).unwrap();
+        assert_eq!(
+            v["policyDocument"]["Statement"][0]["Resource"][0],
+            "arn:aws:execute-api:eu-west-1:123456789012:abcdef123/v1/*"
+        );
+        assert_eq!(v["policyDocument"]["Statement"][0]["Effect"], "Allow");
+        assert_eq!(v["context"]["accountId"], "acc_1");
+        assert_eq!(v["principalId"], "acc_1");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_context_is_a_caller_or_none(
+            fields in proptest::collection::hash_map("[a-zA-Z]{1,16}", "[a-z0-9_:.-]{0,24}", 0..8)
+        ) {
+            let fields: HashMap<String, Value> =
+                fields.into_iter().map(|(k, v)| (k, Value::String(v))).collect();
+            let _ = from_context(&fields);
+        }
+    }
+}
