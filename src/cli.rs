@@ -364,7 +364,7 @@ async fn run_on<S: Store + ChangeFeed>(
                     score_bot,
                     score_proxy_vpn,
                     ip_address: ip,
-                    created_at: created_at.unwrap_or_else(Timestamp::now),
+                    created_at: created_at.unwrap_or_else(|| app.now()),
                 },
                 evaluation: None,
             };

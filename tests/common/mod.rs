@@ -3,6 +3,8 @@
 #![allow(dead_code)]
 
 pub mod api;
+pub mod lambda;
+pub mod plans;
 pub mod serve;
 
 use std::collections::HashMap;

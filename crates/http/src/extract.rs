@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 
 use super::ApiError;
 use super::paths::{BASE, PathParam};
-use super::pipeline::Reply;
+use super::reply::Reply;
 use crate::domain::idempotency::{IdempotencyKey, KeyError, Once};
 use crate::domain::{
     AccountId, EventId, IdError, ProjectId, ResultPosition, SessionId, Timestamp, WebhookId, cursor,

@@ -19,13 +19,14 @@
 
 use std::future::Future;
 
-use http::{HeaderName, StatusCode, header};
+use http::HeaderName;
 use lambda_http::{Body, Request, Response};
 use serde::Serialize;
 
 use super::context::Context;
 use super::extract::{FromBody, FromPath, FromQuery, Query, UnreadableBody, idempotency};
-use super::{ApiError, gateway, json_response, set_header};
+pub use super::reply::Reply;
+use super::{ApiError, gateway, set_header};
 use crate::domain::idempotency::Once;
 use crate::domain::plan::{Principal, Refusal, Standing, Terms, seconds_until};
 use crate::domain::{AccountId, Timestamp};
@@ -67,63 +68,6 @@ pub struct Call<P, B = (), Q = ()> {
 /// The [`Call`] of endpoint `E`.
 pub type CallOf<E, S, D> =
     Call<<E as Endpoint<S, D>>::Path, <E as Endpoint<S, D>>::Body, <E as Endpoint<S, D>>::Query>;
-
-/// A successful answer: `{"data": ...}` with its status and headers.
-pub struct Reply<T> {
-    status: StatusCode,
-    data: T,
-    headers: Vec<(HeaderName, String)>,
-}
-
-impl<T: Serialize> Reply<T> {
-    /// 200 with `data`.
-    pub fn ok(data: T) -> Self {
-        Self {
-            status: StatusCode::OK,
-            data,
-            headers: Vec::new(),
-        }
-    }
-
-    /// 201 with `data` and the new resource's `Location`.
-    pub fn created(data: T, location: String) -> Self {
-        Self {
-            status: StatusCode::CREATED,
-            data,
-            headers: vec![(header::LOCATION, location)],
-        }
-    }
-
-    /// 202 with `data`: taken in, nothing more to say.
-    pub fn accepted(data: T) -> Self {
-        Self {
-            status: StatusCode::ACCEPTED,
-            data,
-            headers: Vec::new(),
-        }
-    }
-
-    pub fn with_header(mut self, name: HeaderName, value: String) -> Self {
-        self.headers.push((name, value));
-        self
-    }
-
-    fn into_response(self) -> Result<Response<Body>, ApiError> {
-        #[derive(Serialize)]
-        struct Envelope<T> {
-            data: T,
-        }
-        let body = serde_json::to_string(&Envelope { data: self.data }).map_err(|e| {
-            tracing::error!(error = %e, "serialising a response failed");
-            ApiError::Internal
-        })?;
-        let mut res = json_response(self.status, body);
-        for (name, value) in self.headers {
-            set_header(&mut res, name, &value);
-        }
-        Ok(res)
-    }
-}
 
 /// Answers one request that API Gateway passed to endpoint `E`'s function: the seam reads its
 /// typed context ([`gateway::request_context`]), then [`respond`].

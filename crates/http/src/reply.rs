@@ -1,0 +1,65 @@
+//! A successful answer: `{"data": ...}` with its status and headers, built by handlers and
+//! extractors (a page's `Link`) and turned into a response by the pipeline.
+
+use http::{HeaderName, StatusCode, header};
+use lambda_http::{Body, Response};
+use serde::Serialize;
+
+use super::{ApiError, json_response, set_header};
+
+/// A successful answer: `{"data": ...}` with its status and headers.
+pub struct Reply<T> {
+    status: StatusCode,
+    data: T,
+    headers: Vec<(HeaderName, String)>,
+}
+
+impl<T: Serialize> Reply<T> {
+    /// 200 with `data`.
+    pub fn ok(data: T) -> Self {
+        Self {
+            status: StatusCode::OK,
+            data,
+            headers: Vec::new(),
+        }
+    }
+
+    /// 201 with `data` and the new resource's `Location`.
+    pub fn created(data: T, location: String) -> Self {
+        Self {
+            status: StatusCode::CREATED,
+            data,
+            headers: vec![(header::LOCATION, location)],
+        }
+    }
+
+    /// 202 with `data`: taken in, nothing more to say.
+    pub fn accepted(data: T) -> Self {
+        Self {
+            status: StatusCode::ACCEPTED,
+            data,
+            headers: Vec::new(),
+        }
+    }
+
+    pub fn with_header(mut self, name: HeaderName, value: String) -> Self {
+        self.headers.push((name, value));
+        self
+    }
+
+    pub(crate) fn into_response(self) -> Result<Response<Body>, ApiError> {
+        #[derive(Serialize)]
+        struct Envelope<T> {
+            data: T,
+        }
+        let body = serde_json::to_string(&Envelope { data: self.data }).map_err(|e| {
+            tracing::error!(error = %e, "serialising a response failed");
+            ApiError::Internal
+        })?;
+        let mut res = json_response(self.status, body);
+        for (name, value) in self.headers {
+            set_header(&mut res, name, &value);
+        }
+        Ok(res)
+    }
+}
