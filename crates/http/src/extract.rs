@@ -310,11 +310,23 @@ impl Paging {
         } else {
             String::new()
         };
-        reply.with_header(
-            header::LINK,
-            format!("<{BASE}{path}?cursor={c}{limit}>; rel=\"next\""),
-        )
+        with_next_link(reply, path, &c, &limit)
     }
+}
+
+/// `reply` with the `Link` to the next page of the list at `path` (under the base): its cursor,
+/// then the client's own parameters (`&name=value...`) that the next page keeps. Every paged list
+/// links its pages here.
+pub fn with_next_link<T: serde::Serialize>(
+    reply: Reply<T>,
+    path: &str,
+    cursor: &str,
+    kept: &str,
+) -> Reply<T> {
+    reply.with_header(
+        header::LINK,
+        format!("<{BASE}{path}?cursor={cursor}{kept}>; rel=\"next\""),
+    )
 }
 
 /// The request's `Idempotency-Key`, if any, with the request's fingerprint (method, path and

@@ -4,8 +4,7 @@ use http::{HeaderValue, Method, StatusCode, header};
 use lambda_http::{Body, Request, Response};
 
 use super::ApiError;
-use super::extract::{FromQuery, Query, page_limit};
-use super::paths::BASE;
+use super::extract::{FromQuery, Query, page_limit, with_next_link};
 use super::pipeline::{Call, Endpoint, Reply};
 use crate::domain::insight::{Bucket, Granularity, SessionQuery, SessionSummary, StatsRange};
 use crate::domain::{ProjectId, Score, Timestamp, cursor};
@@ -80,15 +79,13 @@ impl<S: ProjectStore + InsightStore, D: Sync> Endpoint<S, D> for ListSessions {
         let reply = Reply::ok(page.sessions);
         Ok(match page.next {
             None => reply,
-            Some(at) => {
-                // The next page keeps the client's own parameters, with the new cursor.
-                let link = format!(
-                    "<{BASE}/projects/{project}/sessions?cursor={}{}>; rel=\"next\"",
-                    cursor::encode_sessions(project, &at),
-                    call.query.kept
-                );
-                reply.with_header(header::LINK, link)
-            }
+            // The next page keeps the client's own parameters, with the new cursor.
+            Some(at) => with_next_link(
+                reply,
+                &format!("/projects/{project}/sessions"),
+                &cursor::encode_sessions(project, &at),
+                &call.query.kept,
+            ),
         })
     }
 }
