@@ -30,7 +30,7 @@ fn every_event_file_is_known_and_parses_like_lambda_http() {
         .chain(AUTHORIZER_EVENTS.iter().copied())
         .chain([
             "seed.json",
-            // DynamoDB Streams events of webhook-dispatch, run by tests/dispatch_events.rs.
+            // DynamoDB Streams events of webhook-dispatch, run by tests/webhooks.rs (module dispatch).
             "webhook-dispatch-crossing.json",
             "webhook-dispatch-no-crossing.json",
             "webhook-dispatch-replay.json",

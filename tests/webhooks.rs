@@ -878,7 +878,7 @@ mod delivery {
     //! test.
     //!
     //! The `dynamodb::*` tests need `VIGIL_TEST_DYNAMODB_ENDPOINT` (`make test`, or
-    //! `scripts/with-moto.sh .cache/venv-test cargo test --test webhook_e2e`) and fail without it.
+    //! `scripts/with-moto.sh .cache/venv-test cargo test --test webhooks`) and fail without it.
 
     use crate::common;
     use crate::receiver;
@@ -935,7 +935,7 @@ mod delivery {
             Kind::Sqlite => String::new(),
             Kind::Dynamo => std::env::var("VIGIL_TEST_DYNAMODB_ENDPOINT").expect(
                 "VIGIL_TEST_DYNAMODB_ENDPOINT is not set: run the DynamoDB tests with `make test` \
-                 (or scripts/with-moto.sh .cache/venv-test cargo test --test webhook_e2e)",
+                 (or scripts/with-moto.sh .cache/venv-test cargo test --test webhooks)",
             ),
         };
             let env = Self {
