@@ -1,8 +1,6 @@
 //! The Lambda harness: the sample events in `events/` as the functions receive them, and a fresh
 //! store seeded with `events/seed.json` per test.
 //!
-//! receive them.
-//!
 //! Every `events/<name>.json` is what API Gateway (REST API, stage `v1`, Lambda proxy integration,
 //! payload 1.0, TOKEN authorizer context) or, for `authorizer*.json`, the TOKEN authorizer sends to
 //! the function built from `src/bin/<name>.rs`. A file with a suffix (`list-results-bad-limit.json`)
@@ -23,6 +21,11 @@
 //! | get-usage.json                 | get-usage            | `handlers::GetUsage`                     |
 //! | list-sessions.json             | list-sessions        | `handlers::ListSessions`                 |
 //! | get-stats.json                 | get-stats            | `handlers::GetStats`                     |
+//! | create-event.json              | create-event         | `handlers::CreateEvent`                  |
+//! | list-events.json               | list-events          | `handlers::ListEvents`                   |
+//! | get-event.json                 | get-event            | `handlers::GetEvent`                     |
+//! | collect.json                   | collect              | `lambda::collect`                        |
+//! | agent-script.json              | agent-script         | `http::ingest::agent_script`             |
 //! | dashboard.json                 | dashboard            | `http::insight::dashboard`               |
 //! | fallback*.json                 | fallback             | `lambda::fallback`                       |
 //! | authorizer*.json               | authorizer           | `lambda::authorizer`                     |

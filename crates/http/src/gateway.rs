@@ -13,7 +13,6 @@ use lambda_http::request::RequestContext;
 use lambda_http::{Request, RequestExt};
 use serde_json::{Value, json};
 
-use super::ACCOUNT_CONTEXT_KEY;
 use super::context::Context;
 use crate::domain::AccountId;
 use crate::domain::plan::{Principal, Terms};
@@ -74,6 +73,9 @@ pub fn allow_policy(method_arn: &str, principal: &Principal) -> ApiGatewayCustom
     res.context = context(principal);
     res
 }
+
+/// The authorizer context key that carries the authenticated account.
+const ACCOUNT_CONTEXT_KEY: &str = "accountId";
 
 // The authorizer context: the account and its plan's terms, as the strings API Gateway passes on
 // to the functions (cached with the policy; a plan change applies within the cache's 300 s).

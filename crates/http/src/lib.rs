@@ -27,9 +27,6 @@ pub use error::ApiError;
 pub use pipeline::{Endpoint, answer, respond};
 pub use routes::{Resolved, Route, Router};
 
-/// The authorizer context key that carries the authenticated account.
-pub const ACCOUNT_CONTEXT_KEY: &str = "accountId";
-
 pub(crate) fn json_response(status: StatusCode, body: String) -> Response<Body> {
     let mut res = Response::new(Body::Text(body));
     *res.status_mut() = status;

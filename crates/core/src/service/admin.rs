@@ -8,7 +8,7 @@ use crate::store::{
     AccountStore, AdminStore, ProjectStore, ResultStore, WebhookInsert, WebhookStore,
 };
 
-impl<S: AdminStore, E> Vigil<S, E> {
+impl<S: AdminStore, D> Vigil<S, D> {
     /// Creates or replaces an account, and adds developer keys to it (only their hashes are kept).
     pub async fn put_account(&self, account: &Account, keys: &[ApiKey]) -> ServiceResult<()> {
         self.store.put_account(account).await?;
@@ -33,13 +33,13 @@ impl<S: AdminStore, E> Vigil<S, E> {
     }
 }
 
-impl<S: AccountStore, E> Vigil<S, E> {
+impl<S: AccountStore, D> Vigil<S, D> {
     pub async fn account_exists(&self, id: &AccountId) -> ServiceResult<bool> {
         Ok(self.store.account(id).await?.is_some())
     }
 }
 
-impl<S: ProjectStore, E> Vigil<S, E> {
+impl<S: ProjectStore, D> Vigil<S, D> {
     /// Whether the project exists, whoever owns it. Known projects are remembered, as by
     /// [`Vigil::check_owner`], so a run of writes to one project reads it once.
     pub async fn project_exists(&self, id: &ProjectId) -> ServiceResult<bool> {
@@ -56,7 +56,7 @@ impl<S: ProjectStore, E> Vigil<S, E> {
     }
 }
 
-impl<S: ProjectStore + ResultStore, E> Vigil<S, E> {
+impl<S: ProjectStore + ResultStore, D> Vigil<S, D> {
     /// Records a result of an existing project: the one write path of every result (the command
     /// line, seeds and demo data), which keeps the session summary and feeds webhooks.
     pub async fn add_result(&self, result: &NewResult) -> ServiceResult<ResultPosition> {
@@ -67,7 +67,7 @@ impl<S: ProjectStore + ResultStore, E> Vigil<S, E> {
     }
 }
 
-impl<S: WebhookStore, E> Vigil<S, E> {
+impl<S: WebhookStore, D> Vigil<S, D> {
     /// A project's webhooks, whoever owns it.
     pub async fn project_webhooks(&self, project: &ProjectId) -> ServiceResult<Vec<Webhook>> {
         Ok(self.store.webhooks(project).await?)

@@ -122,7 +122,7 @@ impl<S: ProjectStore + ResultStore> Vigil<S, Detecting> {
     }
 }
 
-impl<S: ProjectStore + ResultStore, E> Vigil<S, E> {
+impl<S: ProjectStore + ResultStore, D> Vigil<S, D> {
     /// A page of the session's events, newest first (the same order and cursors as results).
     pub async fn events(
         &self,
@@ -150,7 +150,7 @@ impl<S: ProjectStore + ResultStore, E> Vigil<S, E> {
     }
 }
 
-impl<S: ProjectStore + AccountStore, E> Vigil<S, E> {
+impl<S: ProjectStore + AccountStore, D> Vigil<S, D> {
     /// The project a browser's request is for: its public key must be a project's, the page's
     /// origin one of the project's domain (judged before anything else about the project is
     /// said), and the project enabled. Warm instances answer from memory for
@@ -196,7 +196,7 @@ impl<S: ProjectStore + AccountStore, E> Vigil<S, E> {
     }
 }
 
-impl<S, E> Vigil<S, E> {
+impl<S, D> Vigil<S, D> {
     /// Forgets what this instance remembers of a project for ingestion, so that a change made
     /// through it (disabled, domain, token setting) applies to the next visit.
     pub fn forget_project(&self, project: &Project) {
@@ -222,7 +222,7 @@ pub fn is_public_key(key: &str) -> bool {
     })
 }
 
-impl<S: ProjectStore, E> Vigil<S, E> {
+impl<S: ProjectStore, D> Vigil<S, D> {
     /// The project, as read within the last [`VISITOR_CACHE_TTL`].
     async fn fresh_project(&self, id: &ProjectId) -> ServiceResult<Arc<Project>> {
         if let Some((read_at, p)) = self.projects.get(id)

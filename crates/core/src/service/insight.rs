@@ -5,7 +5,7 @@ use crate::domain::insight::{Bucket, SessionPage, SessionQuery, StatsRange};
 use crate::domain::{AccountId, ProjectId};
 use crate::store::{InsightStore, ProjectStore};
 
-impl<S: ProjectStore + InsightStore, E> Vigil<S, E> {
+impl<S: ProjectStore + InsightStore, D> Vigil<S, D> {
     /// A page of the project's sessions, most recently seen first.
     pub async fn sessions(
         &self,

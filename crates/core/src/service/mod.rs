@@ -71,14 +71,14 @@ pub enum ServiceError {
 
 pub type ServiceResult<T> = Result<T, ServiceError>;
 
-/// The service over a store `S`, with the detection engine when `E` is [`Detecting`]. Built once
+/// The service over a store `S`, with the detection engine when `D` is [`Detecting`]. Built once
 /// per process (per Lambda cold start).
-pub struct Vigil<S, E = ()> {
+pub struct Vigil<S, D = ()> {
     store: S,
     owners: Cache<ProjectId, AccountId>,
     url_policy: UrlPolicy,
     clock: Arc<dyn Clock>,
-    engine: E,
+    engine: D,
     /// Projects as read for ingestion, with when they were read.
     projects: Cache<ProjectId, (Instant, Arc<Project>)>,
     /// Projects by public key, for the collect route.
@@ -128,7 +128,7 @@ impl<S> Vigil<S> {
     }
 }
 
-impl<S, E> Vigil<S, E> {
+impl<S, D> Vigil<S, D> {
     /// The same service counting evaluated visits at or above `threshold` as bots and proxies in
     /// the statistics (the composition roots pass the webhook threshold).
     pub fn with_threshold(mut self, threshold: Score) -> Self {
@@ -151,7 +151,7 @@ impl<S, E> Vigil<S, E> {
     }
 }
 
-impl<S: KeyStore + AccountStore, E> Vigil<S, E> {
+impl<S: KeyStore + AccountStore, D> Vigil<S, D> {
     /// The account that owns a developer key, with its plan's terms. Only the key's hash is
     /// looked up; a key whose account is gone authenticates nothing.
     pub async fn authenticate(&self, key: &ApiKey) -> ServiceResult<Principal> {
@@ -165,7 +165,7 @@ impl<S: KeyStore + AccountStore, E> Vigil<S, E> {
     }
 }
 
-impl<S: ProjectStore, E> Vigil<S, E> {
+impl<S: ProjectStore, D> Vigil<S, D> {
     /// Succeeds when `project` exists and belongs to `account`. Another account's project is
     /// indistinguishable from a missing one. Positive answers are cached.
     pub async fn check_owner(&self, account: &AccountId, project: &ProjectId) -> ServiceResult<()> {
@@ -193,7 +193,7 @@ impl<S: ProjectStore, E> Vigil<S, E> {
     }
 }
 
-impl<S: AccountStore, E> Vigil<S, E> {
+impl<S: AccountStore, D> Vigil<S, D> {
     /// The terms of the account's plan, for a caller whose credentials did not carry them.
     pub async fn terms(&self, account: &AccountId) -> ServiceResult<Terms> {
         Ok(self.plan(account).await?.terms())
@@ -210,7 +210,7 @@ impl<S: AccountStore, E> Vigil<S, E> {
     }
 }
 
-impl<S: ProjectStore + ResultStore, E> Vigil<S, E> {
+impl<S: ProjectStore + ResultStore, D> Vigil<S, D> {
     pub async fn results(
         &self,
         account: &AccountId,
@@ -237,7 +237,7 @@ impl<S: ProjectStore + ResultStore, E> Vigil<S, E> {
     }
 }
 
-impl<S: ProjectStore + WebhookStore, E> Vigil<S, E> {
+impl<S: ProjectStore + WebhookStore, D> Vigil<S, D> {
     pub async fn create_webhook(
         &self,
         account: &AccountId,
@@ -282,7 +282,7 @@ impl<S: ProjectStore + WebhookStore, E> Vigil<S, E> {
 /// Most deliveries the log shows: the newest.
 pub const MAX_DELIVERIES: usize = 100;
 
-impl<S: ProjectStore + WebhookStore + DeliveryStore, E> Vigil<S, E> {
+impl<S: ProjectStore + WebhookStore + DeliveryStore, D> Vigil<S, D> {
     /// A webhook's delivery log, newest first.
     pub async fn deliveries(
         &self,

@@ -34,7 +34,7 @@ fn refusal(now: Timestamp, period: &Period, counted: Counted) -> ServiceError {
     })
 }
 
-impl<S: UsageStore, E> Vigil<S, E> {
+impl<S: UsageStore, D> Vigil<S, D> {
     /// Admits one request of `account` and counts it, or refuses it: a plan not in force refuses
     /// everything but reading the plan itself (`plan_read`), then the per-second rate, then the
     /// period's quota. One counter round trip per request.

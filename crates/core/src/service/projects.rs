@@ -26,7 +26,7 @@ pub struct ProjectSpec {
     pub require_session_token: bool,
 }
 
-impl<S: ProjectStore + IdempotencyStore, E> Vigil<S, E> {
+impl<S: ProjectStore + IdempotencyStore, D> Vigil<S, D> {
     /// Creates a project with fresh id and keys, unless the account has its plan's most; once per
     /// idempotency key when `once` is given (a retry gets the project the key created).
     pub async fn create_project(
@@ -70,7 +70,7 @@ impl<S: ProjectStore + IdempotencyStore, E> Vigil<S, E> {
     }
 }
 
-impl<S: ProjectStore, E> Vigil<S, E> {
+impl<S: ProjectStore, D> Vigil<S, D> {
     /// The account's projects, oldest first.
     pub async fn projects(&self, account: &AccountId) -> ServiceResult<Vec<Project>> {
         let mut list = self.store.account_projects(account).await?;

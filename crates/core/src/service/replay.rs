@@ -40,7 +40,7 @@ impl<S: ProjectStore> Replay<S> for Project {
     }
 }
 
-impl<S: IdempotencyStore, E> Vigil<S, E> {
+impl<S: IdempotencyStore, D> Vigil<S, D> {
     /// The answer to a retry whose key is already used, before anything else is checked (as the
     /// first request was); None when there is no key or it is unused.
     pub(crate) async fn replay_first<T: Replay<S>>(
