@@ -314,18 +314,33 @@ fn preflight(req: &Request) -> Response<Body> {
     res
 }
 
-/// The browser agent, as served.
-pub const AGENT_JS: &str = include_str!("../../../agent/vigil.js");
+/// The browser agent's source, commented for whoever reads it.
+const AGENT_SOURCE: &str = include_str!("../../../agent/vigil.js");
 
-/// The agent's entity tag: its content's hash, so a new build is fetched at once.
-static AGENT_ETAG: LazyLock<String> = LazyLock::new(|| {
-    let digest = Sha256::digest(AGENT_JS.as_bytes());
-    format!("\"{}\"", hex::encode(&digest[..12]))
+/// The agent as served, and its entity tag (its content's hash, so a new build is fetched at
+/// once). Every page that loads it pays for its bytes, so whole-line `//` comments and
+/// indentation stay in the source (ES5 without template literals: no line can be inside a string).
+static AGENT: LazyLock<(String, String)> = LazyLock::new(|| {
+    let body = served_agent(AGENT_SOURCE);
+    let digest = Sha256::digest(body.as_bytes());
+    let etag = format!("\"{}\"", hex::encode(&digest[..12]));
+    (body, etag)
 });
+
+fn served_agent(source: &str) -> String {
+    let mut out = String::with_capacity(source.len());
+    for line in source.lines().map(str::trim_start) {
+        if !line.starts_with("//") {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
+}
 
 /// GET /agent.js: the agent script, public and cacheable (no key, no plan: it carries no data).
 pub fn agent_script(req: &Request) -> Response<Body> {
-    let etag = AGENT_ETAG.as_str();
+    let (script, etag) = (&AGENT.0, AGENT.1.as_str());
     let fresh = req
         .headers()
         .get_all(header::IF_NONE_MATCH)
@@ -341,7 +356,7 @@ pub fn agent_script(req: &Request) -> Response<Body> {
     } else if req.method() == Method::HEAD {
         (StatusCode::OK, Body::Empty)
     } else {
-        (StatusCode::OK, Body::Text(AGENT_JS.to_owned()))
+        (StatusCode::OK, Body::Text(script.clone()))
     };
     let mut res = Response::new(body);
     *res.status_mut() = status;
@@ -362,4 +377,23 @@ pub fn agent_script(req: &Request) -> Response<Body> {
         h.insert(header::ETAG, v);
     }
     res
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_served_agent_drops_line_comments_and_indentation_only() {
+        let source = "/*! Header\n * usage */\n(function () {\n  // why\n  var a = \"//x\"; // kept\n    //\n}());\n";
+        assert_eq!(
+            served_agent(source),
+            "/*! Header\n* usage */\n(function () {\nvar a = \"//x\"; // kept\n}());\n"
+        );
+        let served = &AGENT.0;
+        assert!(served.len() < AGENT_SOURCE.len());
+        assert!(served.starts_with("/*! Vigil browser agent."));
+        assert!(served.contains("global.Vigil = { collect: collect"));
+        assert!(!served.lines().any(|l| l.starts_with("//") || l.starts_with(' ')));
+    }
 }
