@@ -20,7 +20,7 @@ TOOLS_ENV     := PATH="$(CURDIR)/$(VENV_TOOLS)/bin:$$PATH" SAM_CLI_TELEMETRY=0
 # `sam validate` and `sam build` need a region but no account or credentials.
 SAM_OFFLINE   := $(TOOLS_ENV) AWS_REGION=us-east-1 AWS_DEFAULT_REGION=us-east-1
 
-.PHONY: help run test test-unit test-browser test-api lint fmt build sizes sam-build deploy tools clean bench data eval cost
+.PHONY: help run test test-unit test-browser test-api lint fmt build sizes sam-build deploy tools clean bench bench-agent data eval cost
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -106,6 +106,11 @@ bench: ## Benchmarks: vigil serve req/s, webhook latency and dispatch, detection
 	cargo bench --bench webhook_latency
 	cargo bench --bench detect
 	benches/evaluate_vs_isbot.sh 300000
+
+bench-agent: $(VENV_BROWSER)/.installed ## The agent's collection time over N visits (default 20) by a disguised Chromium; AGENT=file tries a variant
+	scripts/browser-deps.sh
+	cargo build --bin vigil --locked
+	$(VENV_BROWSER)/bin/python benches/agent_collect.py $(if $(N),--visits $(N)) $(if $(AGENT),--agent $(AGENT))
 
 data: ## Rebuild data/ (bot patterns, IP ranges, countries, zones) from pinned registry packages
 	$(PY) scripts/data.py
