@@ -394,6 +394,10 @@ mod tests {
         assert!(served.len() < AGENT_SOURCE.len());
         assert!(served.starts_with("/*! Vigil browser agent."));
         assert!(served.contains("global.Vigil = { collect: collect"));
-        assert!(!served.lines().any(|l| l.starts_with("//") || l.starts_with(' ')));
+        assert!(
+            !served
+                .lines()
+                .any(|l| l.starts_with("//") || l.starts_with(' '))
+        );
     }
 }
