@@ -42,7 +42,10 @@ pub fn init_tracing() {
             .with_filter(filter_fn(|m| m.target() == crate::metrics::TARGET));
         tracing_subscriber::registry().with(fmt).with(emf).init();
     } else {
+        // Colours for a person at a terminal, plain text for a file or a pipe.
+        let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
         let fmt = tracing_subscriber::fmt::layer()
+            .with_ansi(ansi)
             .with_target(false)
             .with_writer(std::io::stderr)
             .with_filter(env())

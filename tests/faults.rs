@@ -286,7 +286,7 @@ async fn faults_lose_nothing_duplicate_nothing_and_leak_nothing() {
         "127.0.0.1:0",
         "--allow-loopback-webhooks",
     ]);
-    let server = common::serve::Served::start(serve);
+    let mut server = common::serve::Served::start(serve);
     let origin = server.origin.clone();
     let client = reqwest::Client::builder()
         .no_proxy()
@@ -515,8 +515,23 @@ async fn faults_lose_nothing_duplicate_nothing_and_leak_nothing() {
     // Every crossing delivered exactly once, under one webhook-id. A delivery whose creation was
     // applied but answered with a fault is not attempted at once (its creator cannot tell it made
     // it): the sweep attempts it when its lease (60 s) ends, so allow a few leases.
-    rx.wait_for(crossed.len(), Duration::from_secs(180), |h| h.path == "/f")
-        .await;
+    // On failure, say which crossing is missing and what the server logged: a lost delivery
+    // here is rare and random, so the first failing run must carry its own diagnosis.
+    let deadline = Instant::now() + Duration::from_secs(180);
+    while rx.hits_to("/f").len() < crossed.len() {
+        if Instant::now() > deadline {
+            let delivered: BTreeSet<String> = rx
+                .hits_to("/f")
+                .iter()
+                .filter_map(|h| h.json()["data"]["sessionId"].as_str().map(str::to_owned))
+                .collect();
+            server.fail(&format!(
+                "crossed {crossed:?}, delivered within 180 s {delivered:?}; faults {:?}",
+                faults.injected.lock().unwrap()
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
     tokio::time::sleep(Duration::from_secs(2)).await;
     let mut ids: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for h in rx.hits_to("/f") {
