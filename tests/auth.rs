@@ -12,18 +12,13 @@ mod lambda {
     use aws_lambda_events::apigw::ApiGatewayCustomAuthorizerRequest;
     use http::{StatusCode, header};
     use serde_json::json;
-    use vigil::http::{self as http_api, handlers};
+    use vigil::http::handlers;
 
     #[tokio::test]
     async fn list_results_without_authorizer_context_is_401() {
         let f = fixture().await;
-        let a = answer(
-            http_api::answer::<handlers::ListResults, _, _>(
-                &f.app,
-                request("list-results-no-auth-context.json"),
-            )
-            .await,
-        );
+        let a = call::<handlers::ListResults>(&f.app, request("list-results-no-auth-context.json"))
+            .await;
         assert_eq!(a.status, StatusCode::UNAUTHORIZED);
         assert_eq!(a.body, message("Unauthorized"));
     }
@@ -34,9 +29,7 @@ mod lambda {
         let mut event = event_json("list-results.json");
         event["requestContext"]["authorizer"]["principalId"] = json!("acc_2");
         event["requestContext"]["authorizer"]["accountId"] = json!("acc_2");
-        let a = answer(
-            http_api::answer::<handlers::ListResults, _, _>(&f.app, request_from(&event)).await,
-        );
+        let a = call::<handlers::ListResults>(&f.app, request_from(&event)).await;
         assert_eq!(a.status, StatusCode::NOT_FOUND);
         assert_eq!(a.body, message("Project not found"));
     }

@@ -10,14 +10,12 @@ mod lambda {
     use crate::common::lambda::*;
     use http::StatusCode;
     use serde_json::json;
-    use vigil::http::{self as http_api, handlers};
+    use vigil::http::handlers;
 
     #[tokio::test]
     async fn get_plan_returns_all_ten_fields() {
         let f = fixture().await;
-        let a = answer(
-            http_api::answer::<handlers::GetPlan, _, _>(&f.app, request("get-plan.json")).await,
-        );
+        let a = call::<handlers::GetPlan>(&f.app, request("get-plan.json")).await;
         assert_eq!(a.status, StatusCode::OK);
         assert_eq!(
             a.body,
@@ -39,9 +37,7 @@ mod lambda {
     #[tokio::test]
     async fn get_usage_counts_the_period() {
         let f = fixture().await;
-        let a = answer(
-            http_api::answer::<handlers::GetUsage, _, _>(&f.app, request("get-usage.json")).await,
-        );
+        let a = call::<handlers::GetUsage>(&f.app, request("get-usage.json")).await;
         assert_eq!(a.status, StatusCode::OK);
         let d = &a.body["data"];
         // This request is the first of the period.

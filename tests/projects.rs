@@ -16,10 +16,7 @@ mod lambda {
     #[tokio::test]
     async fn get_project_returns_exactly_eight_fields() {
         let f = fixture().await;
-        let a = answer(
-            http_api::answer::<handlers::GetProject, _, _>(&f.app, request("get-project.json"))
-                .await,
-        );
+        let a = call::<handlers::GetProject>(&f.app, request("get-project.json")).await;
         assert_eq!(a.status, StatusCode::OK);
         assert_eq!(
             a.body,
@@ -42,18 +39,14 @@ mod lambda {
         let mut event = event_json("get-project.json");
         event["pathParameters"]["projectId"] = json!("prj_unknown");
         event["path"] = json!("/projects/prj_unknown");
-        let a = answer(
-            http_api::answer::<handlers::GetProject, _, _>(&f.app, request_from(&event)).await,
-        );
+        let a = call::<handlers::GetProject>(&f.app, request_from(&event)).await;
         assert_eq!(a.status, StatusCode::NOT_FOUND);
         assert_eq!(a.body, message("Project not found"));
 
         // API Gateway hands over path parameters URL-decoded.
         event["pathParameters"]["projectId"] = json!("prj 1");
         event["path"] = json!("/projects/prj%201");
-        let a = answer(
-            http_api::answer::<handlers::GetProject, _, _>(&f.app, request_from(&event)).await,
-        );
+        let a = call::<handlers::GetProject>(&f.app, request_from(&event)).await;
         assert_eq!(a.status, StatusCode::BAD_REQUEST);
         let text = a.body["message"].as_str().expect("message");
         assert!(text.starts_with("projectId "), "{text}");
@@ -84,10 +77,7 @@ mod lambda {
             (Some("Blog"), Some("blog.example"))
         );
 
-        let a = answer(
-            http_api::answer::<handlers::ListProjects, _, _>(&f.app, request("list-projects.json"))
-                .await,
-        );
+        let a = call::<handlers::ListProjects>(&f.app, request("list-projects.json")).await;
         assert_eq!(a.status, StatusCode::OK);
         let ids: Vec<&str> = a.body["data"]
             .as_array()
@@ -97,13 +87,7 @@ mod lambda {
             .collect();
         assert_eq!(ids, ["prj_1", p["id"].as_str().unwrap()]);
 
-        let a = answer(
-            http_api::answer::<handlers::UpdateProject, _, _>(
-                &f.app,
-                request("update-project.json"),
-            )
-            .await,
-        );
+        let a = call::<handlers::UpdateProject>(&f.app, request("update-project.json")).await;
         assert_eq!(a.status, StatusCode::OK);
         assert_eq!(a.body["data"]["id"], "prj_1");
         assert_eq!(a.body["data"]["disabled"], true);

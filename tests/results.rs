@@ -10,16 +10,13 @@ mod lambda {
     use crate::common::lambda::*;
     use http::{StatusCode, header};
     use serde_json::json;
-    use vigil::http::{self as http_api, handlers};
+    use vigil::http::handlers;
     use vigil::seed;
 
     #[tokio::test]
     async fn list_results_returns_the_seeded_result() {
         let f = fixture().await;
-        let a = answer(
-            http_api::answer::<handlers::ListResults, _, _>(&f.app, request("list-results.json"))
-                .await,
-        );
+        let a = call::<handlers::ListResults>(&f.app, request("list-results.json")).await;
         assert_eq!(a.status, StatusCode::OK);
         assert_eq!(a.body, json!({ "data": [sess_1_result()] }));
         assert_eq!(a.header(header::LINK), None, "one page only");
@@ -31,9 +28,7 @@ mod lambda {
         let mut event = event_json("list-results.json");
         event["pathParameters"]["sessionId"] = json!("sess_unknown");
         event["path"] = json!("/results/prj_1/sess_unknown");
-        let a = answer(
-            http_api::answer::<handlers::ListResults, _, _>(&f.app, request_from(&event)).await,
-        );
+        let a = call::<handlers::ListResults>(&f.app, request_from(&event)).await;
         assert_eq!(a.status, StatusCode::OK);
         assert_eq!(a.body, json!({ "data": null }));
     }
@@ -62,9 +57,7 @@ mod lambda {
         let mut event = event_json("list-results-paged.json");
         assert_eq!(event["queryStringParameters"], json!({ "limit": "1" }));
         for (i, expected) in expected_pages.iter().enumerate() {
-            let a = answer(
-                http_api::answer::<handlers::ListResults, _, _>(&f.app, request_from(&event)).await,
-            );
+            let a = call::<handlers::ListResults>(&f.app, request_from(&event)).await;
             assert_eq!(a.status, StatusCode::OK, "page {i}");
             assert_eq!(a.body, json!({ "data": [expected] }), "page {i}");
             let link = a.header(header::LINK);
@@ -94,22 +87,14 @@ mod lambda {
     #[tokio::test]
     async fn list_results_refuses_a_bad_limit_and_a_bad_cursor() {
         let f = fixture().await;
-        let a = answer(
-            http_api::answer::<handlers::ListResults, _, _>(
-                &f.app,
-                request("list-results-bad-limit.json"),
-            )
-            .await,
-        );
+        let a = call::<handlers::ListResults>(&f.app, request("list-results-bad-limit.json")).await;
         assert_eq!(a.status, StatusCode::BAD_REQUEST);
         assert_eq!(a.body, message("limit must be an integer from 1 to 100"));
 
         let mut event = event_json("list-results.json");
         event["queryStringParameters"] = json!({ "cursor": "not-a-cursor" });
         event["multiValueQueryStringParameters"] = json!({ "cursor": ["not-a-cursor"] });
-        let a = answer(
-            http_api::answer::<handlers::ListResults, _, _>(&f.app, request_from(&event)).await,
-        );
+        let a = call::<handlers::ListResults>(&f.app, request_from(&event)).await;
         assert_eq!(a.status, StatusCode::BAD_REQUEST);
         assert_eq!(a.body, message("cursor is not valid for this session"));
     }
@@ -117,10 +102,7 @@ mod lambda {
     #[tokio::test]
     async fn session_score_is_the_maximum_of_the_session() {
         let f = fixture().await;
-        let a = answer(
-            http_api::answer::<handlers::SessionScore, _, _>(&f.app, request("session-score.json"))
-                .await,
-        );
+        let a = call::<handlers::SessionScore>(&f.app, request("session-score.json")).await;
         assert_eq!(a.status, StatusCode::OK);
         assert_eq!(
             a.body,
@@ -135,10 +117,7 @@ mod lambda {
         seed::load(&f.app, &more.to_string())
             .await
             .expect("result loads");
-        let a = answer(
-            http_api::answer::<handlers::SessionScore, _, _>(&f.app, request("session-score.json"))
-                .await,
-        );
+        let a = call::<handlers::SessionScore>(&f.app, request("session-score.json")).await;
         assert_eq!(
             a.body,
             json!({ "data": { "scoreBot": 0.6, "scoreProxyVpn": 0.91 } })
@@ -151,9 +130,7 @@ mod lambda {
         let mut event = event_json("session-score.json");
         event["pathParameters"]["sessionId"] = json!("sess_unknown");
         event["path"] = json!("/results/prj_1/sess_unknown/general");
-        let a = answer(
-            http_api::answer::<handlers::SessionScore, _, _>(&f.app, request_from(&event)).await,
-        );
+        let a = call::<handlers::SessionScore>(&f.app, request_from(&event)).await;
         assert_eq!(a.status, StatusCode::NOT_FOUND);
         assert_eq!(a.body, message("Session not found"));
     }
@@ -162,18 +139,13 @@ mod lambda {
     async fn list_sessions_filters_the_seeded_session_by_score() {
         let f = fixture().await;
         // The sample asks for sessions with scoreBot >= 0.5: the seeded one has 0.02.
-        let none = answer(
-            http_api::answer::<handlers::ListSessions, _, _>(&f.app, request("list-sessions.json"))
-                .await,
-        );
+        let none = call::<handlers::ListSessions>(&f.app, request("list-sessions.json")).await;
         assert_eq!(none.status, StatusCode::OK, "{}", none.body);
         assert_eq!(none.body, json!({"data": []}));
         let mut all = event_json("list-sessions.json");
         all["queryStringParameters"] = json!({"minScoreProxyVpn": "0.9"});
         all["multiValueQueryStringParameters"] = json!({"minScoreProxyVpn": ["0.9"]});
-        let listed = answer(
-            http_api::answer::<handlers::ListSessions, _, _>(&f.app, request_from(&all)).await,
-        );
+        let listed = call::<handlers::ListSessions>(&f.app, request_from(&all)).await;
         assert_eq!(
             listed.body,
             json!({"data": [{
@@ -191,9 +163,7 @@ mod lambda {
     #[tokio::test]
     async fn get_stats_counts_the_seeded_result_in_its_hour() {
         let f = fixture().await;
-        let a = answer(
-            http_api::answer::<handlers::GetStats, _, _>(&f.app, request("get-stats.json")).await,
-        );
+        let a = call::<handlers::GetStats>(&f.app, request("get-stats.json")).await;
         assert_eq!(a.status, StatusCode::OK, "{}", a.body);
         let buckets = a.body["data"].as_array().unwrap();
         assert_eq!(buckets.len(), 24);
@@ -208,8 +178,7 @@ mod lambda {
         let mut long = event_json("get-stats.json");
         long["queryStringParameters"]["to"] = json!("2026-12-31T00:00:00Z");
         long["multiValueQueryStringParameters"]["to"] = json!(["2026-12-31T00:00:00Z"]);
-        let refused =
-            answer(http_api::answer::<handlers::GetStats, _, _>(&f.app, request_from(&long)).await);
+        let refused = call::<handlers::GetStats>(&f.app, request_from(&long)).await;
         assert_eq!(refused.status, StatusCode::BAD_REQUEST);
         assert_eq!(
             refused.body["message"],

@@ -13,7 +13,7 @@ mod lambda {
     use http::{StatusCode, header};
     use serde_json::{Value, json};
     use vigil::domain::{Timestamp, WebhookId};
-    use vigil::http::{self as http_api, handlers};
+    use vigil::http::handlers;
     use vigil::service::{Detecting, Vigil};
     use vigil::store::SqliteStore;
 
@@ -27,10 +27,7 @@ mod lambda {
     }
 
     async fn list_webhooks(app: &Vigil<SqliteStore, Detecting>) -> Answer {
-        answer(
-            http_api::answer::<handlers::ListWebhooks, _, _>(app, request("list-webhooks.json"))
-                .await,
-        )
+        call::<handlers::ListWebhooks>(app, request("list-webhooks.json")).await
     }
 
     #[tokio::test]
@@ -45,13 +42,7 @@ mod lambda {
     async fn create_webhook_answers_201_with_location_and_is_listed() {
         let f = fixture().await;
         let before = Timestamp::now();
-        let a = answer(
-            http_api::answer::<handlers::CreateWebhook, _, _>(
-                &f.app,
-                request("create-webhook.json"),
-            )
-            .await,
-        );
+        let a = call::<handlers::CreateWebhook>(&f.app, request("create-webhook.json")).await;
         assert_eq!(a.status, StatusCode::CREATED, "{}", a.body);
         assert_eq!(a.body, json!({ "data": null }));
         let location = a.header(header::LOCATION).expect("Location header");
@@ -85,13 +76,7 @@ mod lambda {
         );
 
         // The same event again: same type and url on the project.
-        let again = answer(
-            http_api::answer::<handlers::CreateWebhook, _, _>(
-                &f.app,
-                request("create-webhook.json"),
-            )
-            .await,
-        );
+        let again = call::<handlers::CreateWebhook>(&f.app, request("create-webhook.json")).await;
         assert_eq!(again.status, StatusCode::CONFLICT);
         assert_eq!(
             again.body,
@@ -103,13 +88,8 @@ mod lambda {
     #[tokio::test]
     async fn create_webhook_refuses_a_private_url() {
         let f = fixture().await;
-        let a = answer(
-            http_api::answer::<handlers::CreateWebhook, _, _>(
-                &f.app,
-                request("create-webhook-private-url.json"),
-            )
-            .await,
-        );
+        let a = call::<handlers::CreateWebhook>(&f.app, request("create-webhook-private-url.json"))
+            .await;
         assert_eq!(a.status, StatusCode::BAD_REQUEST);
         assert_eq!(a.body, message("url must point to a public host"));
         assert_eq!(a.header(header::LOCATION), None);
@@ -125,9 +105,7 @@ mod lambda {
         let mut event = event_json("create-webhook.json");
         event["headers"]["Content-Type"] = json!("text/plain");
         event["multiValueHeaders"]["Content-Type"] = json!(["text/plain"]);
-        let a = answer(
-            http_api::answer::<handlers::CreateWebhook, _, _>(&f.app, request_from(&event)).await,
-        );
+        let a = call::<handlers::CreateWebhook>(&f.app, request_from(&event)).await;
         assert_eq!(a.status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
         assert_eq!(a.body, message("Content-Type must be application/json"));
     }
@@ -135,24 +113,12 @@ mod lambda {
     #[tokio::test]
     async fn delete_webhook_removes_it_once() {
         let f = fixture().await;
-        let a = answer(
-            http_api::answer::<handlers::DeleteWebhook, _, _>(
-                &f.app,
-                request("delete-webhook.json"),
-            )
-            .await,
-        );
+        let a = call::<handlers::DeleteWebhook>(&f.app, request("delete-webhook.json")).await;
         assert_eq!(a.status, StatusCode::OK);
         assert_eq!(a.body, json!({ "data": null }));
         assert_eq!(list_webhooks(&f.app).await.body, json!({ "data": [] }));
 
-        let again = answer(
-            http_api::answer::<handlers::DeleteWebhook, _, _>(
-                &f.app,
-                request("delete-webhook.json"),
-            )
-            .await,
-        );
+        let again = call::<handlers::DeleteWebhook>(&f.app, request("delete-webhook.json")).await;
         assert_eq!(again.status, StatusCode::NOT_FOUND);
         assert_eq!(again.body, message("Webhook not found"));
     }

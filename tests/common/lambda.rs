@@ -49,6 +49,7 @@ use serde_json::{Value, json};
 use tempfile::TempDir;
 use vigil::detect::Engine;
 use vigil::domain::UrlPolicy;
+use vigil::http::Endpoint;
 use vigil::seed::{self, SeedReport};
 use vigil::service::{Detecting, Vigil};
 use vigil::store::SqliteStore;
@@ -157,6 +158,15 @@ impl Answer {
             .get(name)
             .map(|v| v.to_str().expect("ASCII header"))
     }
+}
+
+/// What the function of endpoint `E` answers to `req` (the Lambda door: the API Gateway seam,
+/// then the pipeline), read by [`answer`].
+pub async fn call<E: Endpoint<SqliteStore, Detecting>>(
+    app: &Vigil<SqliteStore, Detecting>,
+    req: Request,
+) -> Answer {
+    answer(vigil::http::answer::<E, _, _>(app, req).await)
 }
 
 /// Every answer has a JSON body and says so.
