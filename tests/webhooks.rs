@@ -537,6 +537,14 @@ mod dispatch {
                 .collect()
         }
 
+        /// Every active webhook got exactly one delivery: `session`'s crossing, its third write.
+        fn assert_crossing_delivered_once(&self, session: &str) {
+            for ((hook, _), hits) in ACTIVE.iter().zip(self.per_hook()) {
+                assert_eq!(hits.len(), 1, "{hook}: {hits:#?}");
+                assert_delivery(&hits[0], hook, session, &written(3, "0.6"));
+            }
+        }
+
         /// The stored deliveries of a webhook.
         async fn deliveries(&self, hook: &str) -> Vec<vigil::domain::Delivery> {
             self.store
@@ -711,10 +719,7 @@ mod dispatch {
         // 0.1 (insert), 0.1 -> 0.3, 0.3 -> 0.6 (the crossing), 0.6 -> 0.9.
         let records = (1..=4).map(|i| write_record("sess_b", &PVS, i)).collect();
         f.run(event_of(records)).await;
-        for ((hook, _), hits) in ACTIVE.iter().zip(f.per_hook()) {
-            assert_eq!(hits.len(), 1, "{hook}: {hits:#?}");
-            assert_delivery(&hits[0], hook, "sess_b", &written(3, "0.6"));
-        }
+        f.assert_crossing_delivered_once("sess_b");
     }
 
     #[tokio::test]
@@ -734,10 +739,7 @@ mod dispatch {
             write_record("sess_o", &PVS, 1),
         ]))
         .await;
-        for ((hook, _), hits) in ACTIVE.iter().zip(f.per_hook()) {
-            assert_eq!(hits.len(), 1, "{hook}: {hits:#?}");
-            assert_delivery(&hits[0], hook, "sess_o", &written(3, "0.6"));
-        }
+        f.assert_crossing_delivered_once("sess_o");
     }
 
     #[tokio::test]
@@ -773,10 +775,7 @@ mod dispatch {
         bad["dynamodb"]["NewImage"]["scoreProxyVpn"] = json!({"N": "7"});
         let records = vec![bad, write_record("sess_ok", &PVS, 3)];
         f.run(event_of(records)).await;
-        for ((hook, _), hits) in ACTIVE.iter().zip(f.per_hook()) {
-            assert_eq!(hits.len(), 1, "{hook}: {hits:#?}");
-            assert_delivery(&hits[0], hook, "sess_ok", &written(3, "0.6"));
-        }
+        f.assert_crossing_delivered_once("sess_ok");
     }
 
     /// A receiver's failure is an attempt outcome, never a failed record: the batch succeeds, the
