@@ -107,10 +107,10 @@ bench: ## Benchmarks: vigil serve req/s, webhook latency and dispatch, detection
 	cargo bench --bench detect
 	benches/evaluate_vs_isbot.sh 300000
 
-bench-agent: $(VENV_BROWSER)/.installed ## The agent's collection time over N visits (default 20) by a disguised Chromium; AGENT=file tries a variant
+bench-agent: $(VENV_BROWSER)/.installed ## The agent's collection time over N visits (default 20) by a disguised Chromium (AGENT=file tries a variant) or a person's (PERSON=1)
 	scripts/browser-deps.sh
 	cargo build --bin vigil --locked
-	$(VENV_BROWSER)/bin/python benches/agent_collect.py $(if $(N),--visits $(N)) $(if $(AGENT),--agent $(AGENT))
+	$(VENV_BROWSER)/bin/python benches/agent_collect.py $(if $(N),--visits $(N)) $(if $(AGENT),--agent $(AGENT)) $(if $(PERSON),--person)
 
 data: ## Rebuild data/ (bot patterns, IP ranges, countries, zones) from pinned registry packages
 	$(PY) scripts/data.py

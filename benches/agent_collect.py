@@ -6,8 +6,15 @@ stealth launch options, a borrowed user agent), each in a browser launched for i
 built one, so a change to the agent can be compared before it is built (run both in one session:
 on this 2-core machine the figure moves by 10 ms between sessions).
 
-    make bench-agent                      # 20 visits of the built agent
+With --person the visits are a person's instead: Chromium under Xvfb started without a driver,
+its first page at launch and the rest in new tabs of the running browser, read over DevTools
+only after all arrived (as `make test-browser`'s person-chromium); this measures what a
+visitor's page pays, without the driver's own work (Playwright holds every new Worker until it
+resumes it). A variant cannot be routed in without a driver, so --person takes the built agent.
+
+    make bench-agent                      # 20 driven visits of the built agent
     make bench-agent N=40 AGENT=my.js     # a variant
+    make bench-agent PERSON=1             # 20 visits of a person's Chromium
 """
 
 import argparse
@@ -26,13 +33,19 @@ def main():
     args = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     args.add_argument("--visits", type=int, default=20)
     args.add_argument("--agent", type=Path, help="serve this file as /v1/agent.js")
+    args.add_argument("--person", action="store_true", help="a person's Chromium, no driver")
     opts = args.parse_args()
+    if opts.person and opts.agent:
+        args.error("--person measures the built agent; --agent needs a driver to route the file in")
     times = []
     with tempfile.TemporaryDirectory() as tmp:
         server = demo.Server(tmp)
         try:
             with sync_playwright() as pw:
-                for _ in range(opts.visits):
+                if opts.person:
+                    with demo.Display() as display:
+                        _, times = demo.person_chromium_visits(server, pw, tmp, display, opts.visits - 1)
+                for _ in range(0 if opts.person else opts.visits):
                     browser = pw.chromium.launch(executable_path=demo.CHROMIUM, headless=True,
                                                  args=demo.QUIET + demo.STEALTH_ARGS,
                                                  ignore_default_args=["--enable-automation"])
@@ -50,7 +63,8 @@ def main():
         finally:
             server.stop()
     times.sort()
-    print(f"agent collection time over {len(times)} visits ({opts.agent or 'built agent'}): "
+    what = "a person's Chromium, built agent" if opts.person else f"driven, {opts.agent or 'built agent'}"
+    print(f"agent collection time over {len(times)} visits ({what}): "
           f"p50 {statistics.median(times):.0f} ms, p90 {times[int(0.9 * (len(times) - 1))]} ms, "
           f"max {times[-1]} ms; all {times}")
 
