@@ -10,8 +10,8 @@ navigator.webdriver; `chromium --headless=new` with a borrowed user agent; puppe
 puppeteer-extra's stealth plugin. Plus Playwright's plain headless Chromium.
 
 People, each scoreBot < 0.5: Chromium and Firefox ESR under Xvfb started as a person starts them,
-and Firefox ESR with privacy.resistFingerprinting. The person's Chromium makes six visits: its
-first page at launch, then five in new tabs of the running browser; every one must score as a
+and Firefox ESR with privacy.resistFingerprinting. The person's Chromium makes ten visits: its
+first page at launch, then nine in new tabs of the running browser; every one must score as a
 person, and only after all arrived does a DevTools client attach, to read the pages and
 photograph the first.
 
@@ -204,7 +204,12 @@ def puppeteer_stealth(server):
 
 
 # Visits a person's Chromium makes after its first page, each in a new tab of the running browser.
-PERSON_TABS = 5
+PERSON_TABS = 9
+# This machine has no GPU, and Chromium no longer falls back to software WebGL by itself; a
+# person's browser has WebGL, so this one gets it through SwiftShader and its visits pay for the
+# agent's two WebGL contexts (window and Worker) as a person's do. It also shows
+# software_renderer, a soft signal, as the Firefox profiles do.
+PERSON_CHROMIUM_ARGS = ["--enable-unsafe-swiftshader"]
 
 
 def person_chromium_visits(server, pw, tmp, display, tabs, shot=None):
@@ -216,7 +221,8 @@ def person_chromium_visits(server, pw, tmp, display, tabs, shot=None):
     Returns the events, first visit first, and the collection times."""
     sessions = [session_id("person-chromium")] + [session_id("person-chromium-tab") for _ in range(tabs)]
     devtools = free_port()
-    profile = [CHROMIUM, *QUIET, f"--user-data-dir={tmp}/person-chromium-{sessions[0]}", "--window-size=1280,900"]
+    profile = [CHROMIUM, *QUIET, f"--user-data-dir={tmp}/person-chromium-{sessions[0]}", "--window-size=1280,900",
+               *PERSON_CHROMIUM_ARGS]
     chromium = subprocess.Popen([*profile, f"--remote-debugging-port={devtools}", server.demo_url(sessions[0])],
                                 env=display.env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
