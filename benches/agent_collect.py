@@ -29,6 +29,27 @@ import demo  # noqa: E402  (the matrix's server, browser and disguise)
 from playwright.sync_api import sync_playwright  # noqa: E402
 
 
+def driven_visits(server, pw, visits, agent=None):
+    """The matrix's disguised Playwright Chromium, a fresh browser per visit; `agent` replaces
+    /v1/agent.js. Returns the collection times."""
+    times = []
+    for _ in range(visits):
+        browser = pw.chromium.launch(executable_path=demo.CHROMIUM, headless=True,
+                                     args=demo.QUIET + demo.STEALTH_ARGS,
+                                     ignore_default_args=["--enable-automation"])
+        try:
+            page = browser.new_context(viewport={"width": 1100, "height": 900},
+                                       user_agent=demo.WIN_UA).new_page()
+            if agent:
+                page.route("**/v1/agent.js", lambda r: r.fulfill(path=str(agent), content_type="text/javascript"))
+            page.goto(server.demo_url(demo.session_id("bench")))
+            page.wait_for_selector("body[data-state=done]", timeout=30_000)
+            times.append(page.evaluate("Number(document.body.dataset.collectMs)"))
+        finally:
+            browser.close()
+    return times
+
+
 def main():
     args = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     args.add_argument("--visits", type=int, default=20)
@@ -37,7 +58,6 @@ def main():
     opts = args.parse_args()
     if opts.person and opts.agent:
         args.error("--person measures the built agent; --agent needs a driver to route the file in")
-    times = []
     with tempfile.TemporaryDirectory() as tmp:
         server = demo.Server(tmp)
         try:
@@ -45,21 +65,8 @@ def main():
                 if opts.person:
                     with demo.Display() as display:
                         _, times = demo.person_chromium_visits(server, pw, tmp, display, opts.visits - 1)
-                for _ in range(0 if opts.person else opts.visits):
-                    browser = pw.chromium.launch(executable_path=demo.CHROMIUM, headless=True,
-                                                 args=demo.QUIET + demo.STEALTH_ARGS,
-                                                 ignore_default_args=["--enable-automation"])
-                    try:
-                        page = browser.new_context(viewport={"width": 1100, "height": 900},
-                                                   user_agent=demo.WIN_UA).new_page()
-                        if opts.agent:
-                            page.route("**/v1/agent.js", lambda r: r.fulfill(
-                                path=str(opts.agent), content_type="text/javascript"))
-                        page.goto(server.demo_url(demo.session_id("bench")))
-                        page.wait_for_selector("body[data-state=done]", timeout=30_000)
-                        times.append(page.evaluate("Number(document.body.dataset.collectMs)"))
-                    finally:
-                        browser.close()
+                else:
+                    times = driven_visits(server, pw, opts.visits, opts.agent)
         finally:
             server.stop()
     times.sort()
