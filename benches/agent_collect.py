@@ -7,7 +7,7 @@ built one, so a change to the agent can be compared before it is built (run both
 on this 2-core machine the figure moves by 10 ms between sessions).
 
 With --person the visits are a person's instead: Chromium under Xvfb started without a driver,
-its first page at launch and the rest in new tabs of the running browser, read over DevTools
+its first page at launch and the rest in new tabs the running browser opens, read over DevTools
 only after all arrived (as `make test-browser`'s person-chromium); this measures what a
 visitor's page pays, without the driver's own work (Playwright holds every new Worker until it
 resumes it). A variant cannot be routed in without a driver, so --person takes the built agent.

@@ -10,10 +10,10 @@ navigator.webdriver; `chromium --headless=new` with a borrowed user agent; puppe
 puppeteer-extra's stealth plugin. Plus Playwright's plain headless Chromium.
 
 People, each scoreBot < 0.5: Chromium and Firefox ESR under Xvfb started as a person starts them,
-and Firefox ESR with privacy.resistFingerprinting. The person's Chromium makes ten visits: its
-first page at launch, then nine in new tabs of the running browser; every one must score as a
-person, and only after all arrived does a DevTools client attach, to read the pages and
-photograph the first.
+and Firefox ESR with privacy.resistFingerprinting. The person's Chromium makes fifteen visits:
+its first page at launch, then fourteen in new tabs the running browser opens; every one must
+score as a person, and only after all arrived does a DevTools client attach, to read the pages
+and photograph the first.
 
 Every browser is Debian's (never a downloaded build). Screenshots go to target/browser/. The
 agent's collection time (from `Vigil.collect` to the send) is printed over the person's Chromium
@@ -204,7 +204,7 @@ def puppeteer_stealth(server):
 
 
 # Visits a person's Chromium makes after its first page, each in a new tab of the running browser.
-PERSON_TABS = 9
+PERSON_TABS = 14
 # This machine has no GPU, and Chromium no longer falls back to software WebGL by itself; a
 # person's browser has WebGL, so this one gets it through SwiftShader and its visits pay for the
 # agent's two WebGL contexts (window and Worker) as a person's do. It also shows
@@ -212,24 +212,31 @@ PERSON_TABS = 9
 PERSON_CHROMIUM_ARGS = ["--enable-unsafe-swiftshader"]
 
 
+def new_tab(devtools, url):
+    """The running browser opens `url` in a new tab, as when a person opens one and types the
+    address: the DevTools HTTP endpoint's /json/new makes the browser create the tab and attaches
+    nothing to it (no protocol session, so nothing runs in or waits on the page)."""
+    req = urllib.request.Request(f"http://127.0.0.1:{devtools}/json/new?{url}", method="PUT")
+    with urllib.request.urlopen(req, timeout=30) as res:
+        res.read()
+
+
 def person_chromium_visits(server, pw, tmp, display, tabs, shot=None):
     """Chromium started as a person starts it, with the demo as its first page; then `tabs` more
-    visits as a person opens a shop in a browser already running: the command line hands each
-    address to the running browser (as a link clicked in another program does), which opens it in
-    a new tab. Nothing is attached until every visit has arrived; only then does a DevTools client
-    read each page's collection time (and photograph the first page to `shot`).
+    visits, each in a new tab the running browser opens (`new_tab`). Nothing is attached until
+    every visit has arrived; only then does a DevTools client read each page's collection time
+    (and photograph the first page to `shot`).
     Returns the events, first visit first, and the collection times."""
     sessions = [session_id("person-chromium")] + [session_id("person-chromium-tab") for _ in range(tabs)]
     devtools = free_port()
-    profile = [CHROMIUM, *QUIET, f"--user-data-dir={tmp}/person-chromium-{sessions[0]}", "--window-size=1280,900",
-               *PERSON_CHROMIUM_ARGS]
-    chromium = subprocess.Popen([*profile, f"--remote-debugging-port={devtools}", server.demo_url(sessions[0])],
+    chromium = subprocess.Popen([CHROMIUM, *QUIET, f"--user-data-dir={tmp}/person-chromium-{sessions[0]}",
+                                 "--window-size=1280,900", *PERSON_CHROMIUM_ARGS,
+                                 f"--remote-debugging-port={devtools}", server.demo_url(sessions[0])],
                                 env=display.env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         events = [wait_event(server, sessions[0])]
         for session in sessions[1:]:
-            subprocess.run([*profile, server.demo_url(session)], env=display.env(), stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL, timeout=60, check=True)
+            new_tab(devtools, server.demo_url(session))
             events.append(wait_event(server, session))
         browser = pw.chromium.connect_over_cdp(f"http://127.0.0.1:{devtools}")
         pages = {p.url.rsplit("session=", 1)[-1]: p for c in browser.contexts for p in c.pages if "/demo" in p.url}
