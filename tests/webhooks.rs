@@ -1474,6 +1474,38 @@ mod delivery {
         );
     }
 
+    /// A crossing written after another writer's transaction was canceled is still delivered. A
+    /// canceled transaction makes the emulator replace the table with a copy, stream shard
+    /// included, so an iterator the follower held from before reads nothing more: the follower
+    /// takes its iterators again from its checkpoints (every 5 s) instead of going blind.
+    #[tokio::test]
+    async fn dynamodb_crossing_after_a_canceled_transaction_is_delivered() {
+        use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
+        let rx = Receiver::start(Reply::status(204));
+        let env = Env::new(Kind::Dynamo, &seed(&[("wh_1", rx.url("/hook"))]), SCHEDULE);
+        let _server = env.serve(true);
+        env.add_result("sess_1", 0.1, 0.9, &at(TEN_AM));
+        rx.wait_for(1, WAIT, |h| session_of(h) == "sess_1").await;
+
+        let client = common::dynamo_client(&env.endpoint, |b| b).await;
+        let put = Put::builder()
+            .table_name(&env.table)
+            .item("pk", AttributeValue::S("TEST#canceled".into()))
+            .item("sk", AttributeValue::S("TEST#canceled".into()))
+            .condition_expression("attribute_exists(pk)")
+            .build()
+            .unwrap();
+        let canceled = client
+            .transact_write_items()
+            .transact_items(TransactWriteItem::builder().put(put).build())
+            .send()
+            .await;
+        assert!(canceled.is_err(), "the transaction's condition held");
+
+        env.add_result("sess_2", 0.1, 0.9, &at(TEN_AM + 1));
+        rx.wait_for(1, WAIT, |h| session_of(h) == "sess_2").await;
+    }
+
     // ---------------------------------------------------------------------------------------------
     // The scenarios, on each store
 

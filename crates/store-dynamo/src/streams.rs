@@ -247,6 +247,12 @@ impl ChangeFeed for DynamoStore {
                     Ok(()) => discovered = Some(Instant::now()),
                     Err(e) => tracing::error!(error = %Chain(&e), "cannot list stream shards"),
                 }
+                // Iterators are taken again from the checkpoints (the same position: a batch's
+                // checkpoint is written before its next iterator is kept). The emulator needs
+                // it: a canceled transaction makes moto replace the table with a copy, stream
+                // shard included, and an iterator taken before then reads the old shard, empty
+                // for ever. On DynamoDB it costs one GetShardIterator per shard every 5 s.
+                f.iterators.clear();
             }
             match f.round().await {
                 Ok(true) => {}
