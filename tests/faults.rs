@@ -14,7 +14,10 @@
 //!
 //! The emulator ignores `ClientRequestToken`, which real DynamoDB honours for ten minutes (a
 //! retried transaction that was applied succeeds without applying again); the proxy gives it that
-//! property, so the test holds Vigil to the real service's contract, not the emulator's gap.
+//! property, so the test holds Vigil to the real service's contract, not the emulator's gap. For
+//! the same reason it hands the emulator one write at a time: a canceled transaction makes moto
+//! restore the whole table from a copy taken when the transaction began, which drops any write
+//! (and its stream record) applied in between; DynamoDB never loses a write that way.
 
 mod common;
 mod receiver;
@@ -46,6 +49,8 @@ struct Faults {
     applied: Mutex<HashMap<String, (u16, Bytes)>>,
     /// Transactions in flight, by token: a retry waits for the first attempt to finish.
     in_flight: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// Held while a write is forwarded: the emulator takes one at a time (module docs).
+    writes: tokio::sync::Mutex<()>,
 }
 
 impl Faults {
@@ -187,9 +192,19 @@ async fn proxy_call(
             }
         }
     }
+    let write = matches!(
+        op.as_str(),
+        "TransactWriteItems" | "PutItem" | "UpdateItem" | "DeleteItem" | "BatchWriteItem"
+    );
+    let serial = if write {
+        Some(faults.writes.lock().await)
+    } else {
+        None
+    };
     let (status, headers, out) = forward(&client, &upstream, &parts.headers, body)
         .await
         .map_err(std::io::Error::other)?;
+    drop(serial);
     if let Some(t) = &token
         && status == 200
     {
