@@ -192,14 +192,11 @@ async fn proxy_call(
             }
         }
     }
-    let write = matches!(
-        op.as_str(),
-        "TransactWriteItems" | "PutItem" | "UpdateItem" | "DeleteItem" | "BatchWriteItem"
-    );
-    let serial = if write {
-        Some(faults.writes.lock().await)
-    } else {
-        None
+    let serial = match op.as_str() {
+        "TransactWriteItems" | "PutItem" | "UpdateItem" | "DeleteItem" | "BatchWriteItem" => {
+            Some(faults.writes.lock().await)
+        }
+        _ => None,
     };
     let (status, headers, out) = forward(&client, &upstream, &parts.headers, body)
         .await

@@ -244,15 +244,18 @@ impl ChangeFeed for DynamoStore {
         loop {
             if discovered.is_none_or(|t| t.elapsed() > REDISCOVER) {
                 match f.discover().await {
-                    Ok(()) => discovered = Some(Instant::now()),
+                    Ok(()) => {
+                        discovered = Some(Instant::now());
+                        // Iterators are taken again from the checkpoints (the same position: a
+                        // batch's checkpoint is written before its next iterator is kept). The
+                        // emulator needs it: a canceled transaction makes moto replace the table
+                        // with a copy, stream shard included, and an iterator taken before then
+                        // reads the old shard, empty for ever. On DynamoDB it costs one
+                        // GetShardIterator per shard every 5 s.
+                        f.iterators.clear();
+                    }
                     Err(e) => tracing::error!(error = %Chain(&e), "cannot list stream shards"),
                 }
-                // Iterators are taken again from the checkpoints (the same position: a batch's
-                // checkpoint is written before its next iterator is kept). The emulator needs
-                // it: a canceled transaction makes moto replace the table with a copy, stream
-                // shard included, and an iterator taken before then reads the old shard, empty
-                // for ever. On DynamoDB it costs one GetShardIterator per shard every 5 s.
-                f.iterators.clear();
             }
             match f.round().await {
                 Ok(true) => {}
