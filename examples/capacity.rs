@@ -114,6 +114,7 @@ fn main() {
         evaluation: Some(Evaluation {
             reasons: verdict.reasons.clone(),
             engine_version: vigil::detect::ENGINE_VERSION.to_owned(),
+            ja4: None,
             flagged: Flagged::at(
                 Score::HALF,
                 score(verdict.score_bot),

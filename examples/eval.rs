@@ -64,6 +64,7 @@ fn engine(data: &Path, only_source: Option<&str>) -> Engine {
         &read("asn-hosting.tsv"),
         std::fs::read(data.join("country.mmdb")).expect("country.mmdb"),
         &read("zones.tsv"),
+        &read("wire-fingerprints.tsv"),
         &read("MANIFEST"),
     )
     .expect("data loads")

@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
 # Installs what make test-browser needs from Debian's packages when it is missing: Chromium and
-# Firefox ESR (the real browsers; Playwright and Puppeteer never download their own) and Xvfb (a
-# display for the headed runs).
+# Firefox ESR (the real browsers; Playwright and Puppeteer never download their own), Xvfb (a
+# display for the headed runs), and the wire matrix's clients and certificate tools.
 set -euo pipefail
 missing=()
 command -v chromium >/dev/null || missing+=(chromium)
 command -v Xvfb >/dev/null || missing+=(xvfb)
 command -v firefox-esr >/dev/null || missing+=(firefox-esr)
 command -v node >/dev/null || missing+=(nodejs npm)
+# The wire matrix: the clients whose TLS it fingerprints, and the tools that make and trust its
+# certificate (openssl, and NSS's certutil for Firefox's profile).
+command -v curl >/dev/null || missing+=(curl)
+command -v go >/dev/null || missing+=(golang)
+command -v openssl >/dev/null || missing+=(openssl)
+command -v certutil >/dev/null || missing+=(libnss3-tools)
 [ ${#missing[@]} -eq 0 ] && exit 0
 sudo=()
 [ "$(id -u)" -eq 0 ] || sudo=(sudo)

@@ -47,6 +47,8 @@ pub enum CliError {
         #[source]
         source: SeedError,
     },
+    #[error("cannot serve HTTPS")]
+    Tls(#[source] crate::http::tls::TlsError),
     #[error("cannot create the demo data")]
     Demo(#[source] SeedError),
     #[error("cannot build the webhook client")]
@@ -130,6 +132,22 @@ pub enum Command {
         /// Load the detection engine's data from this folder instead of the built-in copy.
         #[arg(long, env = "VIGIL_DATA_DIR")]
         data: Option<PathBuf>,
+        /// Serve HTTPS (HTTP/2 and HTTP/1.1 by ALPN) with this PEM certificate chain; the server
+        /// then fingerprints every connection's TLS ClientHello (JA4) and request (wire evidence).
+        #[arg(
+            long,
+            requires = "tls_key",
+            conflicts_with = "tls_self_signed",
+            value_name = "PEM"
+        )]
+        tls_cert: Option<PathBuf>,
+        /// The PEM private key of --tls-cert.
+        #[arg(long, requires = "tls_cert", value_name = "PEM")]
+        tls_key: Option<PathBuf>,
+        /// Serve HTTPS with a certificate for localhost, 127.0.0.1 and ::1 made at start (its
+        /// SHA-256 is printed), for trying the wire evidence locally.
+        #[arg(long)]
+        tls_self_signed: bool,
     },
     /// Load a seed file into the store.
     Seed {
@@ -289,7 +307,17 @@ async fn run_on<S: Store + ChangeFeed>(
             trust_proxy,
             demo,
             data,
+            tls_cert,
+            tls_key,
+            tls_self_signed,
         } => {
+            let tls = match (tls_cert, tls_key) {
+                (Some(cert), Some(key)) => Some(crate::http::tls::Tls::from_pem_files(&cert, &key)),
+                _ if tls_self_signed => Some(crate::http::tls::Tls::self_signed()),
+                _ => None,
+            }
+            .transpose()
+            .map_err(CliError::Tls)?;
             let policy = UrlPolicy {
                 allow_loopback: allow_loopback_webhooks,
             };
@@ -307,6 +335,7 @@ async fn run_on<S: Store + ChangeFeed>(
                 read_timeout,
                 trust_proxy: trust_proxy.into(),
                 demo,
+                tls,
             };
             serve(app, store, addr, seed, Arc::new(dispatcher), limits).await
         }
@@ -479,10 +508,18 @@ async fn serve<S: Store + ChangeFeed>(
     let listen = |source| CliError::Listen { addr, source };
     let listener = tokio::net::TcpListener::bind(addr).await.map_err(listen)?;
     let local = listener.local_addr().map_err(listen)?;
-    println!("vigil listening on http://{local}/v1");
-    println!("dashboard: http://{local}/dashboard");
+    let scheme = if limits.tls.is_some() {
+        "https"
+    } else {
+        "http"
+    };
+    println!("vigil listening on {scheme}://{local}/v1");
+    if let Some(tls) = &limits.tls {
+        println!("certificate SHA-256: {}", tls.cert_sha256());
+    }
+    println!("dashboard: {scheme}://{local}/dashboard");
     if let Some(key) = demo_key {
-        print_demo(&local, &key, limits.demo);
+        print_demo(scheme, &local, &key, limits.demo);
     }
     tokio::spawn(store.follow(crate::dispatch::Following(dispatcher.clone())));
     tokio::spawn(sweep_forever(dispatcher, SWEEP_EVERY));
@@ -494,9 +531,9 @@ async fn serve<S: Store + ChangeFeed>(
         .map_err(CliError::Serve)
 }
 
-fn print_demo(addr: &SocketAddr, key: &ApiKey, page: bool) {
+fn print_demo(scheme: &str, addr: &SocketAddr, key: &ApiKey, page: bool) {
     let key = key.as_str();
-    let base = format!("http://{addr}/v1");
+    let base = format!("{scheme}://{addr}/v1");
     println!(
         "\nCreated a demo account. Its developer key (shown only now):\n\n  {key}\n\nTry:\n\
          curl -s -H 'Authorization: Bearer {key}' {base}/plan\n\
@@ -517,13 +554,13 @@ fn print_demo(addr: &SocketAddr, key: &ApiKey, page: bool) {
          vigil sessions token --project prj_demo --session sess_new\n"
     );
     println!(
-        "The dashboard (paste the key above): http://localhost:{}/dashboard\n",
+        "The dashboard (paste the key above): {scheme}://localhost:{}/dashboard\n",
         addr.port()
     );
     if page {
         println!(
             "Open the demo page, which sends your own browser's visit with the agent:\n\n  \
-             http://localhost:{}/demo\n",
+             {scheme}://localhost:{}/demo\n",
             addr.port()
         );
     }

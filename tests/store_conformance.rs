@@ -917,6 +917,7 @@ async fn events_and_public_keys_round_trip<S: Store>(store: S) {
     evaluated.evaluation = Some(vigil::domain::Evaluation {
         reasons: vec![reason.clone()],
         engine_version: "vigil-detect/test".into(),
+        ja4: Some("t13d1516h2_8daaf6152771_d8a2da3f94cd".into()),
         flagged: Default::default(),
     });
     let at = store.add_result(&evaluated).await.unwrap();
@@ -931,13 +932,18 @@ async fn events_and_public_keys_round_trip<S: Store>(store: S) {
     assert_eq!(e.id, vigil::domain::EventId::new(at));
     assert_eq!(e.reasons, vec![reason]);
     assert_eq!(e.engine_version.as_deref(), Some("vigil-detect/test"));
+    assert_eq!(
+        e.ja4.as_deref(),
+        Some("t13d1516h2_8daaf6152771_d8a2da3f94cd"),
+        "the wire's fingerprint is kept with the event"
+    );
     assert_eq!(e.result(), evaluated.result);
     let e = store
         .event(&pid("p"), &sid("s"), at_plain)
         .await
         .unwrap()
         .unwrap();
-    assert_eq!((e.reasons.len(), e.engine_version), (0, None));
+    assert_eq!((e.reasons.len(), e.engine_version, e.ja4), (0, None, None));
     assert_eq!(
         at_plain.seq,
         at.seq + 1,
@@ -1025,6 +1031,7 @@ fn evaluated(
             .map(|c| vigil::detect::Reason::new(*c, "test"))
             .collect(),
         engine_version: "vigil-detect/test".into(),
+        ja4: None,
         flagged: Flagged::at(Score::HALF, score(bot), score(pv)),
     });
     r

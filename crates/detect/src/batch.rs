@@ -55,6 +55,7 @@ impl<'de> serde::Deserialize<'de> for StrictEvidence {
             user_agent: Option<String>,
             headers: Option<super::Headers>,
             signals: Option<super::Signals>,
+            wire: Option<super::Wire>,
         }
         let s = Strict::deserialize(d)?;
         Ok(Self(Evidence {
@@ -62,6 +63,7 @@ impl<'de> serde::Deserialize<'de> for StrictEvidence {
             user_agent: s.user_agent,
             headers: s.headers,
             signals: s.signals,
+            wire: s.wire,
         }))
     }
 }
@@ -82,6 +84,7 @@ fn combined(line: &str) -> Result<Evidence, String> {
         user_agent: (ua != "-").then_some(ua),
         headers: None,
         signals: None,
+        wire: None,
     })
 }
 

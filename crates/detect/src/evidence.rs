@@ -16,6 +16,8 @@ pub struct Evidence {
     /// Request headers; names are matched case-insensitively.
     pub headers: Option<Headers>,
     pub signals: Option<Signals>,
+    /// What the connection showed: TLS and HTTP fingerprints, from the server or an edge.
+    pub wire: Option<crate::wire::Wire>,
 }
 
 /// Request headers with lower-cased names.

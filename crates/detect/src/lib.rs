@@ -16,14 +16,17 @@ pub mod reasons;
 mod rules;
 pub mod ua;
 mod visit;
+pub mod wire;
 
 pub use evidence::{Evidence, Headers, Signals};
 pub use reasons::{Code, Reason, Target};
 pub use visit::Visit;
+pub use wire::Wire;
 
 use networks::Networks;
 use places::{Geo, Ranges};
 use ua::BotPatterns;
+use wire::Fingerprints;
 
 /// The engine's own version; the data's is in [`Engine::data_version`].
 pub const ENGINE_VERSION: &str = concat!("vigil-detect/", env!("CARGO_PKG_VERSION"));
@@ -54,6 +57,7 @@ pub struct Engine {
     ranges: Ranges,
     networks: Networks,
     geo: Geo,
+    fingerprints: Fingerprints,
     data_version: String,
 }
 
@@ -76,6 +80,7 @@ impl Engine {
         let ranges = text(read(dir, "ip-ranges.tsv")?, "ip-ranges.tsv")?;
         let hosting = text(read(dir, "asn-hosting.tsv")?, "asn-hosting.tsv")?;
         let zones = text(read(dir, "zones.tsv")?, "zones.tsv")?;
+        let wire = text(read(dir, "wire-fingerprints.tsv")?, "wire-fingerprints.tsv")?;
         let manifest = text(read(dir, "MANIFEST")?, "MANIFEST")?;
         Self::from_data(
             &patterns,
@@ -83,6 +88,7 @@ impl Engine {
             &hosting,
             read(dir, "country.mmdb")?,
             &zones,
+            &wire,
             &manifest,
         )
     }
@@ -110,6 +116,10 @@ impl Engine {
             ))
             .to_vec(),
             include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/zones.tsv")),
+            include_str!(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../../data/wire-fingerprints.tsv"
+            )),
             include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/MANIFEST")),
         )
         .map_err(|e| DataError::Format(format!("{DATA}: {e}")))
@@ -121,6 +131,7 @@ impl Engine {
         hosting: &str,
         mmdb: Vec<u8>,
         zones: &str,
+        wire: &str,
         manifest: &str,
     ) -> Result<Self, DataError> {
         // The data's version: each package's version, as pinned by make data.
@@ -138,6 +149,7 @@ impl Engine {
             ranges: Ranges::parse(ranges)?,
             networks: Networks::parse(hosting)?,
             geo: Geo::load(mmdb, zones)?,
+            fingerprints: Fingerprints::parse(wire)?,
             data_version,
         })
     }
@@ -156,6 +168,11 @@ impl Engine {
 
     pub fn networks(&self) -> &Networks {
         &self.networks
+    }
+
+    /// The TLS fingerprints of known clients.
+    pub fn fingerprints(&self) -> &Fingerprints {
+        &self.fingerprints
     }
 
     /// Scores one visit: every rule family of [`rules::RULES`] over its normalised view.
@@ -466,6 +483,19 @@ mod tests {
                 v["headers"]["accept-language"] = json!("en-GB");
                 ev(v)
             }),
+            (
+                Code::TlsFingerprintMismatch,
+                with(home(), &["wire"], json!({"ja4": PYTHON_REQUESTS_JA4})),
+            ),
+            (
+                Code::HttpFingerprintMismatch,
+                with(
+                    home(),
+                    &["wire"],
+                    json!({"httpVersion": "1.1", "headerOrder": ["host", "user-agent",
+                        "accept-encoding", "accept", "connection", "origin", "sec-fetch-site"]}),
+                ),
+            ),
         ];
         for (code, fires) in &cases {
             assert!(
@@ -502,6 +532,70 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// JA4s from data/wire-fingerprints.tsv (captured on this machine).
+    const CHROMIUM_JA4: &str = "t13d1517h2_8daaf6152771_cb7bf5808d99";
+    const FIREFOX_JA4: &str = "t13d1617h2_86a278354501_3cbfd9057e0d";
+    const PYTHON_REQUESTS_JA4: &str = "t13i1811h1_85036bcba153_b26ce05bbdd6";
+
+    /// The wire against the claimed browser: a script's TLS stack is caught whatever body and
+    /// user agent it borrows; the browser's own is not, nor is a missing wire part.
+    #[test]
+    fn the_wire_tells_a_script_from_the_browser_it_claims() {
+        use serde_json::json;
+        let wire = |ja4: &str| with(chrome_home(), &["wire"], json!({"ja4": ja4}));
+        let tls = |e: &Evidence| {
+            ENGINE
+                .evaluate(e)
+                .reasons
+                .into_iter()
+                .find(|r| r.code == Code::TlsFingerprintMismatch)
+        };
+        // Chromium's own ClientHello, with another extension set (a resumed session): nothing.
+        assert_eq!(tls(&wire(CHROMIUM_JA4)), None);
+        assert_eq!(tls(&wire("t13i1518h2_8daaf6152771_0123456789ab")), None);
+        // A known library, named; with the borrowed body's score at least 0.9.
+        let r = tls(&wire(PYTHON_REQUESTS_JA4)).expect("fires");
+        assert!(
+            r.detail.starts_with("TLS of Python requests"),
+            "{}",
+            r.detail
+        );
+        assert!(
+            r.detail.contains("user agent claims Chrome 131"),
+            "{}",
+            r.detail
+        );
+        assert!(ENGINE.evaluate(&wire(PYTHON_REQUESTS_JA4)).score_bot >= 0.9);
+        // Another browser's stack, and an unknown client claiming Chromium.
+        assert!(tls(&wire(FIREFOX_JA4)).unwrap().detail.contains("Firefox"));
+        let unknown = tls(&wire("t13d1311h2_0123456789ab_0123456789ab")).expect("fires");
+        assert!(
+            unknown.detail.contains("not Chromium"),
+            "{}",
+            unknown.detail
+        );
+        // No TLS 1.3 or no HTTP/2 offered: no browser.
+        assert!(tls(&wire("t12d1311h1_0123456789ab_0123456789ab")).is_some());
+        // Firefox claims: its own stack passes; an unknown list is let be; a library's is caught.
+        let firefox = |ja4: &str| {
+            let mut v = chrome_home();
+            v["userAgent"] = json!(FIREFOX);
+            v["headers"] = json!({"user-agent": FIREFOX});
+            v["signals"] = json!({});
+            v["wire"] = json!({"ja4": ja4});
+            ev(v)
+        };
+        assert_eq!(tls(&firefox(FIREFOX_JA4)), None);
+        assert_eq!(tls(&firefox("t13d1715h2_5b57614c22b0_3d5424432f57")), None);
+        assert!(tls(&firefox(PYTHON_REQUESTS_JA4)).is_some());
+        // An agent that claims no browser (curl's own user agent) is not judged by its wire.
+        let mut curl = json!({"ipAddress": HOME_DE, "userAgent": "curl/8.5.0"});
+        curl["wire"] = json!({"ja4": PYTHON_REQUESTS_JA4});
+        assert!(!codes(&ev(curl)).contains(&Code::TlsFingerprintMismatch));
+        // No wire: the consistent visit stays clean.
+        assert!(ENGINE.evaluate(&ev(chrome_home())).reasons.is_empty());
     }
 
     /// Browser-integrity evidence as the matrix of issue 14 saw it, scored as it must be.
@@ -663,6 +757,7 @@ mod tests {
                     languages,
                     ..Signals::default()
                 }),
+                wire: None,
             })
     }
 

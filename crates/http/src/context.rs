@@ -18,4 +18,7 @@ pub struct Context {
     /// Whether the client reached the server with no proxy of ours in between, so that every
     /// header it carries is the client's own (`vigil serve` without a trusted proxy).
     pub direct: bool,
+    /// The connection's TLS and HTTP fingerprints, where the door could see them (`vigil serve`
+    /// over HTTPS; CloudFront's viewer headers behind the origin-verify secret).
+    pub wire: Option<crate::detect::Wire>,
 }

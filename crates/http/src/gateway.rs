@@ -13,7 +13,11 @@ use lambda_http::request::RequestContext;
 use lambda_http::{Request, RequestExt};
 use serde_json::{Value, json};
 
+use sha2::{Digest, Sha256};
+
 use super::context::Context;
+use crate::detect::Wire;
+use crate::detect::wire::{header_order_of, is_ja4, normalise_http_version};
 use crate::domain::AccountId;
 use crate::domain::plan::{Principal, Terms};
 use crate::service::{ServiceResult, Vigil};
@@ -47,7 +51,63 @@ pub async fn request_context<S: AccountStore, D>(
         principal,
         client,
         direct: false,
+        wire: None,
     })
+}
+
+/// The header CloudFront adds to every origin request with the deployment's origin-verify
+/// secret (template.yaml): only a request that carries it came through our distribution, so only
+/// then are its `CloudFront-Viewer-*` headers CloudFront's and not the client's own.
+pub const ORIGIN_VERIFY_HEADER: &str = "x-vigil-origin-verify";
+
+/// What the functions know of the edge in front of API Gateway: the origin-verify secret's
+/// digest (compared by digest, so the comparison's time says nothing of the secret).
+#[derive(Debug, Clone, Default)]
+pub struct Edge {
+    origin_verify: Option<[u8; 32]>,
+}
+
+impl Edge {
+    /// The edge whose requests carry `secret`; with None (or an empty secret), no request's
+    /// viewer headers are believed.
+    pub fn new(secret: Option<&str>) -> Self {
+        Self {
+            origin_verify: secret
+                .filter(|s| !s.is_empty())
+                .map(|s| Sha256::digest(s.as_bytes()).into()),
+        }
+    }
+
+    /// The viewer's TLS and HTTP fingerprints as CloudFront measured them, when the request
+    /// proves it came through the distribution; None otherwise.
+    pub fn wire(&self, headers: &http::HeaderMap) -> Option<Wire> {
+        let secret = self.origin_verify?;
+        let given = headers.get(ORIGIN_VERIFY_HEADER)?.as_bytes();
+        if <[u8; 32]>::from(Sha256::digest(given)) != secret {
+            return None;
+        }
+        let text = |name: &str| {
+            headers
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::trim)
+        };
+        let ja4 = text("cloudfront-viewer-ja4-fingerprint")
+            .map(str::to_ascii_lowercase)
+            .filter(|j| is_ja4(j));
+        let http_version = text("cloudfront-viewer-http-version")
+            .and_then(normalise_http_version)
+            .map(str::to_owned);
+        // CloudFront lists the viewer's header names separated by colons, as sent.
+        let header_order = text("cloudfront-viewer-header-order")
+            .and_then(|order| header_order_of(order.split(':').map(str::trim)));
+        let wire = Wire {
+            ja4,
+            http_version,
+            header_order,
+        };
+        (wire != Wire::default()).then_some(wire)
+    }
 }
 
 /// The policy returned to API Gateway. It allows every method and path of the stage, because

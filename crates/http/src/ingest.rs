@@ -30,7 +30,10 @@ impl JsonBody for NewEvent {
     const MAX_BYTES: usize = MAX_EVIDENCE_BODY;
 
     fn from_json(value: Value) -> Result<Self, ApiError> {
-        let mut m = Members::only(value, &["ipAddress", "userAgent", "headers", "signals"])?;
+        let mut m = Members::only(
+            value,
+            &["ipAddress", "userAgent", "headers", "signals", "wire"],
+        )?;
         let ip = m
             .take("ipAddress")
             .ok_or_else(|| ApiError::bad_request("`ipAddress` is required"))?;
@@ -43,6 +46,7 @@ impl JsonBody for NewEvent {
                 .transpose()?,
             headers: m.take("headers").map(|v| typed(v, "headers")).transpose()?,
             signals: m.take("signals").map(|v| typed(v, "signals")).transpose()?,
+            wire: m.take("wire").map(|v| typed(v, "wire")).transpose()?,
         };
         Ok(Self(AddressedEvidence::new(address, evidence)))
     }
@@ -207,6 +211,7 @@ fn request_evidence(ctx: &Context, req: &Request) -> Result<AddressedEvidence, A
             .map(str::to_owned),
         headers: Some(headers),
         signals: None,
+        wire: ctx.wire.clone(),
     };
     Ok(AddressedEvidence::new(ip, evidence))
 }

@@ -18,6 +18,7 @@ pub mod pipeline;
 pub mod reply;
 pub mod routes;
 pub mod server;
+pub mod tls;
 
 // The layers below, named as the modules here name them.
 use vigil_core::{detect, domain, metrics, report, seed, service, store};

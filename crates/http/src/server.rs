@@ -13,13 +13,15 @@ use futures_util::FutureExt;
 use http::header;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
-use hyper::server::conn::http1;
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper::server::conn::{http1, http2};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use lambda_http::{Body, RequestExt};
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tracing::Instrument;
 
+use crate::detect::Wire;
+use crate::detect::wire::header_order_of;
 use crate::domain::token::time_ordered_token;
 use crate::extract::UnreadableBody;
 use crate::routes::{Route, with_routes};
@@ -44,6 +46,8 @@ pub struct Limits {
     pub trust_proxy: TrustedProxies,
     /// Whether `/demo` is served.
     pub demo: bool,
+    /// HTTPS (HTTP/2 and HTTP/1.1 by ALPN) with this certificate; plain HTTP/1.1 when None.
+    pub tls: Option<crate::tls::Tls>,
 }
 
 /// Proxy ranges whose `X-Forwarded-For` is believed. Empty: none, the peer is the client.
@@ -110,6 +114,7 @@ impl Default for Limits {
             read_timeout: Duration::from_secs(10),
             trust_proxy: TrustedProxies::default(),
             demo: false,
+            tls: None,
         }
     }
 }
@@ -150,23 +155,66 @@ pub async fn serve<S: Store>(
         };
         let _ = stream.set_nodelay(true);
         let (app, router, http) = (app.clone(), router.clone(), http.clone());
-        let conn = Connection {
+        let mut conn = Connection {
             peer: peer.ip(),
             body_timeout: limits.read_timeout,
             trust_proxy: limits.trust_proxy.clone(),
             demo: limits.demo,
+            tls: None,
         };
+        let tls = limits.tls.clone();
         tokio::spawn(async move {
-            let service = hyper::service::service_fn(move |req| {
-                let (app, router, conn) = (app.clone(), router.clone(), conn.clone());
-                async move { Ok::<_, Infallible>(handle(&app, &router, req, conn).await) }
+            let Some(tls) = tls else {
+                let service = service(app, router, conn);
+                if let Err(e) = http.serve_connection(TokioIo::new(stream), service).await {
+                    tracing::debug!(error = %e, "connection ended with an error");
+                }
+                drop(slot);
+                return;
+            };
+            let (stream, ja4, h2) = match tls.accept(stream, conn.body_timeout).await {
+                Ok(accepted) => accepted,
+                Err(e) => {
+                    tracing::debug!(error = %e, "TLS handshake failed");
+                    return;
+                }
+            };
+            conn.tls = Some(ConnectionTls {
+                ja4: ja4.map(Arc::from),
             });
-            if let Err(e) = http.serve_connection(TokioIo::new(stream), service).await {
+            let service = service(app, router, conn);
+            let io = TokioIo::new(stream);
+            let served = if h2 {
+                http2::Builder::new(TokioExecutor::new())
+                    .max_header_list_size(MAX_HEAD_BYTES as u32)
+                    .serve_connection(io, service)
+                    .await
+            } else {
+                http.serve_connection(io, service).await
+            };
+            if let Err(e) = served {
                 tracing::debug!(error = %e, "connection ended with an error");
             }
             drop(slot);
         });
     }
+}
+
+/// The service of one connection: each request handled with what the connection knows.
+fn service<S: Store>(
+    app: Arc<Vigil<S, Detecting>>,
+    router: Arc<Router>,
+    conn: Connection,
+) -> impl hyper::service::Service<
+    hyper::Request<Incoming>,
+    Response = hyper::Response<Full<Bytes>>,
+    Error = Infallible,
+    Future = impl Future<Output = Result<hyper::Response<Full<Bytes>>, Infallible>> + Send,
+> + Clone {
+    hyper::service::service_fn(move |req| {
+        let (app, router, conn) = (app.clone(), router.clone(), conn.clone());
+        async move { Ok::<_, Infallible>(handle(&app, &router, req, conn).await) }
+    })
 }
 
 /// What a request's handling knows of its connection.
@@ -176,6 +224,36 @@ struct Connection {
     body_timeout: Duration,
     trust_proxy: TrustedProxies,
     demo: bool,
+    /// What the TLS handshake showed; None on plain HTTP.
+    tls: Option<ConnectionTls>,
+}
+
+#[derive(Debug, Clone)]
+struct ConnectionTls {
+    /// The ClientHello's JA4, computed once for the connection.
+    ja4: Option<Arc<str>>,
+}
+
+impl Connection {
+    /// The wire evidence of one request on this connection: on HTTPS, the connection's JA4 with
+    /// the request's HTTP version and header order; nothing on plain HTTP, where the server
+    /// cannot tell a browser's connection from a script's.
+    fn wire<B>(&self, req: &http::Request<B>) -> Option<Wire> {
+        let tls = self.tls.as_ref()?;
+        let version = match req.version() {
+            http::Version::HTTP_10 => "1.0",
+            http::Version::HTTP_2 => "2",
+            http::Version::HTTP_3 => "3",
+            _ => "1.1",
+        };
+        let wire = Wire {
+            ja4: tls.ja4.as_deref().map(str::to_owned),
+            http_version: Some(version.to_owned()),
+            header_order: header_order_of(req.headers().keys().map(|k| k.as_str())),
+        };
+        tracing::debug!(ja4 = ?wire.ja4, version, headers = ?wire.header_order, "wire");
+        Some(wire)
+    }
 }
 
 async fn handle<S: Store>(
@@ -310,6 +388,7 @@ async fn context<S: Store, B>(
         principal,
         client: Some(conn.trust_proxy.client(conn.peer, req.headers())),
         direct: !conn.trust_proxy.trusts(conn.peer),
+        wire: conn.wire(req),
     })
 }
 

@@ -11,6 +11,8 @@ use crate::detect::{Evidence, Reason};
 pub struct Evaluation {
     pub reasons: Vec<Reason>,
     pub engine_version: String,
+    /// The JA4 fingerprint of the visit's TLS connection, where the wire was seen.
+    pub ja4: Option<String>,
     /// Whether the visit counts as a bot and as a proxy in the project's statistics.
     pub flagged: Flagged,
 }

@@ -80,6 +80,11 @@ impl<S: ProjectStore + ResultStore> Vigil<S, Detecting> {
         once: Option<&Once>,
     ) -> ServiceResult<Written<Event>> {
         let ip_address = evidence.address();
+        let ja4 = evidence
+            .evidence()
+            .wire
+            .as_ref()
+            .and_then(|w| w.ja4.clone());
         let started = Instant::now();
         let verdict = self.engine.evaluate(evidence.evidence());
         let micros = started.elapsed().as_secs_f64() * 1e6;
@@ -101,6 +106,7 @@ impl<S: ProjectStore + ResultStore> Vigil<S, Detecting> {
             evaluation: Some(Evaluation {
                 reasons: verdict.reasons.clone(),
                 engine_version: ENGINE_VERSION.to_owned(),
+                ja4: ja4.clone(),
                 flagged,
             }),
         };
@@ -118,6 +124,7 @@ impl<S: ProjectStore + ResultStore> Vigil<S, Detecting> {
             score_proxy_vpn: new.result.score_proxy_vpn,
             reasons,
             engine_version: Some(ENGINE_VERSION.to_owned()),
+            ja4,
         }))
     }
 }

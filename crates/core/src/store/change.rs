@@ -121,6 +121,7 @@ pub(crate) mod tests {
         r.evaluation = Some(crate::domain::Evaluation {
             reasons: vec![reason.clone()],
             engine_version: "vigil-detect/test".into(),
+            ja4: None,
             flagged: Default::default(),
         });
         let mut rec = EventRecord::default();

@@ -211,6 +211,8 @@ pub struct ResultItem {
     pub reasons: Vec<Reason>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub engine_version: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ja4: Option<String>,
 }
 
 impl ResultItem {
@@ -236,6 +238,7 @@ impl ResultItem {
                 .map(|e| e.reasons.clone())
                 .unwrap_or_default(),
             engine_version: r.evaluation.as_ref().map(|e| e.engine_version.clone()),
+            ja4: r.evaluation.as_ref().and_then(|e| e.ja4.clone()),
         }
     }
 
@@ -256,6 +259,7 @@ impl ResultItem {
             score_proxy_vpn: self.score_proxy_vpn,
             reasons: self.reasons,
             engine_version: self.engine_version,
+            ja4: self.ja4,
         }
     }
 }

@@ -12,6 +12,7 @@ mod place;
 mod proxy_headers;
 mod user_agent;
 mod webrtc;
+mod wire;
 
 /// A rule family: the reasons it finds in one visit, appended to `out`.
 pub type Rule = fn(&Engine, &Visit<'_>, &mut Vec<Reason>);
@@ -28,4 +29,5 @@ pub const RULES: &[(&str, Rule)] = &[
     ("client_hints", client_hints::reasons),
     ("proxy_headers", proxy_headers::reasons),
     ("language", language::reasons),
+    ("wire", wire::reasons),
 ];
