@@ -12,6 +12,7 @@ use lambda_runtime::LambdaEvent;
 use crate::config::Config;
 use crate::dispatch::Dispatcher;
 use crate::domain::UrlPolicy;
+use crate::http::gateway::Edge;
 use crate::http::{ApiError, Endpoint, Resolved, Router, answer, auth, gateway};
 use crate::report::Chain;
 use crate::service::{Detecting, ServiceError, Vigil};
@@ -147,15 +148,19 @@ pub async fn run_http_detecting<E: Endpoint<DynamoStore, Detecting>>() -> Result
 pub async fn run_collect() -> Result<(), Error> {
     init_tracing();
     let app = detecting_app().await?;
+    let edge: &'static Edge = Box::leak(Box::new(Edge::new(
+        Config::from_env()?.origin_verify.as_deref(),
+    )));
     lambda_http::run(service_fn(move |req: Request| async move {
-        Ok::<_, std::convert::Infallible>(measured("Collect", collect(app, &req)).await)
+        Ok::<_, std::convert::Infallible>(measured("Collect", collect(app, edge, &req)).await)
     }))
     .await
 }
 
-/// The collect function's answer to one request: its typed context from API Gateway's, then the
+/// The collect function's answer to one request: its typed context from API Gateway's, with
+/// what CloudFront saw of the viewer when the request proves it came through it, then the
 /// collect route.
-pub async fn collect<S>(app: &Vigil<S, Detecting>, req: &Request) -> Response<Body>
+pub async fn collect<S>(app: &Vigil<S, Detecting>, edge: &Edge, req: &Request) -> Response<Body>
 where
     S: crate::store::AccountStore
         + ProjectStore
@@ -163,7 +168,10 @@ where
         + crate::store::UsageStore,
 {
     match gateway::request_context(app, req).await {
-        Ok(ctx) => crate::http::ingest::collect(app, &ctx, req).await,
+        Ok(ctx) => {
+            let ctx = edge.viewer(ctx, req.headers());
+            crate::http::ingest::collect(app, &ctx, req).await
+        }
         Err(e) => ApiError::from(e).into_response(),
     }
 }

@@ -282,7 +282,9 @@ async fn round_trips_per_request() {
                 .unwrap();
         lambda_http::request::from_str(&text).unwrap()
     };
-    let s = vigil::lambda::collect(&app, &collect()).await.status();
+    let s = vigil::lambda::collect(&app, &Default::default(), &collect())
+        .await
+        .status();
     check(
         "POST collect (cold: key + plan + 3 counters + summary + tx)",
         s,
@@ -297,7 +299,9 @@ async fn round_trips_per_request() {
             "TransactWriteItems",
         ],
     );
-    let s = vigil::lambda::collect(&app, &collect()).await.status();
+    let s = vigil::lambda::collect(&app, &Default::default(), &collect())
+        .await
+        .status();
     check(
         "POST collect (warm: 3 counters + summary + tx)",
         s,

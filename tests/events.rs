@@ -20,6 +20,7 @@ mod lambda {
         e["sessionId"] = json!("sess_1");
         e["reasons"] = json!([]);
         e["engineVersion"] = Value::Null;
+        e["ja4"] = Value::Null;
         e
     }
 
@@ -82,7 +83,9 @@ mod lambda {
     #[tokio::test]
     async fn collect_takes_the_visit_from_the_request_and_answers_only_the_id() {
         let f = fixture().await;
-        let a = answer(vigil::lambda::collect(&f.app, &request("collect.json")).await);
+        let a = answer(
+            vigil::lambda::collect(&f.app, &Default::default(), &request("collect.json")).await,
+        );
         assert_eq!(a.status, StatusCode::ACCEPTED, "{}", a.body);
         assert_eq!(
             a.header(header::ACCESS_CONTROL_ALLOW_ORIGIN),
@@ -112,14 +115,96 @@ mod lambda {
         let mut foreign = event_json("collect.json");
         foreign["headers"]["Origin"] = json!("https://evil.example");
         foreign["multiValueHeaders"]["Origin"] = json!(["https://evil.example"]);
-        let r = answer(vigil::lambda::collect(&f.app, &request_from(&foreign)).await);
+        let r = answer(
+            vigil::lambda::collect(&f.app, &Default::default(), &request_from(&foreign)).await,
+        );
         assert_eq!(r.status, StatusCode::FORBIDDEN);
         assert_eq!(r.header(header::ACCESS_CONTROL_ALLOW_ORIGIN), None);
         let mut unknown = event_json("collect.json");
         unknown["body"] = json!(r#"{"publicKey":"pk_nope","sessionId":"sess_3"}"#);
-        let r = answer(vigil::lambda::collect(&f.app, &request_from(&unknown)).await);
+        let r = answer(
+            vigil::lambda::collect(&f.app, &Default::default(), &request_from(&unknown)).await,
+        );
         assert_eq!(r.status, StatusCode::UNAUTHORIZED);
         assert_eq!(r.body, message("Unauthorized"));
+    }
+
+    /// The same kind of visit through CloudFront (`collect-cloudfront.json`): a recorded Chrome
+    /// body posted by Python requests. With the deployment's origin-verify secret, the viewer's
+    /// address and wire are CloudFront's word and the TLS gives the script away; without it (no
+    /// secret configured, or another one), the same headers are the client's own and believed
+    /// in nothing.
+    #[tokio::test]
+    async fn collect_believes_cloudfront_viewer_headers_only_behind_the_origin_secret() {
+        use vigil::http::gateway::Edge;
+        const SECRET: &str = "test-origin-verify-secret-0123456789";
+        let visit = |session: &str| {
+            let mut e = event_json("collect-cloudfront.json");
+            let mut body: Value = serde_json::from_str(e["body"].as_str().unwrap()).unwrap();
+            body["sessionId"] = json!(session);
+            e["body"] = json!(body.to_string());
+            request_from(&e)
+        };
+        async fn latest(f: &Fixture, session: &str) -> Value {
+            let mut list = event_json("list-events.json");
+            list["pathParameters"]["sessionId"] = json!(session);
+            let listed = call::<handlers::ListEvents>(&f.app, request_from(&list)).await;
+            listed.body["data"][0].clone()
+        }
+        let codes = |e: &Value| -> Vec<String> {
+            e["reasons"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| r["code"].as_str().unwrap().to_owned())
+                .collect()
+        };
+        let f = fixture().await;
+
+        let edge = Edge::new(Some(SECRET));
+        let a = answer(vigil::lambda::collect(&f.app, &edge, &visit("sess_cf")).await);
+        assert_eq!(a.status, StatusCode::ACCEPTED, "{}", a.body);
+        let event = latest(&f, "sess_cf").await;
+        assert_eq!(
+            event["ipAddress"], "81.2.69.142",
+            "the viewer, not CloudFront"
+        );
+        assert_eq!(event["ja4"], "t13i1811h1_85036bcba153_b26ce05bbdd6");
+        assert!(event["scoreBot"].as_f64().unwrap() >= 0.9, "{event}");
+        let tls = event["reasons"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["code"] == "tls_fingerprint_mismatch")
+            .expect("the TLS gives the script away");
+        assert!(
+            tls["detail"]
+                .as_str()
+                .unwrap()
+                .starts_with("TLS of Python requests"),
+            "{tls}"
+        );
+        assert!(codes(&event).contains(&"http_fingerprint_mismatch".to_owned()));
+
+        for (edge, session) in [
+            (Edge::default(), "sess_cf_no_secret"),
+            (
+                Edge::new(Some("another-secret-of-this-deployment")),
+                "sess_cf_wrong",
+            ),
+        ] {
+            let a = answer(vigil::lambda::collect(&f.app, &edge, &visit(session)).await);
+            assert_eq!(a.status, StatusCode::ACCEPTED, "{}", a.body);
+            let event = latest(&f, session).await;
+            assert_eq!(event["ja4"], Value::Null, "{session}");
+            assert_eq!(event["ipAddress"], "130.176.12.34", "{session}");
+            assert!(
+                !codes(&event)
+                    .iter()
+                    .any(|c| c.ends_with("_fingerprint_mismatch")),
+                "{session}: {event}"
+            );
+        }
     }
 
     #[test]
@@ -178,6 +263,44 @@ mod black_box {
         r.json()["data"].as_array().unwrap().clone()
     }
 
+    /// A backend behind its own JA4-aware edge passes what it saw as `wire`: a script's TLS
+    /// under a browser's user agent is named, and the event shows its JA4.
+    #[tokio::test]
+    async fn the_events_route_judges_the_wire_a_backend_passes() {
+        let srv = Server::seeded(&fixture(vec![]));
+        let chrome = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/142.0.0.0 Safari/537.36";
+        let body = |ja4: &str| {
+            json!({
+                "ipAddress": "84.128.0.1",
+                "userAgent": chrome,
+                "wire": {"ja4": ja4, "httpVersion": "2", "headerOrder": ["user-agent", "accept"]}
+            })
+            .to_string()
+        };
+        let r = srv
+            .post(KEY1, EVENTS, &body("t13d3112h2_e8f1e7e78f70_b26ce05bbdd6"))
+            .await;
+        assert_eq!(r.status, 201, "{}", r.body);
+        let event = r.json()["data"].clone();
+        assert_eq!(event["ja4"], "t13d3112h2_e8f1e7e78f70_b26ce05bbdd6");
+        assert!(event["scoreBot"].as_f64().unwrap() >= 0.9, "{event}");
+        assert!(
+            codes(&event).contains(&"tls_fingerprint_mismatch"),
+            "{event}"
+        );
+        // Chromium's own ClientHello under Chrome's user agent: nothing.
+        let r = srv
+            .post(KEY1, EVENTS, &body("t13d1517h2_8daaf6152771_cb7bf5808d99"))
+            .await;
+        assert_eq!(r.status, 201, "{}", r.body);
+        let event = r.json()["data"].clone();
+        assert!(
+            !codes(&event).contains(&"tls_fingerprint_mismatch"),
+            "{event}"
+        );
+        assert!(event["scoreBot"].as_f64().unwrap() < 0.5, "{event}");
+    }
+
     #[tokio::test]
     async fn an_event_is_evaluated_stored_and_read_back_as_event_and_result() {
         let srv = Server::seeded(&fixture(vec![]));
@@ -203,9 +326,10 @@ mod black_box {
             .collect();
         assert_eq!(
             keys.len(),
-            8,
-            "id, sessionId, createdAt, ipAddress, scores, reasons, engineVersion: {keys:?}"
+            9,
+            "id, sessionId, createdAt, ipAddress, scores, reasons, engineVersion, ja4: {keys:?}"
         );
+        assert_eq!(event["ja4"], Value::Null, "no wire in the evidence");
         assert_eq!(event["sessionId"], "s1");
         assert_eq!(event["ipAddress"], "185.220.101.1");
         assert!(is_api_timestamp(event["createdAt"].as_str().unwrap()));
@@ -306,7 +430,10 @@ mod black_box {
         (json!({"ipAddress": "203.0.113.7", "headers": []}), "`headers`: invalid type: sequence, expected a map"),
         (json!({"ipAddress": "203.0.113.7", "signals": {"plugins": "five"}}), "`signals.plugins`: invalid type: string \"five\", expected a JSON number"),
         (json!({"ipAddress": "203.0.113.7", "signals": {"webdriver": "yes"}}), "`signals.webdriver`: invalid type: string \"yes\", expected a boolean"),
-        (json!({"ipAddress": "203.0.113.7", "scoreBot": 1}), "Unknown field `scoreBot`: only `ipAddress`, `userAgent`, `headers` and `signals` are allowed"),
+        (json!({"ipAddress": "203.0.113.7", "scoreBot": 1}), "Unknown field `scoreBot`: only `ipAddress`, `userAgent`, `headers`, `signals` and `wire` are allowed"),
+        (json!({"ipAddress": "203.0.113.7", "wire": {"ja4": "chrome"}}), "`wire.ja4`: expected a JA4 fingerprint such as t13d1516h2_8daaf6152771_d8a2da3f94cd"),
+        (json!({"ipAddress": "203.0.113.7", "wire": {"httpVersion": "9"}}), "`wire.httpVersion`: expected an HTTP version: 1.0, 1.1, 2 or 3"),
+        (json!({"ipAddress": "203.0.113.7", "wire": {"headerOrder": ["user agent"]}}), "`wire.headerOrder`: expected header names (HTTP tokens)"),
         (json!([ok]), "Request body must be a JSON object"),
     ];
         for (body, message) in cases {
@@ -396,6 +523,63 @@ mod black_box {
             Some(body.to_string()),
         )
         .await
+    }
+
+    /// `vigil serve --tls-self-signed`: HTTPS whose every connection is fingerprinted. A Rust
+    /// client (rustls) posting under Chrome's user agent is not Chromium by its ClientHello; the
+    /// event shows the JA4 it was judged on. The same request over plain HTTP has no wire.
+    #[tokio::test]
+    async fn collect_over_https_is_judged_on_the_connection_s_tls() {
+        let chrome = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/142.0.0.0 Safari/537.36";
+        let dir = tempfile::tempdir().unwrap();
+        let seed = dir.path().join("seed.json");
+        std::fs::write(&seed, fixture(vec![]).to_string()).unwrap();
+        let tls = Server::start_with(
+            &dir.path().join("tls.db"),
+            Some(&seed),
+            &["--tls-self-signed"],
+        );
+        assert!(
+            tls.origin.starts_with("https://127.0.0.1:"),
+            "{}",
+            tls.origin
+        );
+        let plain = Server::start(&dir.path().join("plain.db"), Some(&seed));
+        for (srv, session) in [(&tls, "w1"), (&plain, "w2")] {
+            let visit = json!({"publicKey": "pk_shop", "sessionId": session});
+            let r = srv
+                .anonymous(
+                    Method::POST,
+                    "/v1/collect",
+                    &[
+                        ("content-type", "text/plain;charset=UTF-8"),
+                        ("origin", SHOP),
+                        ("user-agent", chrome),
+                    ],
+                    Some(visit.to_string()),
+                )
+                .await;
+            assert_eq!(r.status, 202, "{}", r.body);
+        }
+        let over_tls = &events(&tls, "/v1/projects/prj_1/sessions/w1/events").await[0];
+        let ja4 = over_tls["ja4"].as_str().expect("the connection's JA4");
+        assert!(ja4.starts_with("t13i") && ja4.len() == 36, "{ja4}");
+        assert!(
+            codes(over_tls).contains(&"tls_fingerprint_mismatch"),
+            "{over_tls}"
+        );
+        assert!(over_tls["scoreBot"].as_f64().unwrap() >= 0.9, "{over_tls}");
+        let over_http = &events(&plain, "/v1/projects/prj_1/sessions/w2/events").await[0];
+        assert_eq!(over_http["ja4"], Value::Null);
+        assert!(!codes(over_http).contains(&"tls_fingerprint_mismatch"));
+        // The printed certificate digest, for a person to compare before trusting it.
+        let lines = tls.stop();
+        assert!(
+            lines.iter().any(|l| l
+                .strip_prefix("certificate SHA-256: ")
+                .is_some_and(|h| h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit()))),
+            "{lines:?}"
+        );
     }
 
     #[tokio::test]

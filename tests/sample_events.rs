@@ -78,6 +78,7 @@ fn every_event_file_is_known_and_parses_like_lambda_http() {
         let anonymous = [
             "list-results-no-auth-context.json",
             "collect.json",
+            "collect-cloudfront.json",
             "agent-script.json",
             "dashboard.json",
         ];

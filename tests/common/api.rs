@@ -56,11 +56,17 @@ impl Server {
             cmd.arg("--seed").arg(seed);
         }
         let served = Served::start(cmd);
+        let origin = served.origin.clone();
         Server {
-            origin: served.origin.clone(),
+            origin: origin.clone(),
             served,
             db: db.to_owned(),
-            client: reqwest::Client::builder().no_proxy().build().unwrap(),
+            // A server with --tls-self-signed shows a certificate made at its start.
+            client: reqwest::Client::builder()
+                .no_proxy()
+                .danger_accept_invalid_certs(origin.starts_with("https:"))
+                .build()
+                .unwrap(),
             _dir: None,
         }
     }

@@ -24,7 +24,7 @@
 //! | create-event.json              | create-event         | `handlers::CreateEvent`                  |
 //! | list-events.json               | list-events          | `handlers::ListEvents`                   |
 //! | get-event.json                 | get-event            | `handlers::GetEvent`                     |
-//! | collect.json                   | collect              | `lambda::collect`                        |
+//! | collect*.json                  | collect              | `lambda::collect`                        |
 //! | agent-script.json              | agent-script         | `http::ingest::agent_script`             |
 //! | dashboard.json                 | dashboard            | `http::insight::dashboard`               |
 //! | fallback*.json                 | fallback             | `lambda::fallback`                       |
@@ -75,6 +75,7 @@ pub const HTTP_EVENTS: &[(&str, &str)] = &[
     ("list-events.json", "list-events"),
     ("get-event.json", "get-event"),
     ("collect.json", "collect"),
+    ("collect-cloudfront.json", "collect"),
     ("agent-script.json", "agent-script"),
     ("list-sessions.json", "list-sessions"),
     ("get-stats.json", "get-stats"),

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 pub struct Served {
     child: Child,
-    /// `http://127.0.0.1:PORT` (paths below include `/v1`).
+    /// `http://127.0.0.1:PORT`, or `https://` with `--tls-*` (paths below include `/v1`).
     pub origin: String,
     /// Every stdout line after the address line.
     pub stdout: Receiver<String>,
@@ -67,7 +67,10 @@ impl Served {
             .strip_prefix("vigil listening on ")
             .and_then(|u| u.strip_suffix("/v1"))
         {
-            Some(origin) if origin.starts_with("http://127.0.0.1:") => {
+            Some(origin)
+                if origin.starts_with("http://127.0.0.1:")
+                    || origin.starts_with("https://127.0.0.1:") =>
+            {
                 served.origin = origin.to_owned();
             }
             _ => served.fail(&format!("unexpected first stdout line {first:?}")),

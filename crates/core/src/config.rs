@@ -17,6 +17,9 @@ pub struct Config {
     pub webhook_threshold: Score,
     /// `VIGIL_WEBHOOK_RETRY_SCHEDULE`: delays between delivery attempts.
     pub retry_schedule: Vec<Duration>,
+    /// `VIGIL_ORIGIN_VERIFY`: the secret CloudFront adds to every request it forwards; only a
+    /// request that carries it has its `CloudFront-Viewer-*` headers believed. Unset: none is.
+    pub origin_verify: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -61,10 +64,18 @@ impl Config {
             name: "VIGIL_WEBHOOK_RETRY_SCHEDULE",
             reason,
         })?;
+        let origin_verify = get("VIGIL_ORIGIN_VERIFY").filter(|s| !s.is_empty());
+        if origin_verify.as_ref().is_some_and(|s| s.len() < 16) {
+            return Err(ConfigError {
+                name: "VIGIL_ORIGIN_VERIFY",
+                reason: "must be at least 16 characters (a secret a client cannot guess)".into(),
+            });
+        }
         Ok(Self {
             table,
             webhook_threshold,
             retry_schedule,
+            origin_verify,
         })
     }
 }
@@ -124,6 +135,14 @@ mod tests {
             "VIGIL_WEBHOOK_RETRY_SCHEDULE"
         );
         assert_eq!(cfg(&[("VIGIL_TABLE", "")]).unwrap_err().name, "VIGIL_TABLE");
+        assert_eq!(
+            cfg(&[("VIGIL_ORIGIN_VERIFY", "short")]).unwrap_err().name,
+            "VIGIL_ORIGIN_VERIFY"
+        );
+        assert_eq!(
+            cfg(&[("VIGIL_ORIGIN_VERIFY", "")]).unwrap().origin_verify,
+            None
+        );
     }
 
     #[test]

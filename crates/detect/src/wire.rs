@@ -19,7 +19,7 @@ pub const MAX_HEADER_NAMES: usize = 64;
 
 /// What the wire said of one request. Every part is optional; absent, it is no evidence.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Wire {
     /// The ClientHello's JA4 fingerprint (`t13d1516h2_8daaf6152771_d8a2da3f94cd`).
     #[serde(default, deserialize_with = "ja4_text")]
@@ -79,7 +79,6 @@ fn ja4_text<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error>
     let Some(s) = Option::<String>::deserialize(d)? else {
         return Ok(None);
     };
-    let s = s.trim().to_ascii_lowercase();
     if is_ja4(&s) {
         Ok(Some(s))
     } else {
@@ -105,13 +104,17 @@ pub fn normalise_http_version(s: &str) -> Option<&'static str> {
     }
 }
 
+/// The API's form, exactly: `1.0`, `1.1`, `2` or `3`.
 fn http_version<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
     let Some(s) = Option::<String>::deserialize(d)? else {
         return Ok(None);
     };
-    normalise_http_version(&s)
-        .map(|v| Some(v.to_owned()))
-        .ok_or_else(|| serde::de::Error::custom("expected an HTTP version: 1.0, 1.1, 2 or 3"))
+    match s.as_str() {
+        "1.0" | "1.1" | "2" | "3" => Ok(Some(s)),
+        _ => Err(serde::de::Error::custom(
+            "expected an HTTP version: 1.0, 1.1, 2 or 3",
+        )),
+    }
 }
 
 /// A header name as HTTP allows it (a token), lower-cased.
@@ -123,11 +126,11 @@ fn header_name(s: &str) -> Option<String> {
     ok.then(|| s.to_ascii_lowercase())
 }
 
-/// Header names in order: at most [`MAX_HEADER_NAMES`], pseudo-headers (`:method`) left out.
+/// Header names in order, lower-cased: at most [`MAX_HEADER_NAMES`]; None if one is not a
+/// header name (pseudo-headers such as `:method` are not).
 pub fn header_order_of<'a>(names: impl IntoIterator<Item = &'a str>) -> Option<Vec<String>> {
     names
         .into_iter()
-        .filter(|n| !n.starts_with(':'))
         .take(MAX_HEADER_NAMES)
         .map(header_name)
         .collect()
@@ -340,9 +343,9 @@ mod tests {
     #[test]
     fn wire_evidence_is_validated_and_normalised() {
         let w: Wire = serde_json::from_value(serde_json::json!({
-            "ja4": "T13D1516H2_8DAAF6152771_D8A2DA3F94CD",
-            "httpVersion": "HTTP/2.0",
-            "headerOrder": [":method", "Host", "User-Agent"]
+            "ja4": CHROME,
+            "httpVersion": "2",
+            "headerOrder": ["Host", "User-Agent"]
         }))
         .unwrap();
         assert_eq!(w.ja4.as_deref(), Some(CHROME));
@@ -352,9 +355,15 @@ mod tests {
             Some(vec!["host".to_owned(), "user-agent".to_owned()])
         );
         assert!(w.http_fingerprint().unwrap().starts_with("h2_02_"));
+        assert_eq!(normalise_http_version("HTTP/2.0"), Some("2"));
+        assert_eq!(normalise_http_version("3.0"), Some("3"));
         for bad in [
             serde_json::json!({"ja4": "chrome"}),
+            serde_json::json!({"ja4": "T13D1516H2_8DAAF6152771_D8A2DA3F94CD"}),
             serde_json::json!({"httpVersion": "4"}),
+            serde_json::json!({"httpVersion": "2.0"}),
+            serde_json::json!({"headerOrder": [":method"]}),
+            serde_json::json!({"other": 1}),
             serde_json::json!({"headerOrder": ["bad name"]}),
             serde_json::json!({"headerOrder": vec!["a"; 65]}),
             serde_json::json!({"headerOrder": "host:user-agent"}),

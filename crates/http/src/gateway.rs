@@ -78,13 +78,22 @@ impl Edge {
         }
     }
 
-    /// The viewer's TLS and HTTP fingerprints as CloudFront measured them, when the request
-    /// proves it came through the distribution; None otherwise.
-    pub fn wire(&self, headers: &http::HeaderMap) -> Option<Wire> {
-        let secret = self.origin_verify?;
-        let given = headers.get(ORIGIN_VERIFY_HEADER)?.as_bytes();
-        if <[u8; 32]>::from(Sha256::digest(given)) != secret {
-            return None;
+    /// Whether the request carries the deployment's origin-verify secret.
+    fn verified(&self, headers: &http::HeaderMap) -> bool {
+        match (self.origin_verify, headers.get(ORIGIN_VERIFY_HEADER)) {
+            (Some(secret), Some(given)) => {
+                <[u8; 32]>::from(Sha256::digest(given.as_bytes())) == secret
+            }
+            _ => false,
+        }
+    }
+
+    /// `ctx` with what CloudFront saw of the viewer, when the request proves it came through
+    /// the distribution: the viewer's address (`CloudFront-Viewer-Address`; behind CloudFront,
+    /// API Gateway's source address is CloudFront's own) and the wire. Otherwise `ctx` as it is.
+    pub fn viewer(&self, mut ctx: Context, headers: &http::HeaderMap) -> Context {
+        if !self.verified(headers) {
+            return ctx;
         }
         let text = |name: &str| {
             headers
@@ -92,6 +101,13 @@ impl Edge {
                 .and_then(|v| v.to_str().ok())
                 .map(str::trim)
         };
+        // `198.51.100.10:46532`, or an IPv6 address and its port after the last colon.
+        if let Some(ip) = text("cloudfront-viewer-address")
+            .and_then(|a| a.rsplit_once(':'))
+            .and_then(|(ip, _)| ip.trim_matches(['[', ']']).parse::<IpAddr>().ok())
+        {
+            ctx.client = Some(ip);
+        }
         let ja4 = text("cloudfront-viewer-ja4-fingerprint")
             .map(str::to_ascii_lowercase)
             .filter(|j| is_ja4(j));
@@ -106,7 +122,8 @@ impl Edge {
             http_version,
             header_order,
         };
-        (wire != Wire::default()).then_some(wire)
+        ctx.wire = (wire != Wire::default()).then_some(wire);
+        ctx
     }
 }
 
