@@ -20,7 +20,7 @@ TOOLS_ENV     := PATH="$(CURDIR)/$(VENV_TOOLS)/bin:$$PATH" SAM_CLI_TELEMETRY=0
 # `sam validate` and `sam build` need a region but no account or credentials.
 SAM_OFFLINE   := $(TOOLS_ENV) AWS_REGION=us-east-1 AWS_DEFAULT_REGION=us-east-1
 
-.PHONY: help run test test-unit test-browser test-api lint fmt build sizes sam-build deploy tools clean bench bench-agent data eval cost
+.PHONY: help run test test-unit test-browser test-api lint fmt build sizes sam-build deploy tools clean bench bench-agent data wire-data eval cost
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -49,11 +49,12 @@ $(NODE_BROWSER)/.installed: tests/browser/package.json tests/browser/package-loc
 	cd $(NODE_BROWSER) && PUPPETEER_SKIP_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-test-browser: $(VENV_BROWSER)/.installed ## Real browsers: the detection matrix (bots and people) and the dashboard against 10,000 events
+test-browser: $(VENV_BROWSER)/.installed ## Real browsers and clients: the detection matrix (bots and people), the wire matrix over HTTPS, and the dashboard against 10,000 events
 	scripts/browser-deps.sh
 	$(MAKE) --no-print-directory $(NODE_BROWSER)/.installed
 	cargo build --bin vigil --locked
 	$(VENV_BROWSER)/bin/python tests/browser/demo.py
+	$(VENV_BROWSER)/bin/python tests/browser/wire.py
 	$(VENV_BROWSER)/bin/python tests/browser/dashboard.py
 
 test-api: $(VENV_TEST)/.installed ## Schemathesis against vigil serve on SQLite and on the emulator (every check, stateful links)
@@ -112,8 +113,15 @@ bench-agent: $(VENV_BROWSER)/.installed ## The agent's collection time over N vi
 	cargo build --bin vigil --locked
 	$(VENV_BROWSER)/bin/python benches/agent_collect.py $(if $(N),--visits $(N)) $(if $(AGENT),--agent $(AGENT)) $(if $(PERSON),--person)
 
-data: ## Rebuild data/ (bot patterns, IP ranges, countries, zones) from pinned registry packages
+data: ## Rebuild data/ (bot patterns, IP ranges, countries, zones) from pinned registry packages, and the wire table
 	$(PY) scripts/data.py
+	$(MAKE) --no-print-directory wire-data
+
+wire-data: $(VENV_BROWSER)/.installed ## Capture this machine's clients' TLS fingerprints into data/wire-fingerprints.tsv
+	scripts/browser-deps.sh
+	cargo build --bin vigil --locked
+	$(VENV_BROWSER)/bin/python tests/browser/wire.py --capture data/wire-fingerprints.tsv
+	$(PY) scripts/data.py --manifest
 
 cost: ## The cost and capacity model: USD per million visits, reads and deliveries, and the limits that bind first
 	cargo run --release --locked --example capacity

@@ -3,6 +3,7 @@
 
     python3 scripts/data.py            # data/ and data/MANIFEST (make data)
     python3 scripts/data.py --corpora  # only the labelled corpora under .cache/eval (make eval)
+    python3 scripts/data.py --manifest # only the wire table's MANIFEST line (make wire-data)
 
 Every source is fetched with its registry's own client (npm pack, pip download, cargo fetch) into
 .cache/data, checked, and converted to compact files the engine reads at start-up:
@@ -272,11 +273,35 @@ def hosting_asns():
     return networks, ranges
 
 
+WIRE_TABLE = "wire-fingerprints"
+
+
+def wire_line():
+    """The MANIFEST line of data/wire-fingerprints.tsv: not a package but Vigil's own captures of
+    this machine's clients (tests/browser/wire.py --capture), dated by the capture."""
+    table = OUT / "wire-fingerprints.tsv"
+    if not table.exists():
+        return None
+    captured = re.search(r"\d{4}-\d{2}-\d{2}", table.read_text().splitlines()[0])
+    date = captured.group(0) if captured else datetime.date.today().isoformat()
+    return f"{WIRE_TABLE}\t{date}\tCC0-1.0 (Vigil's own captures)\t{sha256(table)}\t{date}"
+
+
 def write_manifest(entries):
     today = datetime.date.today().isoformat()
     lines = ["# package\tversion\tlicence\tsha256\tdate"]
     for name, version, licence, path in entries:
         lines.append(f"{name}\t{version}\t{licence}\t{sha256(path)}\t{today}")
+    if wire_line():
+        lines.append(wire_line())
+    (OUT / "MANIFEST").write_text("\n".join(lines) + "\n")
+
+
+def update_wire_manifest():
+    """MANIFEST with the wire table's line made anew, every other line as it was."""
+    lines = [l for l in (OUT / "MANIFEST").read_text().splitlines() if not l.startswith(WIRE_TABLE + "\t")]
+    if wire_line():
+        lines.append(wire_line())
     (OUT / "MANIFEST").write_text("\n".join(lines) + "\n")
 
 
@@ -381,5 +406,7 @@ if __name__ == "__main__":
     os.chdir(ROOT)
     if "--corpora" in sys.argv:
         corpora()
+    elif "--manifest" in sys.argv:
+        update_wire_manifest()
     else:
         build()

@@ -208,7 +208,7 @@ const PAGE: &str = r#"<!doctype html>
       });
       if (!e.reasons.length) $("reasons").innerHTML = "<tr><td colspan=4>none: nothing suspicious</td></tr>";
       $("meta").textContent = "receipt " + id + " from " + e.ipAddress + " · " + e.engineVersion +
-        " · signals collected in " + Vigil.collectMs + " ms";
+        " · signals collected in " + Vigil.collectMs + " ms" + (e.ja4 ? " · TLS " + e.ja4 : "");
       document.body.dataset.collectMs = String(Vigil.collectMs);
       document.body.dataset.state = "done";
     });
