@@ -49,12 +49,13 @@ $(NODE_BROWSER)/.installed: tests/browser/package.json tests/browser/package-loc
 	cd $(NODE_BROWSER) && PUPPETEER_SKIP_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-test-browser: $(VENV_BROWSER)/.installed ## Real browsers and clients: the detection matrix (bots and people), the wire matrix over HTTPS, and the dashboard against 10,000 events
+test-browser: $(VENV_BROWSER)/.installed ## Real browsers and clients: the detection matrix (bots and people), the wire matrix over HTTPS, patchright/nodriver/undetected-chromedriver against people at an action, and the dashboard
 	scripts/browser-deps.sh
 	$(MAKE) --no-print-directory $(NODE_BROWSER)/.installed
 	cargo build --bin vigil --locked
 	$(VENV_BROWSER)/bin/python tests/browser/demo.py
 	$(VENV_BROWSER)/bin/python tests/browser/wire.py
+	$(VENV_BROWSER)/bin/python tests/browser/automation.py
 	$(VENV_BROWSER)/bin/python tests/browser/dashboard.py
 
 test-api: $(VENV_TEST)/.installed ## Schemathesis against vigil serve on SQLite and on the emulator (every check, stateful links)

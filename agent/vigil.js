@@ -252,6 +252,69 @@
     for (var ki = 0; ki < kinds.length; ki++) global.addEventListener(kinds[ki], watch, { capture: true, passive: true });
   } catch (e) { /* ignore */ }
 
+  // What happens between load and a meaningful action, as counts only (no keys, no positions
+  // kept): the artefacts protocol-made input leaves that a device's never does, measured on
+  // patchright, nodriver, undetected-chromedriver and people driven by the OS (docs/research).
+  var since = Date.now();
+  var activity = { moves: 0, presses: 0, untrustedPresses: 0, untrustedClicks: 0, zeroPressure: 0,
+    keys: 0, untrustedKeys: 0, charsWithoutKeydown: 0, capitalsWithoutShift: 0, keyIntervals: 0,
+    fastKeyIntervals: 0, firstInputMs: -1 };
+  var lastKeydown = 0, keyDown = false, charPending = false;
+  function first() { if (activity.firstInputMs < 0) activity.firstInputMs = Date.now() - since; }
+  var onActivity = {
+    mousemove: function () { activity.moves++; },
+    pointerdown: function (e) {
+      if (e.pointerType !== "mouse") return;
+      first();
+      if (!e.isTrusted) { activity.untrustedPresses++; return; }
+      activity.presses++;
+      // A device's press has pressure 0.5 where it measures none; a press with none is made.
+      if (e.buttons && e.pressure === 0) activity.zeroPressure++;
+    },
+    click: function (e) { if (!e.isTrusted) activity.untrustedClicks++; },
+    keydown: function (e) {
+      first();
+      if (!e.isTrusted) { activity.untrustedKeys++; return; }
+      activity.keys++;
+      keyDown = true;
+      var now = e.timeStamp;
+      if (lastKeydown && !e.repeat) {
+        activity.keyIntervals++;
+        if (now - lastKeydown < 4) activity.fastKeyIntervals++;
+      }
+      lastKeydown = now;
+      // A capital letter from a keyboard comes with Shift or Caps Lock.
+      if (e.key && e.key.length === 1 && e.key >= "A" && e.key <= "Z" && !e.shiftKey &&
+          !(e.getModifierState && e.getModifierState("CapsLock"))) activity.capitalsWithoutShift++;
+    },
+    keyup: function () { keyDown = false; },
+    keypress: function (e) {
+      if (e.isTrusted && !keyDown) { activity.charsWithoutKeydown++; charPending = true; }
+    },
+    beforeinput: function (e) {
+      // Typed text without a key down: inserted by a driver (paste, drop, autofill and IME
+      // composition have their own input types and are not counted). A keypress just counted
+      // is the same character.
+      if (charPending) { charPending = false; return; }
+      if (e.isTrusted && e.inputType === "insertText" && !keyDown && activity.keys === 0) {
+        activity.charsWithoutKeydown += e.data ? e.data.length : 1;
+      }
+    }
+  };
+  try {
+    for (var ak in onActivity) {
+      if (Object.prototype.hasOwnProperty.call(onActivity, ak)) {
+        global.addEventListener(ak, onActivity[ak], { capture: true, passive: true });
+      }
+    }
+  } catch (e) { /* ignore */ }
+
+  function activitySummary(name) {
+    var a = { action: String(name || "action").slice(0, 64), elapsedMs: Date.now() - since };
+    for (var k in activity) if (Object.prototype.hasOwnProperty.call(activity, k)) a[k] = activity[k];
+    return a;
+  }
+
   function integrity(s) {
     var frame;
     read(s, "cdp", cdp);
@@ -318,21 +381,17 @@
     }, function () { return s; });
   }
 
-  /** Collects and sends this visit's signals; resolves to the visit's receipt id. */
-  function collect(options) {
-    options = options || {};
-    return signals(options).then(function (s) {
-      var visit = { publicKey: options.publicKey, sessionId: options.sessionId, signals: s };
-      if (options.sessionToken) visit.sessionToken = options.sessionToken;
-      var body = JSON.stringify(visit);
-      // text/plain keeps this a "simple" cross-origin request: no preflight round trip.
-      return fetch(options.endpoint || defaultEndpoint, {
-        method: "POST",
-        headers: { "Content-Type": "text/plain;charset=UTF-8" },
-        body: body,
-        credentials: "omit",
-        keepalive: true
-      });
+  function send(options, s) {
+    var visit = { publicKey: options.publicKey, sessionId: options.sessionId, signals: s };
+    if (options.sessionToken) visit.sessionToken = options.sessionToken;
+    var body = JSON.stringify(visit);
+    // text/plain keeps this a "simple" cross-origin request: no preflight round trip.
+    return fetch(options.endpoint || defaultEndpoint, {
+      method: "POST",
+      headers: { "Content-Type": "text/plain;charset=UTF-8" },
+      body: body,
+      credentials: "omit",
+      keepalive: true
     }).then(function (res) {
       return res.json().then(function (j) {
         if (!res.ok) throw new Error("Vigil: " + res.status + " " + (j && j.message));
@@ -341,5 +400,48 @@
     });
   }
 
-  var Vigil = global.Vigil = { collect: collect, signals: signals, version: "2", collectMs: undefined };
+  // The last collect's options and signals: an action is sent with them at once (a submit may
+  // leave the page a moment later), judged with them as the same visit's second look.
+  var last = null, actions = {};
+
+  /** Collects and sends this visit's signals; resolves to the visit's receipt id. */
+  function collect(options) {
+    options = options || {};
+    return signals(options).then(function (s) {
+      last = { options: options, signals: s };
+      return send(options, s);
+    });
+  }
+
+  /** A meaningful action (checkout, sign-up): the visit's signals again with what the input
+   * since load looked like, in the same session. At most one send per action name. */
+  function action(name) {
+    name = String(name || "action");
+    if (actions[name]) return actions[name];
+    if (!last) return Promise.reject(new Error("Vigil: collect before an action"));
+    var s = {}, k;
+    for (k in last.signals) if (Object.prototype.hasOwnProperty.call(last.signals, k)) s[k] = last.signals[k];
+    s.activity = activitySummary(name);
+    actions[name] = send(last.options, s);
+    return actions[name];
+  }
+
+  // Automatically at the first form submit, and at a click on an element marked
+  // data-vigil-action="name" (or inside one), once the page has collected.
+  function auto(e, name) {
+    if (!last || !name) return;
+    action(name).catch(function () { /* the page goes on; the load collect stands */ });
+  }
+  try {
+    global.addEventListener("submit", function (e) {
+      var f = e.target;
+      auto(e, (f && f.getAttribute && f.getAttribute("data-vigil-action")) || "submit");
+    }, { capture: true, passive: true });
+    global.addEventListener("click", function (e) {
+      var el = e.target && e.target.closest ? e.target.closest("[data-vigil-action]") : null;
+      if (el) auto(e, el.getAttribute("data-vigil-action"));
+    }, { capture: true, passive: true });
+  } catch (e) { /* ignore */ }
+
+  var Vigil = global.Vigil = { collect: collect, action: action, signals: signals, version: "3", collectMs: undefined };
 })(typeof window !== "undefined" ? window : this);

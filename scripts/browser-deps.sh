@@ -14,6 +14,10 @@ command -v curl >/dev/null || missing+=(curl)
 command -v go >/dev/null || missing+=(golang)
 command -v openssl >/dev/null || missing+=(openssl)
 command -v certutil >/dev/null || missing+=(libnss3-tools)
+# The second generation of automation: Debian's chromedriver for undetected-chromedriver (it never
+# downloads one), and xdotool for the people's operating-system input.
+command -v chromedriver >/dev/null || missing+=(chromium-driver)
+command -v xdotool >/dev/null || missing+=(xdotool)
 [ ${#missing[@]} -eq 0 ] && exit 0
 sudo=()
 [ "$(id -u)" -eq 0 ] || sudo=(sudo)

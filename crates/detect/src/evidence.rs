@@ -100,6 +100,51 @@ pub struct Signals {
     pub high_entropy: Option<HighEntropy>,
     /// The page's first mouse and pointer events.
     pub input: Option<Input>,
+    /// Input between load and a meaningful action (`Vigil.action`), as counts.
+    pub activity: Option<Activity>,
+}
+
+/// What input looked like between load and an action: counts of the artefacts that
+/// protocol-made input leaves and a device's never does.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Activity {
+    /// The action's name (`checkout`, `submit`).
+    pub action: Option<String>,
+    #[serde(default, deserialize_with = "integral")]
+    pub elapsed_ms: Option<u64>,
+    #[serde(default, deserialize_with = "integral")]
+    pub moves: Option<u32>,
+    /// Trusted mouse presses.
+    #[serde(default, deserialize_with = "integral")]
+    pub presses: Option<u32>,
+    #[serde(default, deserialize_with = "integral")]
+    pub untrusted_presses: Option<u32>,
+    /// Clicks dispatched by script (`element.click()`).
+    #[serde(default, deserialize_with = "integral")]
+    pub untrusted_clicks: Option<u32>,
+    /// Mouse presses with buttons down and pressure 0 (a device reports 0.5 where it has none).
+    #[serde(default, deserialize_with = "integral")]
+    pub zero_pressure: Option<u32>,
+    /// Trusted key presses.
+    #[serde(default, deserialize_with = "integral")]
+    pub keys: Option<u32>,
+    #[serde(default, deserialize_with = "integral")]
+    pub untrusted_keys: Option<u32>,
+    /// Characters typed with no key down (keypress or text insertion without keydown).
+    #[serde(default, deserialize_with = "integral")]
+    pub chars_without_keydown: Option<u32>,
+    /// Capital letters whose keydown had neither Shift nor Caps Lock.
+    #[serde(default, deserialize_with = "integral")]
+    pub capitals_without_shift: Option<u32>,
+    /// Intervals between successive keydowns, and how many were under 4 ms.
+    #[serde(default, deserialize_with = "integral")]
+    pub key_intervals: Option<u32>,
+    #[serde(default, deserialize_with = "integral")]
+    pub fast_key_intervals: Option<u32>,
+    /// Milliseconds from load to the first press or key; -1 for none.
+    #[serde(default, deserialize_with = "integral")]
+    pub first_input_ms: Option<i64>,
 }
 
 /// High-entropy client hints, as the agent reads them.

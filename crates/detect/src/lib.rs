@@ -488,6 +488,14 @@ mod tests {
                 with(home(), &["wire"], json!({"ja4": PYTHON_REQUESTS_JA4})),
             ),
             (
+                Code::ScriptedInput,
+                with(
+                    home(),
+                    &["signals", "activity"],
+                    json!({"action": "checkout", "keys": 0, "charsWithoutKeydown": 11}),
+                ),
+            ),
+            (
                 Code::HttpFingerprintMismatch,
                 with(
                     home(),
@@ -596,6 +604,56 @@ mod tests {
         assert!(!codes(&ev(curl)).contains(&Code::TlsFingerprintMismatch));
         // No wire: the consistent visit stays clean.
         assert!(ENGINE.evaluate(&ev(chrome_home())).reasons.is_empty());
+    }
+
+    /// The second look at an action: each artefact of protocol-made input fires alone and
+    /// reaches 0.9; input as a device (or xdotool, the operating system's) makes it does not.
+    #[test]
+    fn scripted_input_before_an_action_is_named_and_device_input_is_not() {
+        use serde_json::json;
+        let at_action = |activity: serde_json::Value| {
+            ENGINE.evaluate(&with(chrome_home(), &["signals", "activity"], activity))
+        };
+        // A person under xdotool: two presses, Shift for the capitals, 12 ms between keys.
+        let person = json!({"action": "checkout", "moves": 3, "presses": 2, "zeroPressure": 0,
+            "keys": 13, "charsWithoutKeydown": 0, "capitalsWithoutShift": 0,
+            "keyIntervals": 12, "fastKeyIntervals": 1, "untrustedClicks": 1});
+        assert!(at_action(person.clone()).reasons.is_empty());
+        for (field, value, words) in [
+            ("charsWithoutKeydown", json!(11), "typed with no key pressed"),
+            ("capitalsWithoutShift", json!(2), "without Shift"),
+            ("zeroPressure", json!(2), "without pressure"),
+            ("fastKeyIntervals", json!(10), "under 4 ms"),
+        ] {
+            let mut a = person.clone();
+            a[field] = value;
+            if field == "charsWithoutKeydown" {
+                a["keys"] = json!(0);
+                a["keyIntervals"] = json!(0);
+            }
+            if field == "fastKeyIntervals" {
+                a["keyIntervals"] = json!(12);
+            }
+            let v = at_action(a);
+            let r = v
+                .reasons
+                .iter()
+                .find(|r| r.code == Code::ScriptedInput)
+                .unwrap_or_else(|| panic!("{field}: {v:?}"));
+            assert!(r.detail.starts_with("before checkout: "), "{}", r.detail);
+            assert!(r.detail.contains(words), "{field}: {}", r.detail);
+            assert!(v.score_bot >= 0.9, "{field}: {v:?}");
+        }
+        // Script clicks count only where no device pressed anything.
+        let clicks = json!({"presses": 0, "keys": 0, "untrustedClicks": 2});
+        assert!(codes(&with(chrome_home(), &["signals", "activity"], clicks))
+            .contains(&Code::ScriptedInput));
+        // A phone's keyboard capitalises by itself.
+        let mut phone = chrome_home();
+        let mobile = "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Mobile Safari/537.36";
+        phone["userAgent"] = json!(mobile);
+        phone["signals"]["activity"] = json!({"keys": 5, "capitalsWithoutShift": 1});
+        assert!(!codes(&ev(phone)).contains(&Code::ScriptedInput));
     }
 
     /// Browser-integrity evidence as the matrix of issue 14 saw it, scored as it must be.

@@ -55,6 +55,7 @@ reasons! {
     WebdriverTampered => Bot, 7.0, "navigator.webdriver deleted, redefined or shadowed: only automation hides it";
     ContextMismatch => Bot, 6.0, "a Worker reads another browser than the window: the window's values were spoofed";
     FunctionTampering => Bot, 4.0, "natives wrapped as stealth kits wrap them; counted only beside another automation reason, since privacy extensions wrap natives too";
+    ScriptedInput => Bot, 7.0, "input before an action that no device makes: characters typed with no key down, capitals without Shift, mouse presses without pressure, script clicks with no press, keys faster than 4 ms apart; drivers dispatch it through the DevTools Protocol or the page";
     TlsFingerprintMismatch => Bot, 6.5, "the TLS ClientHello is an HTTP library's or another browser's than the user agent claims: the client that opened the connection is not the browser it names (a TLS-intercepting middlebox does the same)";
     HttpFingerprintMismatch => Bot, 3.0, "header order or HTTP version that the claimed browser never sends; alone short of even odds, since proxies and extensions can reorder headers";
     SyntheticInput => Bot, 5.0, "pointer events dispatched by script, or at the equal coordinates of protocol-made events";

@@ -168,9 +168,13 @@ const PAGE: &str = r#"<!doctype html>
   td, th { text-align: left; padding: .35rem .5rem; border-bottom: 1px solid #e6e9ef; vertical-align: top; }
   code { font-size: .9em; }
   .error { color: #a4161a; }
+  /* A shop's checkout step: large, so that a test's operating-system clicks land on it. */
+  #checkout { display: flex; gap: 1rem; margin: 0 0 1.5rem; height: 9rem; }
+  #checkout input, #checkout button { flex: 1; font-size: 1.25rem; padding: 0 1rem; }
 </style>
 </head>
 <body data-state="collecting">
+<form id="checkout"><input id="name" name="name" placeholder="Your name" autocomplete="off"><button type="button" id="continue" data-vigil-action="checkout">Continue</button></form>
 <h1>Vigil: what the engine sees of this visit</h1>
 <p class="muted">This page sends your browser's signals with the Vigil agent, then shows the scores and reasons stored for session <code id="session"></code>.</p>
 <div class="scores">
@@ -193,10 +197,19 @@ const PAGE: &str = r#"<!doctype html>
   // As a shop would: once the page has loaded.
   function visit() { return Vigil.collect({ publicKey: __PUBLIC_KEY__, sessionId: session, sessionToken: __SESSION_TOKEN__ }); }
   var loaded = document.readyState === "complete" ? Promise.resolve() : new Promise(function (r) { addEventListener("load", r); });
-  loaded.then(visit).then(function (id) {
+  // The agent sends a second look at the click on the marked button (data-vigil-action);
+  // the page then shows the session's latest event, that action's.
+  $("checkout").addEventListener("submit", function (e) { e.preventDefault(); });
+  $("continue").addEventListener("click", function () {
+    Vigil.action("checkout").then(function (id) { return show(id); }).then(function () {
+      document.body.dataset.action = "sent";
+    }).catch(fail);
+  });
+  function show(id) {
     return fetch("/demo/events/" + encodeURIComponent(session), { credentials: "same-origin" }).then(function (r) { return r.json(); }).then(function (j) {
       var e = j.data;
       if (!e) throw new Error("no event stored for this session");
+      $("reasons").innerHTML = "";
       $("scoreBot").textContent = e.scoreBot.toFixed(2);
       $("scoreProxyVpn").textContent = e.scoreProxyVpn.toFixed(2);
       e.reasons.forEach(function (r) {
@@ -209,9 +222,11 @@ const PAGE: &str = r#"<!doctype html>
       if (!e.reasons.length) $("reasons").innerHTML = "<tr><td colspan=4>none: nothing suspicious</td></tr>";
       $("meta").textContent = "receipt " + id + " from " + e.ipAddress + " · " + e.engineVersion +
         " · signals collected in " + Vigil.collectMs + " ms" + (e.ja4 ? " · TLS " + e.ja4 : "");
+    });
+  }
+  loaded.then(visit).then(show).then(function () {
       document.body.dataset.collectMs = String(Vigil.collectMs);
       document.body.dataset.state = "done";
-    });
   }).catch(fail);
 })();
 </script>

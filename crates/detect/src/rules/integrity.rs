@@ -4,7 +4,52 @@
 //! Debian's Chromium and Firefox against Playwright, Puppeteer with the stealth plugin and people
 //! (docs/research/issue-14-stealth-probes.md).
 
+use crate::evidence::Activity;
+use crate::ua::Claim;
 use crate::{Code, Engine, Reason, Visit, visitor_text};
+
+/// What in `a` no device makes, in words; empty when nothing. On a mobile user agent capitals
+/// without Shift are not counted (virtual keyboards capitalise by themselves).
+fn scripted(a: &Activity, mobile: bool) -> Vec<String> {
+    let n = |v: Option<u32>| v.unwrap_or(0);
+    let mut why = Vec::new();
+    let keys = n(a.keys);
+    if n(a.chars_without_keydown) >= 3 && keys == 0 {
+        why.push(format!(
+            "{} characters typed with no key pressed",
+            n(a.chars_without_keydown)
+        ));
+    }
+    if n(a.capitals_without_shift) > 0 && !mobile {
+        why.push(format!(
+            "{} capital letters keyed without Shift or Caps Lock",
+            n(a.capitals_without_shift)
+        ));
+    }
+    if n(a.zero_pressure) > 0 {
+        why.push(format!(
+            "{} mouse presses without pressure",
+            n(a.zero_pressure)
+        ));
+    }
+    if n(a.untrusted_clicks) + n(a.untrusted_presses) + n(a.untrusted_keys) > 0
+        && n(a.presses) == 0
+        && keys == 0
+    {
+        why.push(format!(
+            "{} clicks and {} keys dispatched by script, none by a device",
+            n(a.untrusted_clicks) + n(a.untrusted_presses),
+            n(a.untrusted_keys)
+        ));
+    }
+    let (intervals, fast) = (n(a.key_intervals), n(a.fast_key_intervals));
+    if intervals >= 4 && fast * 2 >= intervals {
+        why.push(format!(
+            "{fast} of {intervals} keys under 4 ms after the one before"
+        ));
+    }
+    why
+}
 
 /// The reasons that name automation outright: function tampering counts only beside one of them,
 /// because privacy extensions wrap natives too.
@@ -17,6 +62,7 @@ const AUTOMATION: &[Code] = &[
     Code::WebdriverTampered,
     Code::ContextMismatch,
     Code::SyntheticInput,
+    Code::ScriptedInput,
 ];
 
 fn listed(items: &[String], n: usize) -> String {
@@ -83,6 +129,16 @@ pub fn reasons(_: &Engine, v: &Visit<'_>, out: &mut Vec<Reason>) {
                 format!(
                     "{equal} pointer events at equal screen and client coordinates in a window"
                 ),
+            ));
+        }
+    }
+    if let Some(a) = &s.activity {
+        let why = scripted(a, v.ua.or(v.js_ua).is_some_and(|u| Claim::of(u).mobile));
+        if !why.is_empty() {
+            let action = a.action.as_deref().map_or("action".into(), |n| visitor_text(n, 40));
+            out.push(Reason::new(
+                Code::ScriptedInput,
+                format!("before {action}: {}", why.join("; ")),
             ));
         }
     }
