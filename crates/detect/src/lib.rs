@@ -620,7 +620,11 @@ mod tests {
             "keyIntervals": 12, "fastKeyIntervals": 1, "untrustedClicks": 1});
         assert!(at_action(person.clone()).reasons.is_empty());
         for (field, value, words) in [
-            ("charsWithoutKeydown", json!(11), "typed with no key pressed"),
+            (
+                "charsWithoutKeydown",
+                json!(11),
+                "typed with no key pressed",
+            ),
             ("capitalsWithoutShift", json!(2), "without Shift"),
             ("zeroPressure", json!(2), "without pressure"),
             ("fastKeyIntervals", json!(10), "under 4 ms"),
@@ -646,8 +650,10 @@ mod tests {
         }
         // Script clicks count only where no device pressed anything.
         let clicks = json!({"presses": 0, "keys": 0, "untrustedClicks": 2});
-        assert!(codes(&with(chrome_home(), &["signals", "activity"], clicks))
-            .contains(&Code::ScriptedInput));
+        assert!(
+            codes(&with(chrome_home(), &["signals", "activity"], clicks))
+                .contains(&Code::ScriptedInput)
+        );
         // A phone's keyboard capitalises by itself.
         let mut phone = chrome_home();
         let mobile = "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Mobile Safari/537.36";

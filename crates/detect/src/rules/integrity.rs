@@ -135,7 +135,10 @@ pub fn reasons(_: &Engine, v: &Visit<'_>, out: &mut Vec<Reason>) {
     if let Some(a) = &s.activity {
         let why = scripted(a, v.ua.or(v.js_ua).is_some_and(|u| Claim::of(u).mobile));
         if !why.is_empty() {
-            let action = a.action.as_deref().map_or("action".into(), |n| visitor_text(n, 40));
+            let action = a
+                .action
+                .as_deref()
+                .map_or("action".into(), |n| visitor_text(n, 40));
             out.push(Reason::new(
                 Code::ScriptedInput,
                 format!("before {action}: {}", why.join("; ")),
