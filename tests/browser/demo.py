@@ -23,6 +23,8 @@ the driver's own work: Playwright and Puppeteer hold every new Worker until they
 
 import json
 import os
+import re
+import ssl
 import statistics
 import socket
 import subprocess
@@ -37,6 +39,9 @@ from pathlib import Path
 from playwright.sync_api import sync_playwright
 
 ROOT = Path(__file__).resolve().parents[2]
+INSECURE = ssl.create_default_context()
+INSECURE.check_hostname = False
+INSECURE.verify_mode = ssl.CERT_NONE
 VIGIL = Path(os.environ.get("VIGIL", ROOT / "target" / "debug" / "vigil"))
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 FIREFOX = os.environ.get("FIREFOX", "/usr/bin/firefox-esr")
@@ -79,20 +84,23 @@ def free_port():
 
 
 class Server:
-    """`vigil serve` on a fresh SQLite database: it creates the demo account and prints its key."""
+    """`vigil serve` on a fresh SQLite database: it creates the demo account and prints its key.
+    `extra` adds serve options (HTTPS with `--tls-cert`/`--tls-key`)."""
 
-    def __init__(self, tmp):
+    def __init__(self, tmp, extra=(), db="vigil.db"):
         self.proc = subprocess.Popen(
-            [str(VIGIL), "--db", str(Path(tmp) / "vigil.db"), "serve", "--demo", "--addr", "127.0.0.1:0"],
+            [str(VIGIL), "--db", str(Path(tmp) / db), "serve", "--demo", "--addr", "127.0.0.1:0", *extra],
             stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
+            stderr=open(os.environ.get("VIGIL_LOG", os.devnull), "w"),
             text=True,
         )
         self.port = self.key = None
+        self.scheme = "http"
         deadline = time.time() + 30
         for line in self.proc.stdout:
-            if line.startswith("vigil listening on http://127.0.0.1:"):
-                self.port = int(line.rsplit(":", 1)[1].split("/")[0])
+            m = re.match(r"vigil listening on (https?)://127\.0\.0\.1:(\d+)/", line)
+            if m:
+                self.scheme, self.port = m.group(1), int(m.group(2))
             elif line.strip().startswith("vgl_"):
                 self.key = line.strip()
             if (self.port and self.key) or time.time() > deadline:
@@ -103,16 +111,19 @@ class Server:
         # Keep draining stdout so the server never blocks on a full pipe.
         threading.Thread(target=self.proc.stdout.read, daemon=True).start()
 
+    def get(self, path, headers=None):
+        """The harness's own read (its certificate, when HTTPS, is the test's own: not checked)."""
+        req = urllib.request.Request(f"{self.scheme}://127.0.0.1:{self.port}{path}", headers=headers or {})
+        with urllib.request.urlopen(req, timeout=10, context=INSECURE) as r:
+            return r.read().decode()
+
     def demo_url(self, session):
         return f"http://localhost:{self.port}/demo?session={session}"
 
     def latest_event(self, session):
-        req = urllib.request.Request(
-            f"http://127.0.0.1:{self.port}/v1/projects/prj_demo/sessions/{session}/events?limit=1",
-            headers={"Authorization": f"Bearer {self.key}"},
-        )
-        with urllib.request.urlopen(req, timeout=5) as r:
-            events = json.load(r)["data"]
+        body = self.get(f"/v1/projects/prj_demo/sessions/{session}/events?limit=1",
+                        {"Authorization": f"Bearer {self.key}"})
+        events = json.loads(body)["data"]
         return events[0] if events else None
 
     def stop(self):

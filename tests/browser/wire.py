@@ -22,27 +22,20 @@ import http.server
 import json
 import os
 import re
-import shutil
-import ssl
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-import urllib.request
 import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from demo import CHROMIUM, FIREFOX, FIREFOX_PREFS, PERSON_CHROMIUM_ARGS, QUIET, ROOT, VIGIL, Display  # noqa: E402
+import demo  # noqa: E402
+from demo import CHROMIUM, FIREFOX, FIREFOX_PREFS, PERSON_CHROMIUM_ARGS, QUIET, ROOT, Display  # noqa: E402
 
 CACHE = ROOT / ".cache" / "wire"
 WIRE_REASONS = {"tls_fingerprint_mismatch", "http_fingerprint_mismatch"}
-# The harness's own reads (demo page, events API) skip certificate checks: the certificate is
-# made here, and these reads are not what the matrix judges.
-INSECURE = ssl.create_default_context()
-INSECURE.check_hostname = False
-INSECURE.verify_mode = ssl.CERT_NONE
 
 
 def run(cmd, **kw):
@@ -70,38 +63,15 @@ def make_certificate(tmp):
     return d / "cert.pem", d / "key.pem", d / "ca.pem"
 
 
-class Server:
+class Server(demo.Server):
     """`vigil serve --demo` on a fresh SQLite database, over HTTPS (`tls`) or plain HTTP."""
 
     def __init__(self, tmp, name, tls=None):
-        args = [str(VIGIL), "--db", str(Path(tmp) / f"{name}.db"), "serve", "--demo", "--addr", "127.0.0.1:0"]
-        if tls:
-            args += ["--tls-cert", str(tls[0]), "--tls-key", str(tls[1])]
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=open(os.environ.get("VIGIL_LOG", os.devnull), "w"), text=True)
-        self.scheme = "https" if tls else "http"
-        self.port = self.key = None
-        deadline = time.time() + 30
-        for line in self.proc.stdout:
-            m = re.match(r"vigil listening on (https?)://127\.0\.0\.1:(\d+)/", line)
-            if m:
-                self.port = int(m.group(2))
-            elif line.strip().startswith("vgl_"):
-                self.key = line.strip()
-            if (self.port and self.key) or time.time() > deadline:
-                break
-        if not (self.port and self.key):
-            self.stop()
-            sys.exit("vigil serve did not print its address and demo key")
-        threading.Thread(target=self.proc.stdout.read, daemon=True).start()
+        super().__init__(tmp, ["--tls-cert", str(tls[0]), "--tls-key", str(tls[1])] if tls else [], f"{name}.db")
 
     @property
     def origin(self):
         return f"{self.scheme}://localhost:{self.port}"
-
-    def get(self, path, headers=None):
-        req = urllib.request.Request(f"{self.scheme}://127.0.0.1:{self.port}{path}", headers=headers or {})
-        with urllib.request.urlopen(req, timeout=10, context=INSECURE) as r:
-            return r.read().decode()
 
     def session_page(self, session):
         """What a scraper reads off the shop's page: the public key and a session token."""
@@ -109,12 +79,6 @@ class Server:
         key = re.search(r'publicKey: "([^"]+)"', html).group(1)
         token = re.search(r'sessionToken: "([^"]+)"', html).group(1)
         return key, token
-
-    def latest_event(self, session):
-        body = self.get(f"/v1/projects/prj_demo/sessions/{session}/events?limit=1",
-                        {"Authorization": f"Bearer {self.key}"})
-        events = json.loads(body)["data"]
-        return events[0] if events else None
 
     def wait_event(self, session, seconds=60):
         deadline = time.time() + seconds
@@ -125,9 +89,6 @@ class Server:
             time.sleep(0.3)
         raise AssertionError(f"the visit of {session} never arrived")
 
-    def stop(self):
-        self.proc.kill()
-        self.proc.wait()
 
 
 RECORD_PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>shop</title>
@@ -247,17 +208,21 @@ def replay(server, tmp, name, recorded, user_agent, command):
     return server.wait_event(session)
 
 
-def chromium_person(server, tmp, display, name="person-chromium"):
-    session = f"{name}-{uuid.uuid4().hex[:8]}"
-    proc = subprocess.Popen([CHROMIUM, *QUIET, *PERSON_CHROMIUM_ARGS, "--ignore-certificate-errors",
-                             f"--user-data-dir={tmp}/{session}", "--window-size=1280,900",
-                             f"{server.origin}/demo?session={session}"],
-                            env=display.env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+def browse_until_event(server, session, cmd, display):
+    """A browser started as a person starts it, until the visit's event arrives."""
+    proc = subprocess.Popen(cmd, env=display.env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         return server.wait_event(session)
     finally:
         proc.kill()
         proc.wait()
+
+
+def chromium_person(server, tmp, display, name="person-chromium"):
+    session = f"{name}-{uuid.uuid4().hex[:8]}"
+    return browse_until_event(server, session, [
+        CHROMIUM, *QUIET, *PERSON_CHROMIUM_ARGS, "--ignore-certificate-errors", f"--user-data-dir={tmp}/{session}",
+        "--window-size=1280,900", f"{server.origin}/demo?session={session}"], display)
 
 
 def firefox_person(server, tmp, display, ca):
@@ -269,14 +234,9 @@ def firefox_person(server, tmp, display, ca):
                 ["certutil", "-A", "-d", f"sql:{profile}", "-n", "vigil-test-ca", "-t", "C,,", "-i", str(ca)]):
         out = run(cmd)
         assert out.returncode == 0, out.stderr
-    proc = subprocess.Popen([FIREFOX, "--no-remote", "--profile", str(profile), "--width", "1280", "--height", "900",
-                             f"{server.origin}/demo?session={session}"],
-                            env=display.env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        return server.wait_event(session)
-    finally:
-        proc.kill()
-        proc.wait()
+    return browse_until_event(server, session, [
+        FIREFOX, "--no-remote", "--profile", str(profile), "--width", "1280", "--height", "900",
+        f"{server.origin}/demo?session={session}"], display)
 
 
 def codes(event):
