@@ -18,9 +18,21 @@ command -v certutil >/dev/null || missing+=(libnss3-tools)
 # downloads one), and xdotool for the people's operating-system input.
 command -v chromedriver >/dev/null || missing+=(chromium-driver)
 command -v xdotool >/dev/null || missing+=(xdotool)
-[ ${#missing[@]} -eq 0 ] && exit 0
 sudo=()
 [ "$(id -u)" -eq 0 ] || sudo=(sudo)
-echo "installing ${missing[*]} with apt-get"
-"${sudo[@]}" apt-get update -qq
-DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing ${missing[*]} with apt-get"
+  "${sudo[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+# uBlock Origin for one Firefox person profile, unpacked into the project's cache (never installed
+# system-wide: Debian's package would load it into every Firefox on the machine).
+cd "$(dirname "$0")/.."
+ublock=.cache/ublock/firefox
+if [ ! -f "$ublock/manifest.json" ]; then
+  mkdir -p .cache/ublock
+  (cd .cache/ublock && { apt-get download webext-ublock-origin-firefox 2>/dev/null ||
+     { "${sudo[@]}" apt-get update -qq && apt-get download webext-ublock-origin-firefox; }; })
+  rm -rf .cache/ublock/root && dpkg-deb -x .cache/ublock/webext-ublock-origin-firefox_*.deb .cache/ublock/root
+  rm -rf "$ublock" && mv ".cache/ublock/root/usr/share/mozilla/extensions/{ec8030f7-c20a-464f-9b0e-13a3a9e97384}/uBlock0@raymondhill.net" "$ublock"
+fi

@@ -7,8 +7,9 @@ the page's Continue button (marked `data-vigil-action="checkout"`), and the agen
 look. Each must score >= 0.9 at load or, at the latest, after its action.
 
 People, with no automation attached, driven by the operating system (`xdotool`, X11 input): Debian's
-Chromium and Firefox ESR under Xvfb, idle and with the same click, typing and click. Each must stay
-< 0.5 after the action.
+Chromium and Firefox ESR under Xvfb, Firefox ESR with uBlock Origin (Debian's package; Chromium 156
+no longer loads its Manifest V2 build), and Chromium in German with the Berlin time zone, idle and
+with the same click, typing and click. Each must stay < 0.5 after the action.
 
 One line per profile: the score at load and after the action, and the action's reasons. Every
 browser is Debian's; the drivers never download one (undetected-chromedriver is given Debian's
@@ -30,6 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from demo import CHROMIUM, FIREFOX, FIREFOX_PREFS, PERSON_CHROMIUM_ARGS, QUIET, Display, Server  # noqa: E402
 
 CHROMEDRIVER = os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver")
+UBLOCK_ID = "uBlock0@raymondhill.net"
+UBLOCK = Path(__file__).resolve().parents[2] / ".cache" / "ublock" / "firefox"
 NAME = "Alice Smith"
 # Where the demo page's checkout form lies on a 1280x900 screen with the window at the top left:
 # the form is 9rem high at the top of the page, the name field left, Continue right.
@@ -167,7 +170,16 @@ def person_visit(server, tmp, display, act, browser):
     else:
         profile = Path(tmp) / session
         profile.mkdir()
-        (profile / "user.js").write_text(FIREFOX_PREFS)
+        prefs = FIREFOX_PREFS
+        if browser == "firefox-ublock":
+            # An ad blocker: uBlock Origin from Debian's package, unpacked by browser-deps.sh, named
+            # by a proxy file in the profile (an unsigned, side-loaded extension, enabled).
+            (profile / "extensions").mkdir()
+            (profile / "extensions" / UBLOCK_ID).write_text(str(UBLOCK))
+            prefs += ('user_pref("xpinstall.signatures.required", false);\n'
+                      'user_pref("extensions.autoDisableScopes", 0);\n'
+                      'user_pref("extensions.enabledScopes", 15);\n')
+        (profile / "user.js").write_text(prefs)
         cmd = [FIREFOX, "--no-remote", "--profile", str(profile), "--width", "1280", "--height", "900",
                server.demo_url(session)]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -180,6 +192,9 @@ def person_visit(server, tmp, display, act, browser):
     finally:
         proc.kill()
         proc.wait()
+    if browser == "firefox-ublock":
+        addons = json.loads((Path(tmp) / session / "extensions.json").read_text())["addons"]
+        assert any(a["id"] == UBLOCK_ID and a["active"] for a in addons), "uBlock Origin was not active"
     return session
 
 
@@ -207,7 +222,7 @@ def main():
                 ("patchright", patchright_visit), ("nodriver", nodriver_visit),
                 ("undetected-chromedriver", undetected_visit))]
             profiles += [("person", f"person-{b}", lambda s, t, d, a, b=b: person_visit(s, t, d, a, b))
-                         for b in ("chromium", "firefox", "chromium-de")]
+                         for b in ("chromium", "firefox", "firefox-ublock", "chromium-de")]
             for kind, name, visit in profiles:
                 started = time.time()
                 try:
