@@ -277,6 +277,8 @@
       if (!e.isTrusted) { activity.untrustedKeys++; return; }
       activity.keys++;
       keyDown = true;
+      // Modifiers are left out of the timing: Shift and its letter come down together.
+      if (/^(Shift|Control|Alt|Meta|CapsLock|AltGraph)$/.test(e.key)) return;
       var now = e.timeStamp;
       if (lastKeydown && !e.repeat) {
         activity.keyIntervals++;

@@ -61,9 +61,11 @@ def session_id(name):
     return f"{name}-{uuid.uuid4().hex[:8]}"
 
 
-def patchright_visit(server, tmp, display, act):
+def patchright_visit(server, tmp, display, act, typing="type"):
+    """`typing`: `type` (keyboard.type of NAME), `lower` (lower-case, no capitals to give it away)
+    or `fill` (locator fill, text inserted with no key)."""
     from patchright.sync_api import sync_playwright
-    session = session_id("patchright")
+    session = session_id(f"patchright-{typing}")
     with sync_playwright() as p:
         # As patchright's README recommends: a persistent context, headful, no viewport.
         ctx = p.chromium.launch_persistent_context(
@@ -75,7 +77,10 @@ def patchright_visit(server, tmp, display, act):
             page.wait_for_selector("body[data-state=done]", timeout=30_000)
             if act:
                 page.click("#name")
-                page.keyboard.type(NAME)
+                if typing == "fill":
+                    page.fill("#name", NAME)
+                else:
+                    page.keyboard.type(NAME.lower() if typing == "lower" else NAME)
                 page.click("#continue")
                 page.wait_for_selector("body[data-action=sent]", timeout=30_000)
         finally:
@@ -206,6 +211,8 @@ def codes(event):
 # docs/research/issue-33-second-generation.md. None of these reaches 0.9 before it acts.
 IDLE_AT_LOAD = {
     "patchright": "nothing in the page",
+    "patchright-lower-case": "nothing in the page",
+    "patchright-fill": "nothing in the page",
     "nodriver": "nothing in the page",
     "undetected-chromedriver": "cdp_automation alone (chromedriver enables the Runtime domain)",
 }
@@ -219,8 +226,10 @@ def main():
         server = Server(tmp)
         try:
             profiles = [("bot", tool, visit) for tool, visit in (
-                ("patchright", patchright_visit), ("nodriver", nodriver_visit),
-                ("undetected-chromedriver", undetected_visit))]
+                ("patchright", patchright_visit),
+                ("patchright-lower-case", lambda *a: patchright_visit(*a, typing="lower")),
+                ("patchright-fill", lambda *a: patchright_visit(*a, typing="fill")),
+                ("nodriver", nodriver_visit), ("undetected-chromedriver", undetected_visit))]
             profiles += [("person", f"person-{b}", lambda s, t, d, a, b=b: person_visit(s, t, d, a, b))
                          for b in ("chromium", "firefox", "firefox-ublock", "chromium-de")]
             for kind, name, visit in profiles:
