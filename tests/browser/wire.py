@@ -8,7 +8,8 @@ this script's own. Then scripts post that recorded body, with the person's own C
 and a valid session token from the demo page: curl over HTTP/1.1 and HTTP/2, Python requests and
 httpx, Go net/http (built here from Debian's golang) and Node's fetch. Each must score >= 0.9
 with tls_fingerprint_mismatch. As a control, the same body posted over plain HTTP (no wire)
-scores as the person it was recorded from. People: Chromium (certificate errors ignored) and
+scores as the person it was recorded from. Also Python aiohttp and Java's java.net.http (JDK 17).
+People: Chromium (certificate errors ignored) and
 Firefox ESR (certificate trusted in its profile with NSS's certutil) visit the HTTPS demo page and
 must score < 0.5 with no wire reason. One line per client with its JA4.
 
@@ -162,12 +163,22 @@ def library_clients(tmp):
     curl_version = run(["curl", "--version"]).stdout.split()[1]
     node_version = run(["node", "--version"]).stdout.strip().lstrip("v")
     go, go_version = go_client(tmp)
+    import aiohttp
     import httpx
     import requests
     post_py = ("import sys, {lib}; url, body, ua, origin = sys.argv[1:5]; "
                "h = {{'User-Agent': ua, 'Origin': origin, 'Content-Type': 'text/plain;charset=UTF-8'}}; "
                "r = {lib}.post(url, content=open(body, 'rb').read(), headers=h, verify=False) if '{lib}' == 'httpx' "
                "else {lib}.post(url, data=open(body, 'rb').read(), headers=h, verify=False); print(r.status_code, r.text)")
+    post_aiohttp = ("import asyncio, sys, aiohttp; url, body, ua, origin = sys.argv[1:5]\n"
+                    "async def main():\n"
+                    "    h = {'User-Agent': ua, 'Origin': origin, 'Content-Type': 'text/plain;charset=UTF-8'}\n"
+                    "    async with aiohttp.ClientSession() as s:\n"
+                    "        async with s.post(url, data=open(body, 'rb').read(), headers=h, ssl=False) as r:\n"
+                    "            print(r.status, await r.text())\n"
+                    "asyncio.run(main())\n")
+    java_version = run(["java", "-version"]).stderr.split('"')[1]
+    java = Path(__file__).resolve().parent / "wire" / "Client.java"
     node = ("const [url, body, ua, origin] = process.argv.slice(1);"
             "fetch(url, {method: 'POST', body: require('fs').readFileSync(body), headers: {'User-Agent': ua,"
             " 'Origin': origin, 'Content-Type': 'text/plain;charset=UTF-8'}})"
@@ -187,6 +198,10 @@ def library_clients(tmp):
         ("python-httpx", f"Python httpx {httpx.__version__} (OpenSSL 3)",
          lambda url, body, ua, origin: [python, "-W", "ignore", "-c", post_py.format(lib="httpx"),
                                         url, body, ua, origin]),
+        ("python-aiohttp", f"Python aiohttp {aiohttp.__version__} (OpenSSL 3)",
+         lambda url, body, ua, origin: [python, "-W", "ignore", "-c", post_aiohttp, url, body, ua, origin]),
+        ("java-httpclient", f"Java {java_version} java.net.http",
+         lambda url, body, ua, origin: ["java", str(java), url, body, ua, origin]),
         ("go-net-http", f"Go {go_version} net/http",
          lambda url, body, ua, origin: [str(go), url, body, ua, origin]),
         ("node-fetch", f"Node {node_version} fetch (undici)",
@@ -267,12 +282,15 @@ def capture(path):
         finally:
             server.stop()
     today = datetime.date.today().isoformat()
-    seen, lines = set(), [f"# ja4\tstack\tclient: captured on Debian 12 by tests/browser/wire.py --capture, {today}"]
+    # Clients that send the same ClientHello share a line, named together.
+    merged = {}
     for ja4, stack, label in rows:
         assert ja4, f"no JA4 recorded for {label}"
-        if (ja4, stack) not in seen:
-            seen.add((ja4, stack))
-            lines.append(f"{ja4}\t{stack}\t{label}")
+        labels = merged.setdefault((ja4, stack), [])
+        if label not in labels:
+            labels.append(label)
+    lines = [f"# ja4\tstack\tclient: captured on Debian 12 by tests/browser/wire.py --capture, {today}"]
+    lines += [f"{ja4}\t{stack}\t{' or '.join(labels)}" for (ja4, stack), labels in merged.items()]
     Path(path).write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

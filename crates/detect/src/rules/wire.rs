@@ -85,7 +85,7 @@ fn tls(engine: &Engine, j: &Ja4<'_>, stack: Stack, browser: &str, out: &mut Vec<
         Some(k) if k.stack != stack => {
             out.push(Reason::new(
                 Code::TlsFingerprintMismatch,
-                detail(&visitor_text(&k.client, 60)),
+                detail(&visitor_text(&k.client, 120)),
             ));
             return;
         }
