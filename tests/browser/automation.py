@@ -62,8 +62,7 @@ def session_id(name):
 
 
 def patchright_visit(server, tmp, display, act, typing="type"):
-    """`typing`: `type` (keyboard.type of NAME), `lower` (lower-case, no capitals to give it away)
-    or `fill` (locator fill, text inserted with no key)."""
+    """`typing`: `type` (keyboard.type of NAME) or `fill` (text inserted with no key)."""
     from patchright.sync_api import sync_playwright
     session = session_id(f"patchright-{typing}")
     with sync_playwright() as p:
@@ -80,7 +79,7 @@ def patchright_visit(server, tmp, display, act, typing="type"):
                 if typing == "fill":
                     page.fill("#name", NAME)
                 else:
-                    page.keyboard.type(NAME.lower() if typing == "lower" else NAME)
+                    page.keyboard.type(NAME)
                 page.click("#continue")
                 page.wait_for_selector("body[data-action=sent]", timeout=30_000)
         finally:
@@ -211,7 +210,6 @@ def codes(event):
 # docs/research/issue-33-second-generation.md. None of these reaches 0.9 before it acts.
 IDLE_AT_LOAD = {
     "patchright": "nothing in the page",
-    "patchright-lower-case": "nothing in the page",
     "patchright-fill": "nothing in the page",
     "nodriver": "nothing in the page",
     "undetected-chromedriver": "cdp_automation alone (chromedriver enables the Runtime domain)",
@@ -227,7 +225,6 @@ def main():
         try:
             profiles = [("bot", tool, visit) for tool, visit in (
                 ("patchright", patchright_visit),
-                ("patchright-lower-case", lambda *a: patchright_visit(*a, typing="lower")),
                 ("patchright-fill", lambda *a: patchright_visit(*a, typing="fill")),
                 ("nodriver", nodriver_visit), ("undetected-chromedriver", undetected_visit))]
             profiles += [("person", f"person-{b}", lambda s, t, d, a, b=b: person_visit(s, t, d, a, b))

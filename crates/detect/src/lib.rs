@@ -654,6 +654,13 @@ mod tests {
             codes(&with(chrome_home(), &["signals", "activity"], clicks))
                 .contains(&Code::ScriptedInput)
         );
+        // Key timing counts only on Chromium: a busy Firefox stamps queued keys close together.
+        let mut firefox = chrome_home();
+        firefox["userAgent"] = json!(FIREFOX);
+        firefox["headers"] = json!({"user-agent": FIREFOX});
+        firefox["signals"] = json!({"userAgent": FIREFOX,
+            "activity": {"keys": 11, "keyIntervals": 10, "fastKeyIntervals": 3, "presses": 2}});
+        assert!(!codes(&ev(firefox)).contains(&Code::ScriptedInput));
         // A phone's keyboard capitalises by itself.
         let mut phone = chrome_home();
         let mobile = "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Mobile Safari/537.36";

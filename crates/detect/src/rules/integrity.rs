@@ -5,12 +5,14 @@
 //! (docs/research/issue-14-stealth-probes.md).
 
 use crate::evidence::Activity;
-use crate::ua::Claim;
+use crate::ua::{self, Claim};
 use crate::{Code, Engine, Reason, Visit, visitor_text};
 
 /// What in `a` no device makes, in words; empty when nothing. On a mobile user agent capitals
-/// without Shift are not counted (virtual keyboards capitalise by themselves).
-fn scripted(a: &Activity, mobile: bool) -> Vec<String> {
+/// without Shift are not counted (virtual keyboards capitalise by themselves). Key timing is
+/// judged only on Chromium, whose events carry the operating system's timestamps: Firefox stamps
+/// them when it handles them, so a busy Firefox delivers a person's queued keys 0-3 ms apart.
+fn scripted(a: &Activity, mobile: bool, chromium: bool) -> Vec<String> {
     let n = |v: Option<u32>| v.unwrap_or(0);
     let mut why = Vec::new();
     let keys = n(a.keys);
@@ -42,7 +44,7 @@ fn scripted(a: &Activity, mobile: bool) -> Vec<String> {
     // People's fastest rollovers and xdotool's default 12 ms delay (6-8 ms apart as the page
     // sees them) stay above 4 ms; drivers' keys come 1-4 ms apart. Modifiers are not timed.
     let (intervals, fast) = (n(a.key_intervals), n(a.fast_key_intervals));
-    if intervals >= 4 && fast >= 3 && fast * 10 >= intervals * 3 {
+    if chromium && intervals >= 4 && fast >= 3 && fast * 10 >= intervals * 3 {
         why.push(format!(
             "{fast} of {intervals} keys under 4 ms after the one before"
         ));
@@ -132,7 +134,12 @@ pub fn reasons(_: &Engine, v: &Visit<'_>, out: &mut Vec<Reason>) {
         }
     }
     if let Some(a) = &s.activity {
-        let why = scripted(a, v.ua.or(v.js_ua).is_some_and(|u| Claim::of(u).mobile));
+        let claim = v.ua.or(v.js_ua).map(Claim::of);
+        let chromium = claim.is_some_and(|c| {
+            matches!(c.browser, ua::Browser::Chrome | ua::Browser::Edge)
+                && c.platform != Some("iOS")
+        });
+        let why = scripted(a, claim.is_some_and(|c| c.mobile), chromium);
         if !why.is_empty() {
             let action = a
                 .action
