@@ -43,17 +43,24 @@ impl Wire {
             Some("1.0") => "h10",
             _ => "h11",
         };
-        let digest = Sha256::digest(names.join(",").as_bytes());
         Some(format!(
             "{version}_{:02}_{}",
             names.len().min(99),
-            hex12(&digest)
+            sha256_12(&names.join(","))
         ))
     }
 }
 
-fn hex12(digest: &[u8]) -> String {
-    digest[..6].iter().map(|b| format!("{b:02x}")).collect()
+/// The first 12 hex digits of `text`'s SHA-256, as JA4's parts and Vigil's HTTP print use it;
+/// twelve zeros for empty text (JA4's rule for an empty list).
+pub fn sha256_12(text: &str) -> String {
+    if text.is_empty() {
+        return "000000000000".to_owned();
+    }
+    Sha256::digest(text.as_bytes())[..6]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// A JA4 string's shape: `{t|q|d}{version}{d|i}{ciphers:2}{extensions:2}{alpn:2}_{12 hex}_{12 hex}`.

@@ -388,7 +388,12 @@ async fn context<S: Store, B>(
         principal,
         client: Some(conn.trust_proxy.client(conn.peer, req.headers())),
         direct: !conn.trust_proxy.trusts(conn.peer),
-        wire: conn.wire(req),
+        // Only a visit is judged on its connection (the events route takes a backend's `wire`).
+        wire: if route == Route::Collect {
+            conn.wire(req)
+        } else {
+            None
+        },
     })
 }
 

@@ -12,6 +12,8 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 use tls_parser::{TlsExtension, TlsExtensionType, TlsMessage, TlsMessageHandshake};
+
+use crate::detect::wire::sha256_12;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
 use tokio_rustls::TlsAcceptor;
 use tokio_rustls::rustls::ServerConfig;
@@ -191,13 +193,6 @@ fn grease(v: u16) -> bool {
     v & 0x0f0f == 0x0a0a && v >> 8 == v & 0xff
 }
 
-fn hash12(text: &str) -> String {
-    if text.is_empty() {
-        return "000000000000".to_owned();
-    }
-    hex::encode(&Sha256::digest(text.as_bytes())[..6])
-}
-
 fn version_code(v: u16) -> &'static str {
     match v {
         0x0304 => "13",
@@ -290,7 +285,7 @@ pub fn ja4(handshake: &[u8]) -> Option<String> {
             .collect::<Vec<_>>()
             .join(",")
     };
-    let b = hash12(&hex_list(ciphers, true));
+    let b = sha256_12(&hex_list(ciphers, true));
     let mut c_text = hex_list(
         types
             .into_iter()
@@ -302,7 +297,7 @@ pub fn ja4(handshake: &[u8]) -> Option<String> {
         c_text.push('_');
         c_text.push_str(&hex_list(sigalgs, false));
     }
-    Some(format!("{a}_{b}_{}", hash12(&c_text)))
+    Some(format!("{a}_{b}_{}", sha256_12(&c_text)))
 }
 
 /// A stream whose first bytes were already read: they are handed out again before the rest.
@@ -399,8 +394,8 @@ mod tests {
         // a: TCP, TLS 1.3 from supported_versions, SNI, 3 ciphers and 5 extensions without
         // GREASE, ALPN h2. b: the sorted ciphers. c: sorted extensions less SNI and ALPN, then
         // the signature algorithms in their order.
-        let b = hash12("1301,1302,c02b");
-        let c = hash12("000d,0017,002b_0403,0804,0401");
+        let b = sha256_12("1301,1302,c02b");
+        let c = sha256_12("000d,0017,002b_0403,0804,0401");
         assert_eq!(got, format!("t13d0305h2_{b}_{c}"));
         assert!(crate::detect::wire::is_ja4(&got));
         assert_eq!(b, hex::encode(&Sha256::digest(b"1301,1302,c02b")[..6]));
@@ -414,7 +409,7 @@ mod tests {
         cut.truncate(cut.len() - 3);
         assert_eq!(ja4(&cut), None);
         assert!(grease(0x0a0a) && grease(0xfafa) && !grease(0x0a0b) && !grease(0x1301));
-        assert_eq!(hash12(""), "000000000000");
+        assert_eq!(sha256_12(""), "000000000000");
     }
 
     #[tokio::test]
