@@ -21,6 +21,7 @@ mod lambda {
         e["reasons"] = json!([]);
         e["engineVersion"] = Value::Null;
         e["ja4"] = Value::Null;
+        e["device"] = Value::Null;
         e
     }
 
@@ -301,6 +302,48 @@ mod black_box {
         assert!(event["scoreBot"].as_f64().unwrap() < 0.5, "{event}");
     }
 
+    /// A browser's sessions share the project's key for it; another browser gets another.
+    #[tokio::test]
+    async fn a_browsers_sessions_share_its_device_key() {
+        let srv = Server::seeded(&fixture(vec![]));
+        let chrome = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0.0.0 Safari/537.36";
+        let visit = |session: &str, zone: &str| {
+            let body = json!({"ipAddress": "84.128.0.1", "userAgent": chrome, "signals": {
+                "userAgent": chrome, "webglRenderer": "ANGLE (Intel)", "screenWidth": 1920,
+                "screenHeight": 1080, "hardwareConcurrency": 8, "maxTouchPoints": 0,
+                "timeZone": zone, "languages": ["de-DE"], "evalLength": 33, "productSub": "20030107"}});
+            (
+                format!("/v1/projects/prj_1/sessions/{session}/events"),
+                body.to_string(),
+            )
+        };
+        let mut devices = Vec::new();
+        for (session, zone) in [
+            ("d1", "Europe/Berlin"),
+            ("d2", "Europe/Berlin"),
+            ("d3", "Asia/Tokyo"),
+        ] {
+            let (path, body) = visit(session, zone);
+            let r = srv.post(KEY1, &path, &body).await;
+            assert_eq!(r.status, 201, "{}", r.body);
+            devices.push(
+                r.json()["data"]["device"]
+                    .as_str()
+                    .expect("a device key")
+                    .to_owned(),
+            );
+        }
+        assert!(
+            devices[0].starts_with("dev_") && devices[0].len() == 24,
+            "{devices:?}"
+        );
+        assert_eq!(devices[0], devices[1], "one browser, two sessions");
+        assert_ne!(
+            devices[0], devices[2],
+            "another time zone is another browser"
+        );
+    }
+
     #[tokio::test]
     async fn an_event_is_evaluated_stored_and_read_back_as_event_and_result() {
         let srv = Server::seeded(&fixture(vec![]));
@@ -326,10 +369,15 @@ mod black_box {
             .collect();
         assert_eq!(
             keys.len(),
-            9,
-            "id, sessionId, createdAt, ipAddress, scores, reasons, engineVersion, ja4: {keys:?}"
+            10,
+            "id, sessionId, createdAt, ipAddress, scores, reasons, engineVersion, ja4, device: {keys:?}"
         );
         assert_eq!(event["ja4"], Value::Null, "no wire in the evidence");
+        assert_eq!(
+            event["device"],
+            Value::Null,
+            "too few signals for a device key"
+        );
         assert_eq!(event["sessionId"], "s1");
         assert_eq!(event["ipAddress"], "185.220.101.1");
         assert!(is_api_timestamp(event["createdAt"].as_str().unwrap()));

@@ -914,10 +914,17 @@ async fn events_and_public_keys_round_trip<S: Store>(store: S) {
         "navigator.webdriver is true",
     );
     let mut evaluated = result("p", "s", 0.99, 0.1, "2026-11-21T10:00:00Z");
+    let signals: vigil::detect::Signals = serde_json::from_value(serde_json::json!({
+        "userAgent": "Mozilla/5.0 Chrome/156.0.0.0", "webglRenderer": "ANGLE", "timeZone": "Etc/UTC",
+        "languages": ["en"], "hardwareConcurrency": 8, "evalLength": 33, "productSub": "20030107"
+    }))
+    .unwrap();
+    let device = vigil::domain::DeviceKey::of("sk_test", &signals).expect("enough signals");
     evaluated.evaluation = Some(vigil::domain::Evaluation {
         reasons: vec![reason.clone()],
         engine_version: "vigil-detect/test".into(),
         ja4: Some("t13d1516h2_8daaf6152771_d8a2da3f94cd".into()),
+        device: Some(device.clone()),
         flagged: Default::default(),
     });
     let at = store.add_result(&evaluated).await.unwrap();
@@ -937,13 +944,21 @@ async fn events_and_public_keys_round_trip<S: Store>(store: S) {
         Some("t13d1516h2_8daaf6152771_d8a2da3f94cd"),
         "the wire's fingerprint is kept with the event"
     );
+    assert_eq!(
+        e.device.as_deref(),
+        Some(device.as_str()),
+        "and the device key"
+    );
     assert_eq!(e.result(), evaluated.result);
     let e = store
         .event(&pid("p"), &sid("s"), at_plain)
         .await
         .unwrap()
         .unwrap();
-    assert_eq!((e.reasons.len(), e.engine_version, e.ja4), (0, None, None));
+    assert_eq!(
+        (e.reasons.len(), e.engine_version, e.ja4, e.device),
+        (0, None, None, None)
+    );
     assert_eq!(
         at_plain.seq,
         at.seq + 1,
@@ -1032,6 +1047,7 @@ fn evaluated(
             .collect(),
         engine_version: "vigil-detect/test".into(),
         ja4: None,
+        device: None,
         flagged: Flagged::at(Score::HALF, score(bot), score(pv)),
     });
     r

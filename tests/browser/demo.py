@@ -214,6 +214,9 @@ def puppeteer_stealth(server):
     return server.latest_event(session), ms
 
 
+# The device key each person's browser got (the project's key for it: one per browser profile).
+DEVICES = {}
+
 # Visits a person's Chromium makes after its first page, each in a new tab of the running browser.
 PERSON_TABS = 14
 # This machine has no GPU, and Chromium no longer falls back to software WebGL by itself; a
@@ -271,6 +274,10 @@ def chromium_person(server, pw, tmp, display, person_times):
     events, times = person_chromium_visits(server, pw, tmp, display, PERSON_TABS,
                                            shot=SHOTS / "person-chromium.png")
     person_times.extend(times)
+    # One browser profile, many sessions: one device key (issue 30's device key, measured here).
+    keys = {e["device"] for e in events}
+    assert len(keys) == 1 and None not in keys, f"the profile's sessions got device keys {keys}"
+    DEVICES["person-chromium"] = keys.pop()
     return max(events, key=lambda e: e["scoreBot"]), None
 
 
@@ -285,7 +292,9 @@ def firefox_person(server, tmp, display, rfp=False):
                                 "--height", "900", server.demo_url(session)],
                                env=display.env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        return wait_event(server, session), None
+        event = wait_event(server, session)
+        DEVICES[name] = event["device"]
+        return event, None
     finally:
         firefox.kill()
         firefox.wait()
@@ -344,6 +353,12 @@ def main():
         print(f"agent collection time (start to send) over {len(timings)} driven visits (a fresh browser each, "
               f"the driver holding every new Worker until it resumes it): "
               f"p50 {statistics.median(timings):.0f} ms, max {max(timings)} ms")
+    # Each browser its own device key: Chromium's fifteen sessions share one, Firefox has another.
+    if len(DEVICES) == 3:
+        print(f"device keys: person-chromium's {PERSON_TABS + 1} sessions {DEVICES['person-chromium']}, "
+              f"person-firefox {DEVICES['person-firefox']}, person-firefox-rfp {DEVICES['person-firefox-rfp']}")
+        if len(set(DEVICES.values())) != 3 or None in DEVICES.values():
+            failures.append(f"device keys not one per browser: {DEVICES}")
     print(f"screenshots: {SHOTS}/")
     print(f"{sum(1 for r in results if r[4])} passed, {len(failures)} failed")
     if failures:

@@ -71,6 +71,9 @@ pub struct Signals {
     pub outer_height: Option<f64>,
     pub inner_width: Option<f64>,
     pub inner_height: Option<f64>,
+    /// `screen.width` and `screen.height`.
+    pub screen_width: Option<f64>,
+    pub screen_height: Option<f64>,
     pub webgl_vendor: Option<String>,
     pub webgl_renderer: Option<String>,
     /// `eval.toString().length`: 33 in Blink and WebKit, 37 in Gecko.

@@ -3,6 +3,7 @@
 pub mod change;
 pub mod cursor;
 pub mod delivery;
+pub mod device;
 pub mod evaluation;
 pub mod event;
 pub mod idempotency;
@@ -21,6 +22,7 @@ pub mod webhook;
 
 pub use change::{FeedEvent, SessionChanged};
 pub use delivery::{Attempt, AttemptOutcome, Delivery, DeliveryStatus, DeliveryView};
+pub use device::DeviceKey;
 pub use evaluation::{AddressedEvidence, Evaluation, Flagged};
 pub use event::{Event, EventId};
 pub use ids::{AccountId, DeliveryId, IdError, PlanId, ProjectId, SessionId, WebhookId};

@@ -15,8 +15,8 @@ use crate::domain::project::{Origin, origin_allowed};
 use crate::domain::session_token;
 use crate::domain::token::random_base62;
 use crate::domain::{
-    AccountId, AddressedEvidence, CheckResult, Evaluation, Event, EventId, NewResult, Project,
-    ProjectId, Score, SessionId,
+    AccountId, AddressedEvidence, CheckResult, DeviceKey, Evaluation, Event, EventId, NewResult,
+    Project, ProjectId, Score, SessionId,
 };
 use crate::store::{
     AccountStore, IdempotencyStore, ProjectStore, ResultPage, ResultStore, UsageStore,
@@ -61,10 +61,7 @@ impl<S: ProjectStore + ResultStore + IdempotencyStore> Vigil<S, Detecting> {
         if p.disabled {
             return Err(ServiceError::ProjectDisabled);
         }
-        match self
-            .evaluate_and_store(project, session, evidence, once)
-            .await?
-        {
+        match self.evaluate_and_store(&p, session, evidence, once).await? {
             Written::New(event) => Ok(event),
             Written::Before(used) => self.replay(once, used).await,
         }
@@ -74,17 +71,23 @@ impl<S: ProjectStore + ResultStore + IdempotencyStore> Vigil<S, Detecting> {
 impl<S: ProjectStore + ResultStore> Vigil<S, Detecting> {
     async fn evaluate_and_store(
         &self,
-        project: &ProjectId,
+        p: &Project,
         session: &SessionId,
         evidence: &AddressedEvidence,
         once: Option<&Once>,
     ) -> ServiceResult<Written<Event>> {
+        let project = &p.id;
         let ip_address = evidence.address();
         let ja4 = evidence
             .evidence()
             .wire
             .as_ref()
             .and_then(|w| w.ja4.clone());
+        let device = evidence
+            .evidence()
+            .signals
+            .as_ref()
+            .and_then(|s| DeviceKey::of(&p.api_key_private, s));
         let started = Instant::now();
         let verdict = self.engine.evaluate(evidence.evidence());
         let micros = started.elapsed().as_secs_f64() * 1e6;
@@ -107,6 +110,7 @@ impl<S: ProjectStore + ResultStore> Vigil<S, Detecting> {
                 reasons: verdict.reasons.clone(),
                 engine_version: ENGINE_VERSION.to_owned(),
                 ja4: ja4.clone(),
+                device: device.clone(),
                 flagged,
             }),
         };
@@ -125,6 +129,7 @@ impl<S: ProjectStore + ResultStore> Vigil<S, Detecting> {
             reasons,
             engine_version: Some(ENGINE_VERSION.to_owned()),
             ja4,
+            device: device.map(|d| d.as_str().to_owned()),
         }))
     }
 }
@@ -290,7 +295,7 @@ impl<S: ProjectStore + ResultStore + UsageStore> Vigil<S, Detecting> {
         self.admit_visit(project, &site.terms, evidence.address())
             .await?;
         let event = match self
-            .evaluate_and_store(&project.id, session, evidence, None)
+            .evaluate_and_store(project, session, evidence, None)
             .await?
         {
             Written::New(event) => event,

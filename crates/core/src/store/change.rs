@@ -122,6 +122,7 @@ pub(crate) mod tests {
             reasons: vec![reason.clone()],
             engine_version: "vigil-detect/test".into(),
             ja4: None,
+            device: None,
             flagged: Default::default(),
         });
         let mut rec = EventRecord::default();

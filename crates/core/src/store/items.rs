@@ -213,6 +213,8 @@ pub struct ResultItem {
     pub engine_version: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ja4: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
 }
 
 impl ResultItem {
@@ -239,6 +241,11 @@ impl ResultItem {
                 .unwrap_or_default(),
             engine_version: r.evaluation.as_ref().map(|e| e.engine_version.clone()),
             ja4: r.evaluation.as_ref().and_then(|e| e.ja4.clone()),
+            device: r
+                .evaluation
+                .as_ref()
+                .and_then(|e| e.device.as_ref())
+                .map(|d| d.as_str().to_owned()),
         }
     }
 
@@ -260,6 +267,7 @@ impl ResultItem {
             reasons: self.reasons,
             engine_version: self.engine_version,
             ja4: self.ja4,
+            device: self.device,
         }
     }
 }
