@@ -164,33 +164,32 @@ pub async fn serve<S: Store>(
         };
         let tls = limits.tls.clone();
         tokio::spawn(async move {
-            let Some(tls) = tls else {
-                let service = service(app, router, conn);
-                if let Err(e) = http.serve_connection(TokioIo::new(stream), service).await {
-                    tracing::debug!(error = %e, "connection ended with an error");
+            let served = match tls {
+                None => {
+                    let service = service(app, router, conn);
+                    http.serve_connection(TokioIo::new(stream), service).await
                 }
-                drop(slot);
-                return;
-            };
-            let (stream, ja4, h2) = match tls.accept(stream, conn.body_timeout).await {
-                Ok(accepted) => accepted,
-                Err(e) => {
-                    tracing::debug!(error = %e, "TLS handshake failed");
-                    return;
+                Some(tls) => {
+                    let (stream, ja4, h2) = match tls.accept(stream, conn.body_timeout).await {
+                        Ok(accepted) => accepted,
+                        Err(e) => {
+                            tracing::debug!(error = %e, "TLS handshake failed");
+                            return;
+                        }
+                    };
+                    conn.tls = Some(ConnectionTls {
+                        ja4: ja4.map(Arc::from),
+                    });
+                    let (service, io) = (service(app, router, conn), TokioIo::new(stream));
+                    if h2 {
+                        http2::Builder::new(TokioExecutor::new())
+                            .max_header_list_size(MAX_HEAD_BYTES as u32)
+                            .serve_connection(io, service)
+                            .await
+                    } else {
+                        http.serve_connection(io, service).await
+                    }
                 }
-            };
-            conn.tls = Some(ConnectionTls {
-                ja4: ja4.map(Arc::from),
-            });
-            let service = service(app, router, conn);
-            let io = TokioIo::new(stream);
-            let served = if h2 {
-                http2::Builder::new(TokioExecutor::new())
-                    .max_header_list_size(MAX_HEAD_BYTES as u32)
-                    .serve_connection(io, service)
-                    .await
-            } else {
-                http.serve_connection(io, service).await
             };
             if let Err(e) = served {
                 tracing::debug!(error = %e, "connection ended with an error");
