@@ -220,15 +220,6 @@ impl Stack {
             _ => None,
         }
     }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Chromium => "Chromium",
-            Self::Firefox => "Firefox",
-            Self::Apple => "Safari",
-            Self::Library => "an HTTP library",
-        }
-    }
 }
 
 /// One known client's fingerprint.
@@ -291,14 +282,6 @@ impl Fingerprints {
             table.exact.entry(exact_key(&j)).or_insert(known);
         }
         Ok(table)
-    }
-
-    pub fn len(&self) -> usize {
-        self.exact.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.exact.is_empty()
     }
 
     /// The known client behind `j`: by the whole fingerprint, else by its cipher list.
