@@ -165,7 +165,8 @@ where
     S: crate::store::AccountStore
         + ProjectStore
         + crate::store::ResultStore
-        + crate::store::UsageStore,
+        + crate::store::UsageStore
+        + crate::store::VelocityStore,
 {
     match gateway::request_context(app, req).await {
         Ok(ctx) => {

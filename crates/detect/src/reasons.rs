@@ -59,6 +59,9 @@ reasons! {
     TlsFingerprintMismatch => Bot, 6.5, "the TLS ClientHello is an HTTP library's or another browser's than the user agent claims: the client that opened the connection is not the browser it names (a TLS-intercepting middlebox does the same)";
     HttpFingerprintMismatch => Bot, 3.0, "header order or HTTP version that the claimed browser never sends; alone short of even odds, since proxies and extensions can reorder headers";
     SyntheticInput => Bot, 5.0, "pointer events dispatched by script, or at the equal coordinates of protocol-made events";
+    SessionChurn => Bot, 7.0, "one device key, or one address with few devices, opening sessions faster than people open tabs (counted across visits); 3.0 for an address with many devices behind it, 3.5 for a key identical iPhones share";
+    AddressVelocity => Bot, 4.0, "one address sending more events than a person's browsing makes; 2.0 for an address with many devices behind it (carrier-grade NAT, an office, a relay)";
+    AddressChurn => Bot, 6.0, "one device key seen from many addresses or countries within a window: a device rotating through proxies; 3.5 for a key identical iPhones share";
     // proxy/VPN
     TorExit => ProxyVpn, 10.0, "a listed Tor exit: deterministic";
     VpnRange => ProxyVpn, 8.0, "a commercial VPN's exit range";

@@ -16,10 +16,21 @@ pub struct Visit<'a> {
     pub agent_lower: Option<String>,
     /// The address's country.
     pub country: Option<Country>,
+    /// What the store counted of the visit's address and device; never from the client.
+    pub velocity: Option<&'a crate::velocity::Velocity>,
 }
 
 impl<'a> Visit<'a> {
     pub fn of(engine: &Engine, e: &'a Evidence) -> Self {
+        Self::with(engine, e, None)
+    }
+
+    /// The visit with the store's counts of its address and device.
+    pub fn with(
+        engine: &Engine,
+        e: &'a Evidence,
+        velocity: Option<&'a crate::velocity::Velocity>,
+    ) -> Self {
         let signals = e.signals.as_ref();
         let ua = e
             .user_agent
@@ -34,6 +45,7 @@ impl<'a> Visit<'a> {
             js_ua,
             agent_lower: ua.or(js_ua).map(str::to_lowercase),
             country: e.ip_address.and_then(|ip| engine.geo.country(ip)),
+            velocity,
         }
     }
 

@@ -18,7 +18,9 @@ use crate::detect::{Evidence, Headers, Signals};
 use crate::domain::project::Origin;
 use crate::domain::{AddressedEvidence, Event, EventId, ProjectId, SessionId};
 use crate::service::{Detecting, Vigil};
-use crate::store::{AccountStore, IdempotencyStore, ProjectStore, ResultStore, UsageStore};
+use crate::store::{
+    AccountStore, IdempotencyStore, ProjectStore, ResultStore, UsageStore, VelocityStore,
+};
 
 /// Largest evidence document accepted, by either door.
 pub const MAX_EVIDENCE_BODY: usize = 16 * 1024;
@@ -59,7 +61,9 @@ fn event_location(project: &ProjectId, session: &SessionId, id: EventId) -> Stri
 /// POST /projects/{projectId}/sessions/{sessionId}/events: evaluates a visit and stores it.
 pub struct CreateEvent;
 
-impl<S: ProjectStore + ResultStore + IdempotencyStore> Endpoint<S, Detecting> for CreateEvent {
+impl<S: ProjectStore + ResultStore + IdempotencyStore + VelocityStore> Endpoint<S, Detecting>
+    for CreateEvent
+{
     const IDEMPOTENT: bool = true;
     type Path = (ProjectId, SessionId);
     type Body = Json<NewEvent>;
@@ -230,7 +234,7 @@ struct Collected {
 /// no rate-limit headers, and CORS only for an origin the project allows.
 pub async fn collect<S>(app: &Vigil<S, Detecting>, ctx: &Context, req: &Request) -> Response<Body>
 where
-    S: ProjectStore + ResultStore + AccountStore + UsageStore,
+    S: ProjectStore + ResultStore + AccountStore + UsageStore + VelocityStore,
 {
     if req.method() == Method::OPTIONS {
         return preflight(req);
@@ -256,7 +260,7 @@ async fn record<S>(
     allowed: &mut Option<HeaderValue>,
 ) -> Result<String, ApiError>
 where
-    S: ProjectStore + ResultStore + AccountStore + UsageStore,
+    S: ProjectStore + ResultStore + AccountStore + UsageStore + VelocityStore,
 {
     let visit = VisitBody::read(req)?;
     let origin = page_origin(req).ok_or(ApiError::Forbidden(ORIGIN_REFUSED))?;

@@ -22,8 +22,9 @@ use super::items::*;
 use super::{
     AccountStore, AdminStore, COUNTER_GRACE_SECONDS, DeliveryStore, IdempotencyStore, InsightStore,
     KeyStore, OpFailed, ProjectStore, RATE_WINDOW_TTL, ResultPage, ResultStore, StoreError,
-    UsageStore, WebhookStore,
+    UsageStore, VelocityStore, WebhookStore,
 };
+use crate::domain::velocity::{CounterUpdate, CounterWork, Counters};
 use crate::domain::insight::{Bucket, SessionPage, SessionPosition, SessionQuery, StatsRange};
 use crate::domain::plan::{Counted, MAX_COUNTER_SHARDS, Period, Spread, VisitCount};
 use crate::domain::{
@@ -647,6 +648,138 @@ impl Counter {
             .map(|(p, n)| ((*p).to_owned(), (*n).to_owned()))
             .collect()
     }
+}
+
+/// Attempts at a batch read's unprocessed keys before the read fails.
+const BATCH_GET_ATTEMPTS: u32 = 5;
+
+impl VelocityStore for DynamoStore {
+    /// One `UpdateItem` per counter item (`ADD` to numbers and string sets, returning the item)
+    /// and one `BatchGetItem` for the previous windows, all at once: one round trip of latency.
+    async fn count_velocity(
+        &self,
+        project: &ProjectId,
+        work: &CounterWork,
+    ) -> Result<(Vec<Counters>, Vec<Counters>), StoreError> {
+        let pk = project_pk(project);
+        let updates = futures_util::future::try_join_all(
+            work.updates.iter().map(|u| self.add_counters(&pk, u)),
+        );
+        let (updated, read) = tokio::join!(updates, self.read_counters(&pk, &work.reads));
+        Ok((updated?, read?))
+    }
+}
+
+impl DynamoStore {
+    async fn add_counters(&self, pk: &str, u: &CounterUpdate) -> Result<Counters, StoreError> {
+        let mut names = HashMap::new();
+        let mut values = HashMap::new();
+        let mut adds = Vec::new();
+        for (i, (attr, n)) in u.adds.iter().enumerate() {
+            names.insert(format!("#n{i}"), attr.clone());
+            values.insert(format!(":n{i}"), AttributeValue::N(n.to_string()));
+            adds.push(format!("#n{i} :n{i}"));
+        }
+        let mut sets: Vec<(&str, Vec<String>)> = Vec::new();
+        for (attr, member) in &u.members {
+            match sets.iter_mut().find(|(a, _)| *a == attr.as_str()) {
+                Some((_, m)) => m.push(member.clone()),
+                None => sets.push((attr.as_str(), vec![member.clone()])),
+            }
+        }
+        for (i, (attr, mut members)) in sets.into_iter().enumerate() {
+            members.sort();
+            members.dedup();
+            names.insert(format!("#m{i}"), attr.to_owned());
+            values.insert(format!(":m{i}"), AttributeValue::Ss(members));
+            adds.push(format!("#m{i} :m{i}"));
+        }
+        names.insert("#t".to_owned(), TTL.to_owned());
+        values.insert(":t".to_owned(), AttributeValue::N(u.expires.to_string()));
+        let expression = if adds.is_empty() {
+            "SET #t = :t".to_owned()
+        } else {
+            format!("ADD {} SET #t = :t", adds.join(", "))
+        };
+        let out = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(key(pk.to_owned(), u.sk.clone())))
+            .update_expression(expression)
+            .set_expression_attribute_names(Some(names))
+            .set_expression_attribute_values(Some(values))
+            .return_values(ReturnValue::AllNew)
+            .send()
+            .await
+            .map_err(|e| sdk_error("UpdateItem", e))?;
+        Ok(out.attributes.map(|a| counters_of(&a)).unwrap_or_default())
+    }
+
+    /// The items at `sks`, in their order (empty for absent ones), by `BatchGetItem`.
+    async fn read_counters(&self, pk: &str, sks: &[String]) -> Result<Vec<Counters>, StoreError> {
+        if sks.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut found: HashMap<String, Counters> = HashMap::new();
+        let keys: Vec<Item> = sks.iter().map(|sk| key(pk.to_owned(), sk.clone())).collect();
+        let mut pending = Some(build(
+            aws_sdk_dynamodb::types::KeysAndAttributes::builder()
+                .set_keys(Some(keys))
+                .build(),
+        )?);
+        for attempt in 0..BATCH_GET_ATTEMPTS {
+            let Some(request) = pending.take() else { break };
+            if attempt > 0 {
+                tokio::time::sleep(super::write::backoff(attempt)).await;
+            }
+            let out = self
+                .client
+                .batch_get_item()
+                .request_items(&self.table, request)
+                .send()
+                .await
+                .map_err(|e| sdk_error("BatchGetItem", e))?;
+            for item in out.responses.and_then(|mut r| r.remove(&self.table)).unwrap_or_default() {
+                if let Some(AttributeValue::S(sk)) = item.get(SK) {
+                    found.insert(sk.clone(), counters_of(&item));
+                }
+            }
+            pending = out
+                .unprocessed_keys
+                .and_then(|mut u| u.remove(&self.table))
+                .filter(|k| !k.keys.is_empty());
+        }
+        if pending.is_some() {
+            return Err(StoreError::Throttled(
+                "velocity counters unread after retries".into(),
+            ));
+        }
+        Ok(sks
+            .iter()
+            .map(|sk| found.remove(sk).unwrap_or_default())
+            .collect())
+    }
+}
+
+/// A counter item's numbers and string sets (its keys and other attributes left out).
+fn counters_of(item: &Item) -> Counters {
+    let mut c = Counters::default();
+    for (name, value) in item {
+        match value {
+            AttributeValue::N(n) if name != TTL => {
+                if let Ok(n) = n.parse() {
+                    c.numbers.insert(name.clone(), n);
+                }
+            }
+            AttributeValue::Ss(members) => {
+                c.sets
+                    .insert(name.clone(), members.iter().cloned().collect());
+            }
+            _ => {}
+        }
+    }
+    c
 }
 
 impl ResultStore for DynamoStore {

@@ -19,8 +19,9 @@ use super::plan::{Applied, Attributes, ItemStore, Op, Read, Step, WritePlan, par
 use super::{
     AccountStore, AdminStore, COUNTER_GRACE_SECONDS, Cause, DeliveryStore, IdempotencyStore,
     InsightStore, KeyStore, OpFailed, ProjectStore, RATE_WINDOW_TTL, ResultPage, ResultStore,
-    StoreError, UsageStore, WebhookStore,
+    StoreError, UsageStore, VelocityStore, WebhookStore,
 };
+use crate::domain::velocity::{CounterWork, Counters};
 use crate::domain::insight::{Bucket, SessionPage, SessionPosition, SessionQuery, StatsRange};
 use crate::domain::plan::{Counted, Period, VisitCount};
 use crate::domain::webhook::MAX_WEBHOOKS_PER_PROJECT;
@@ -75,6 +76,26 @@ CREATE TABLE IF NOT EXISTS stats (
     body TEXT NOT NULL,
     PRIMARY KEY (pk, sk)
 ) WITHOUT ROWID;
+-- Velocity counters (the table's VEL# items): numbers and set members by item and attribute.
+-- Not items: several are written with every visit, and they feed nothing.
+CREATE TABLE IF NOT EXISTS velocity_numbers (
+    pk      TEXT NOT NULL,
+    sk      TEXT NOT NULL,
+    attr    TEXT NOT NULL,
+    n       INTEGER NOT NULL,
+    expires INTEGER NOT NULL,
+    PRIMARY KEY (pk, sk, attr)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS velocity_members (
+    pk      TEXT NOT NULL,
+    sk      TEXT NOT NULL,
+    attr    TEXT NOT NULL,
+    member  TEXT NOT NULL,
+    expires INTEGER NOT NULL,
+    PRIMARY KEY (pk, sk, attr, member)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS velocity_numbers_by_expiry ON velocity_numbers (expires);
+CREATE INDEX IF NOT EXISTS velocity_members_by_expiry ON velocity_members (expires);
 -- Where each change-feed consumer has got to. Not items: writing them feeds nothing.
 CREATE TABLE IF NOT EXISTS checkpoints (
     name  TEXT PRIMARY KEY,
@@ -572,6 +593,69 @@ impl UsageStore for SqliteStore {
         })
         .await
     }
+}
+
+impl VelocityStore for SqliteStore {
+    async fn count_velocity(
+        &self,
+        project: &ProjectId,
+        work: &CounterWork,
+    ) -> Result<(Vec<Counters>, Vec<Counters>), StoreError> {
+        let pk = project_pk(project);
+        let work = work.clone();
+        self.write(move |tx| {
+            let mut updated = Vec::with_capacity(work.updates.len());
+            for u in &work.updates {
+                for (attr, n) in &u.adds {
+                    tx.prepare_cached(
+                        "INSERT INTO velocity_numbers (pk, sk, attr, n, expires) VALUES (?1, ?2, ?3, ?4, ?5)
+                         ON CONFLICT (pk, sk, attr) DO UPDATE SET n = n + ?4, expires = max(expires, ?5)",
+                    )?
+                    .execute(params![pk, u.sk, attr, i64::try_from(*n).unwrap_or(i64::MAX), u.expires])?;
+                }
+                for (attr, member) in &u.members {
+                    tx.prepare_cached(
+                        "INSERT INTO velocity_members (pk, sk, attr, member, expires) VALUES (?1, ?2, ?3, ?4, ?5)
+                         ON CONFLICT (pk, sk, attr, member) DO UPDATE SET expires = max(expires, ?5)",
+                    )?
+                    .execute(params![pk, u.sk, attr, member, u.expires])?;
+                }
+                updated.push(counters(tx, &pk, &u.sk)?);
+            }
+            let mut read = Vec::with_capacity(work.reads.len());
+            for sk in &work.reads {
+                read.push(counters(tx, &pk, sk)?);
+            }
+            if updated.first().and_then(|c| c.numbers.get("eh")) == Some(&1) {
+                // The first visit of an address's hour clears expired counters, as the table's
+                // TTL would.
+                tx.prepare_cached("DELETE FROM velocity_numbers WHERE expires < ?1")?
+                    .execute([work.at])?;
+                tx.prepare_cached("DELETE FROM velocity_members WHERE expires < ?1")?
+                    .execute([work.at])?;
+            }
+            Ok((updated, read))
+        })
+        .await
+    }
+}
+
+/// One velocity item's numbers and sets.
+fn counters(c: &Connection, pk: &str, sk: &str) -> Result<Counters, Db> {
+    let mut out = Counters::default();
+    let mut numbers =
+        c.prepare_cached("SELECT attr, n FROM velocity_numbers WHERE pk = ?1 AND sk = ?2")?;
+    for row in numbers.query_map(params![pk, sk], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))? {
+        let (attr, n) = row?;
+        out.numbers.insert(attr, u64::try_from(n).unwrap_or(0));
+    }
+    let mut members =
+        c.prepare_cached("SELECT attr, member FROM velocity_members WHERE pk = ?1 AND sk = ?2")?;
+    for row in members.query_map(params![pk, sk], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))? {
+        let (attr, member) = row?;
+        out.sets.entry(attr).or_default().insert(member);
+    }
+    Ok(out)
 }
 
 /// One more under `max` in the counter `key`, or none: the guard makes the upsert the check.

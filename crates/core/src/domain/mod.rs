@@ -18,6 +18,7 @@ pub mod score;
 pub mod session_token;
 pub mod time;
 pub mod token;
+pub mod velocity;
 pub mod webhook;
 
 pub use change::{FeedEvent, SessionChanged};

@@ -18,8 +18,12 @@ use crate::domain::{
     AccountId, AddressedEvidence, CheckResult, DeviceKey, Evaluation, Event, EventId, NewResult,
     Project, ProjectId, Score, SessionId,
 };
+use crate::detect::velocity::Velocity;
+use crate::domain::velocity::Tick;
+use crate::store::write::PriorSummary;
 use crate::store::{
     AccountStore, IdempotencyStore, ProjectStore, ResultPage, ResultStore, UsageStore,
+    VelocityStore,
 };
 
 /// How long a warm instance trusts what it read of a project (its domain, whether it is disabled)
@@ -39,7 +43,7 @@ pub struct Site {
     read_at: Instant,
 }
 
-impl<S: ProjectStore + ResultStore + IdempotencyStore> Vigil<S, Detecting> {
+impl<S: ProjectStore + ResultStore + IdempotencyStore + VelocityStore> Vigil<S, Detecting> {
     /// Evaluates a visit that a customer's backend reports and stores it as an event; once per
     /// idempotency key when `once` is given (a retry gets the event the key created).
     pub async fn record_event(
@@ -61,21 +65,91 @@ impl<S: ProjectStore + ResultStore + IdempotencyStore> Vigil<S, Detecting> {
         if p.disabled {
             return Err(ServiceError::ProjectDisabled);
         }
-        match self.evaluate_and_store(&p, session, evidence, once).await? {
+        // The velocity counters and the summary's read at once: one round trip between them.
+        let device = device_of(&p, evidence);
+        let (velocity, prior) = tokio::join!(
+            self.velocity(&p, session, evidence, device.as_ref()),
+            self.store.prior_summary(&p.id, session),
+        );
+        let found = Found {
+            device,
+            velocity,
+            prior: prior?,
+        };
+        match self
+            .evaluate_and_store(&p, session, evidence, found, once)
+            .await?
+        {
             Written::New(event) => Ok(event),
             Written::Before(used) => self.replay(once, used).await,
         }
     }
 }
 
-impl<S: ProjectStore + ResultStore> Vigil<S, Detecting> {
+/// What a visit's evaluation and write need beside its evidence, gathered at once.
+struct Found {
+    device: Option<DeviceKey>,
+    velocity: Option<Velocity>,
+    prior: PriorSummary,
+}
+
+/// The project's key for the visit's browser, when its signals are enough to make one.
+fn device_of(p: &Project, evidence: &AddressedEvidence) -> Option<DeviceKey> {
+    evidence
+        .evidence()
+        .signals
+        .as_ref()
+        .and_then(|s| DeviceKey::of(&p.api_key_private, s))
+}
+
+impl<S: ProjectStore + ResultStore + VelocityStore> Vigil<S, Detecting> {
+    /// Counts the visit against its address, device and project, and returns the counts of the
+    /// three windows. A store that fails to count costs the visit its velocity evidence, never
+    /// the visit: the error is logged and the engine judges the visit alone.
+    async fn velocity(
+        &self,
+        p: &Project,
+        session: &SessionId,
+        evidence: &AddressedEvidence,
+        device: Option<&DeviceKey>,
+    ) -> Option<Velocity> {
+        let address = evidence.address();
+        let country = self
+            .engine
+            .geo()
+            .country(address)
+            .map(crate::detect::places::country_name);
+        let tick = Tick {
+            project: &p.id,
+            session,
+            address,
+            device,
+            country: country.as_deref(),
+            at: self.now(),
+        };
+        let work = tick.work();
+        match self.store.count_velocity(&p.id, &work).await {
+            Ok((updated, read)) => Some(tick.velocity(&updated, &read)),
+            Err(e) => {
+                tracing::warn!(error = %e, project = %p.id, "velocity not counted; the visit is judged alone");
+                None
+            }
+        }
+    }
+
     async fn evaluate_and_store(
         &self,
         p: &Project,
         session: &SessionId,
         evidence: &AddressedEvidence,
+        found: Found,
         once: Option<&Once>,
     ) -> ServiceResult<Written<Event>> {
+        let Found {
+            device,
+            velocity,
+            prior,
+        } = found;
         let project = &p.id;
         let ip_address = evidence.address();
         let ja4 = evidence
@@ -83,13 +157,10 @@ impl<S: ProjectStore + ResultStore> Vigil<S, Detecting> {
             .wire
             .as_ref()
             .and_then(|w| w.ja4.clone());
-        let device = evidence
-            .evidence()
-            .signals
-            .as_ref()
-            .and_then(|s| DeviceKey::of(&p.api_key_private, s));
         let started = Instant::now();
-        let verdict = self.engine.evaluate(evidence.evidence());
+        let verdict = self
+            .engine
+            .evaluate_with(evidence.evidence(), velocity.as_ref());
         let micros = started.elapsed().as_secs_f64() * 1e6;
         // The engine's scores are probabilities rounded to 4 places; outside [0, 1] is a bug.
         let score = |v: f64| Score::new(v).map_err(|_| ServiceError::EngineFault(v));
@@ -115,7 +186,7 @@ impl<S: ProjectStore + ResultStore> Vigil<S, Detecting> {
             }),
         };
         let reasons = verdict.reasons;
-        let at = match self.store.write_result(&new, once).await? {
+        let at = match self.store.write_result_after(&new, once, prior).await? {
             Written::New(at) => at,
             Written::Before(used) => return Ok(Written::Before(used)),
         };
@@ -272,7 +343,7 @@ impl<S: ProjectStore, D> Vigil<S, D> {
     }
 }
 
-impl<S: ProjectStore + ResultStore + UsageStore> Vigil<S, Detecting> {
+impl<S: ProjectStore + ResultStore + UsageStore + VelocityStore> Vigil<S, Detecting> {
     /// Records a visit the browser agent reports for a site [`Vigil::site`] admitted: the
     /// plan must be in force, the session vouched for by a token when the project requires one,
     /// and the visit within the collect route's own budget. The answer is a receipt: a random id,
@@ -292,10 +363,22 @@ impl<S: ProjectStore + ResultStore + UsageStore> Vigil<S, Detecting> {
             let token = token.ok_or(ServiceError::SessionTokenRequired)?;
             session_token::verify(token, &project.api_key_private, &project.id, session, now)?;
         }
-        self.admit_visit(project, &site.terms, evidence.address())
-            .await?;
+        // The plan's counters, the velocity counters and the summary's read at once: one round
+        // trip between them. A refused visit has been counted as an attempt, not stored.
+        let device = device_of(project, evidence);
+        let (admitted, velocity, prior) = tokio::join!(
+            self.admit_visit(project, &site.terms, evidence.address()),
+            self.velocity(project, session, evidence, device.as_ref()),
+            self.store.prior_summary(&project.id, session),
+        );
+        admitted?;
+        let found = Found {
+            device,
+            velocity,
+            prior: prior?,
+        };
         let event = match self
-            .evaluate_and_store(project, session, evidence, None)
+            .evaluate_and_store(project, session, evidence, found, None)
             .await?
         {
             Written::New(event) => event,

@@ -6,6 +6,7 @@ use std::future::Future;
 use crate::domain::idempotency::{IdempotencyKey, Once, Used, Written};
 use crate::domain::insight::{Bucket, SessionPage, SessionQuery, StatsRange};
 use crate::domain::plan::{Counted, Period, VisitCount};
+use crate::domain::velocity::{CounterWork, Counters};
 use crate::domain::{
     Account, AccountId, Delivery, Event, NewResult, Project, ProjectId, ResultPosition, SessionId,
     SessionScore, Timestamp, Webhook, WebhookId,
@@ -232,6 +233,19 @@ pub trait UsageStore: Send + Sync {
     ) -> impl Future<Output = Res<u64>> + Send;
 }
 
+/// Counters across visits (velocity; see [`crate::domain::velocity`]): each visit adds to its
+/// address's, device's and project's current items and reads their previous ones.
+pub trait VelocityStore: Send + Sync {
+    /// Applies every update of `work` (numbers added, members put in sets, the later expiry
+    /// kept), each atomically, and returns the updated items as they stand after, in order, with
+    /// the items of `work.reads` as they stand (empty when absent).
+    fn count_velocity(
+        &self,
+        project: &ProjectId,
+        work: &CounterWork,
+    ) -> impl Future<Output = Res<(Vec<Counters>, Vec<Counters>)>> + Send;
+}
+
 pub trait ResultStore: ItemStore {
     /// Up to `limit` results strictly after `after` in newest-first order.
     fn results(
@@ -278,7 +292,27 @@ pub trait ResultStore: ItemStore {
         result: &NewResult,
         once: Option<&Once>,
     ) -> impl Future<Output = Res<Written<ResultPosition>>> + Send {
-        write::write_result(self, result, once)
+        write::write_result(self, result, once, None)
+    }
+
+    /// The session's summary as it stands, for [`ResultStore::write_result_after`]: read beside
+    /// other work, it saves the write its own read.
+    fn prior_summary(
+        &self,
+        project: &ProjectId,
+        session: &SessionId,
+    ) -> impl Future<Output = Res<write::PriorSummary>> + Send {
+        write::prior_summary(self, project, session)
+    }
+
+    /// [`ResultStore::write_result`], planned first on a summary read before.
+    fn write_result_after(
+        &self,
+        result: &NewResult,
+        once: Option<&Once>,
+        prior: write::PriorSummary,
+    ) -> impl Future<Output = Res<Written<ResultPosition>>> + Send {
+        write::write_result(self, result, once, Some(prior))
     }
 
     /// [`ResultStore::write_result`] without a key.
@@ -465,6 +499,7 @@ pub trait Store:
     + UsageStore
     + IdempotencyStore
     + InsightStore
+    + VelocityStore
     + 'static
 {
 }
@@ -480,6 +515,7 @@ impl<T> Store for T where
         + UsageStore
         + IdempotencyStore
         + InsightStore
+        + VelocityStore
         + 'static
 {
 }

@@ -227,6 +227,7 @@ pub async fn write_result<S: ItemStore + ?Sized>(
     s: &S,
     r: &NewResult,
     once: Option<&Once>,
+    prior: Option<PriorSummary>,
 ) -> Res<Written<ResultPosition>> {
     let (pk, sk) = (project_pk(&r.project_id), session_sk(&r.session_id));
     let tally = Tally::of(r);
@@ -242,8 +243,9 @@ pub async fn write_result<S: ItemStore + ?Sized>(
             .iter()
             .map(|(code, n)| (format!("{REASON_ATTR_PREFIX}{code}"), *n)),
     );
-    // A retry plans on the summary that the refusal returned, saving a read.
-    let mut known: Option<Option<SessionItem>> = None;
+    // The first attempt plans on a summary read beside other work, a retry on the summary that
+    // the refusal returned: each saves a read.
+    let mut known: Option<Option<SessionItem>> = prior.map(|p| p.0);
     for attempt in 0..MAX_WRITE_ATTEMPTS {
         let old = match known.take() {
             Some(current) => current,
@@ -300,6 +302,24 @@ pub async fn write_result<S: ItemStore + ?Sized>(
         )
         .into(),
     ))
+}
+
+/// A session's summary as read before its next result is written ([`ResultStore::prior_summary`]),
+/// so that the read can go out beside other work. Only the store makes one; a stale one costs a
+/// refused attempt and a re-plan, never a wrong write.
+///
+/// [`ResultStore::prior_summary`]: super::ResultStore::prior_summary
+#[derive(Debug, Clone)]
+pub struct PriorSummary(Option<SessionItem>);
+
+/// The session's summary, read for [`write_result`].
+pub async fn prior_summary<S: ItemStore + ?Sized>(
+    s: &S,
+    project: &crate::domain::ProjectId,
+    session: &crate::domain::SessionId,
+) -> Res<PriorSummary> {
+    let (pk, sk) = (project_pk(project), session_sk(session));
+    Ok(PriorSummary(s.item(&pk, &sk, Read::Consistent).await?))
 }
 
 // ---- Webhooks and deliveries

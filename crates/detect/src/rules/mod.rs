@@ -11,6 +11,7 @@ mod language;
 mod place;
 mod proxy_headers;
 mod user_agent;
+mod velocity;
 mod webrtc;
 mod wire;
 
@@ -30,4 +31,5 @@ pub const RULES: &[(&str, Rule)] = &[
     ("proxy_headers", proxy_headers::reasons),
     ("language", language::reasons),
     ("wire", wire::reasons),
+    ("velocity", velocity::reasons),
 ];
