@@ -49,11 +49,12 @@ $(NODE_BROWSER)/.installed: tests/browser/package.json tests/browser/package-loc
 	cd $(NODE_BROWSER) && PUPPETEER_SKIP_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-test-browser: $(VENV_BROWSER)/.installed ## Real browsers and clients: the detection matrix (bots and people), the wire matrix over HTTPS, patchright/nodriver/undetected-chromedriver against people at an action, and the dashboard
+test-browser: $(VENV_BROWSER)/.installed ## Real browsers and clients: the detection matrix (bots and people), thirty sessions of one person's Chromium (velocity), the wire matrix over HTTPS, patchright/nodriver/undetected-chromedriver against people at an action, and the dashboard
 	scripts/browser-deps.sh
 	$(MAKE) --no-print-directory $(NODE_BROWSER)/.installed
 	cargo build --bin vigil --locked
 	$(VENV_BROWSER)/bin/python tests/browser/demo.py
+	$(VENV_BROWSER)/bin/python tests/browser/velocity.py
 	$(VENV_BROWSER)/bin/python tests/browser/wire.py
 	$(VENV_BROWSER)/bin/python tests/browser/automation.py
 	$(VENV_BROWSER)/bin/python tests/browser/dashboard.py
@@ -121,6 +122,7 @@ data: ## Rebuild data/ (bot patterns, IP ranges, countries, zones) from pinned r
 wire-data: $(VENV_BROWSER)/.installed ## Capture this machine's clients' TLS fingerprints into data/wire-fingerprints.tsv
 	scripts/browser-deps.sh
 	cargo build --bin vigil --locked
+	$(VENV_BROWSER)/bin/python tests/browser/velocity.py
 	$(VENV_BROWSER)/bin/python tests/browser/wire.py --capture data/wire-fingerprints.tsv
 	$(PY) scripts/data.py --manifest
 

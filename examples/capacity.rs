@@ -15,7 +15,10 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use vigil::detect::{Engine, Evidence};
 use vigil::domain::Flagged;
 use vigil::domain::insight::{Granularity, Tally};
-use vigil::domain::{CheckResult, Evaluation, NewResult, ProjectId, Score, SessionId, Timestamp};
+use vigil::domain::velocity::Tick;
+use vigil::domain::{
+    CheckResult, DeviceKey, Evaluation, NewResult, ProjectId, Score, SessionId, Timestamp,
+};
 use vigil::store::items::{ResultItem, SessionItem, StatsItem, stats_shard};
 
 // Prices, USD (us-east-1, published).
@@ -138,6 +141,41 @@ fn main() {
         size(&item(&stats)),
     );
     let counter_b = 80; // pk, sk, count, total, visits, ttl, entity
+    // The velocity items a visit with a device key adds to (its address's, device's and a project
+    // shard's hour and day), as the layout builds them, at a person's first visit of the hour.
+    let device = DeviceKey::parse("dev_00112233445566778899").expect("key");
+    let tick = Tick {
+        project: &r.project_id,
+        session: &r.session_id,
+        address: r.result.ip_address,
+        device: Some(&device),
+        country: Some("US"),
+        at: now,
+    };
+    let work = tick.work();
+    let velocity_b: Vec<usize> = work
+        .updates
+        .iter()
+        .map(|u| {
+            let mut item = HashMap::new();
+            item.insert(
+                "pk".to_owned(),
+                AttributeValue::S(format!("PROJECT#{}", r.project_id)),
+            );
+            item.insert("sk".to_owned(), AttributeValue::S(u.sk.clone()));
+            item.insert("ttl".to_owned(), AttributeValue::N(u.expires.to_string()));
+            for (a, n) in &u.adds {
+                item.insert(a.clone(), AttributeValue::N(n.to_string()));
+            }
+            for (a, m) in &u.members {
+                item.insert(a.clone(), AttributeValue::Ss(vec![m.clone()]));
+            }
+            size(&item)
+        })
+        .collect();
+    let velocity_wru: f64 = velocity_b.iter().map(|b| wru(*b, false)).sum();
+    // BatchGetItem, eventually consistent: 0.5 RRU for each item up to 4 KB.
+    let velocity_rru = 0.5 * work.reads.len() as f64;
     println!("Measured on this build:");
     println!(
         "  items of one visit: result {result_b} B, session summary {summary_b} B, statistics {stats_b} B, counter ~{counter_b} B"
@@ -151,21 +189,29 @@ fn main() {
             .collect::<Vec<_>>()
             .join(", ")
     );
+    println!(
+        "  velocity items of one visit with a device key: {} UpdateItems of {:?} B, {} read back in one BatchGetItem",
+        velocity_b.len(),
+        velocity_b,
+        work.reads.len()
+    );
     println!("  one evaluation: {eval_us:.1} us (mean of {runs})");
     println!(
         "Assumed: {ROUND_TRIP_MS} ms per DynamoDB round trip, {LOG_BYTES_PER_REQUEST} B of logs per request, receivers answer in {WEBHOOK_POST_MS} ms"
     );
 
-    // One visit (POST /collect), warm: 3 counter UpdateItems together (1 round trip), GetItem of
-    // the summary (strongly consistent), one TransactWriteItems: the result, the summary, the
-    // hour's and the day's statistics items; the summary's copy in the sessions index.
+    // One visit (POST /collect), warm: 3 counter UpdateItems, the velocity UpdateItems and their
+    // BatchGetItem, and the GetItem of the summary (strongly consistent), all together (1 round
+    // trip); then one TransactWriteItems: the result, the summary, the hour's and the day's
+    // statistics items; the summary's copies in the sessions and devices indexes.
     let visit_wru = 3.0 * wru(counter_b, false)
+        + velocity_wru
         + wru(result_b, true)
         + wru(summary_b, true)
         + 2.0 * wru(stats_b, true)
-        + wru(summary_b, false);
-    let visit_rru = 1.0;
-    let visit_ms = 3.0 * ROUND_TRIP_MS + eval_us / 1000.0 + 1.0;
+        + 2.0 * wru(summary_b, false);
+    let visit_rru = 1.0 + velocity_rru;
+    let visit_ms = 2.0 * ROUND_TRIP_MS + eval_us / 1000.0 + 1.0;
     let (visit_lambda, visit_lambda_how) = lambda(1024.0, visit_ms);
     // The dispatcher sees the summary change (stream filtered on sessions), batches of 100.
     let (dispatch_lambda, _) = lambda(256.0, 5.0);
@@ -191,13 +237,15 @@ fn main() {
                 what: "DynamoDB writes",
                 usd: visit_wru * WRU_PER_M,
                 how: format!(
-                    "{visit_wru} WRU = 3 counters + 2 x result + 2 x summary + 2 x 2 statistics + 1 index copy, x ${WRU_PER_M}/M"
+                    "{visit_wru} WRU = 3 counters + {velocity_wru} velocity + 2 x result + 2 x summary + 2 x 2 statistics + 2 index copies, x ${WRU_PER_M}/M"
                 ),
             },
             Line {
                 what: "DynamoDB reads",
                 usd: visit_rru * RRU_PER_M,
-                how: format!("{visit_rru} RRU (summary, consistent)"),
+                how: format!(
+                    "{visit_rru} RRU = 1 (summary, consistent) + {velocity_rru} (velocity windows before, eventual)"
+                ),
             },
             Line {
                 what: "stream dispatcher",
@@ -305,7 +353,7 @@ fn main() {
         stage_rps * visit_s
     );
     println!(
-        "  DynamoDB partition, 1,000 WRU/s: one project's visits write {:.0} WRU into PROJECT#p ({:.0} visits/s before adaptive capacity splits it by sort key; results, summaries and the 4 statistics shards sit apart)",
+        "  DynamoDB partition, 1,000 WRU/s: one project's visits write {:.0} WRU into PROJECT#p ({:.0} visits/s before adaptive capacity splits it by sort key; results, summaries, the 4 statistics shards and the velocity items sit apart)",
         visit_wru - 3.0,
         1000.0 / (visit_wru - 3.0)
     );

@@ -1059,6 +1059,7 @@ fn query(limit: usize, bot: Option<f64>, pv: Option<f64>) -> SessionQuery {
         after: None,
         min_score_bot: bot.map(score),
         min_score_proxy_vpn: pv.map(score),
+        device: None,
     }
 }
 
@@ -1444,6 +1445,181 @@ async fn large_plans_spread_counters_and_stay_exact<S: Store>(store: S) {
     assert_eq!(store.period_usage(&acc, &p).await.unwrap(), 2_600);
 }
 
+// ---- Velocity ------------------------------------------------------------------------------------
+
+/// The service with the engine over `store`, its clock, and a project of its own.
+async fn detecting<S: Store>(
+    store: S,
+    at: &str,
+) -> (Vigil<S, vigil::service::Detecting>, ManualClock) {
+    store.put_account(&account("acc_v")).await.unwrap();
+    store.put_project(&project("pv", "acc_v")).await.unwrap();
+    let clock = ManualClock::at(ts(at));
+    let engine = Arc::new(vigil::detect::Engine::embedded().unwrap());
+    let app = Vigil::new(store, UrlPolicy::default())
+        .with_clock(clock.clone())
+        .with_engine(engine);
+    (app, clock)
+}
+
+/// A visit of the browser of `events/collect.json`'s signals (one device key) from `ip`.
+fn browser_visit(ip: &str, zone: &str) -> vigil::domain::AddressedEvidence {
+    let chrome = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0.0.0 Safari/537.36";
+    let evidence: vigil::detect::Evidence = serde_json::from_value(serde_json::json!({
+        "userAgent": chrome,
+        "signals": {"userAgent": chrome, "webglVendor": "Google Inc. (Intel)",
+            "webglRenderer": "ANGLE (Intel)", "screenWidth": 1920, "screenHeight": 1080,
+            "hardwareConcurrency": 8, "maxTouchPoints": 0, "timeZone": zone,
+            "languages": ["en-US", "en"], "evalLength": 33, "productSub": "20030107"}
+    }))
+    .unwrap();
+    vigil::domain::AddressedEvidence::new(ip.parse().unwrap(), evidence)
+}
+
+fn secs(epoch: i64) -> Timestamp {
+    Timestamp::from_unix_millis(epoch * 1000).unwrap()
+}
+
+/// The number a detail starts with, and the rest.
+fn leading_count(detail: &str) -> (u64, &str) {
+    let end = detail
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(detail.len());
+    (detail[..end].parse().expect("a count"), &detail[end..])
+}
+
+fn reason<'a>(e: &'a vigil::domain::Event, code: &str) -> Option<&'a vigil::detect::Reason> {
+    e.reasons.iter().find(|r| r.code.name() == code)
+}
+
+/// 200 sessions from one address within five minutes, each the same browser's: flagged by
+/// `session_churn` and `address_velocity` with the counts in their details, where the first few
+/// were not; after the windows have passed, the next is judged alone again.
+async fn a_burst_of_sessions_from_one_address_is_flagged_and_forgotten<S: Store>(store: S) {
+    let (app, clock) = detecting(store, "2026-11-24T10:00:00.000Z").await;
+    let (acc, p) = (AccountId::parse("acc_v").unwrap(), pid("pv"));
+    let mut scores = Vec::new();
+    let mut last = None;
+    for i in 0..200 {
+        clock.set(secs(ts("2026-11-24T10:00:00.000Z").unix_seconds() + i / 2));
+        let e = app
+            .record_event(
+                &acc,
+                &p,
+                &sid(&format!("burst-{i}")),
+                &browser_visit("198.51.100.20", "America/New_York"),
+                None,
+            )
+            .await
+            .unwrap();
+        scores.push(e.score_bot.get());
+        last = Some(e);
+    }
+    let last = last.unwrap();
+    assert!(scores[..3].iter().all(|s| *s < 0.5), "{:?}", &scores[..3]);
+    assert!(last.score_bot.get() >= 0.9, "{last:?}");
+    let churn = reason(&last, "session_churn").expect("session_churn");
+    // Distinct sessions are a sketch's: within 3% of 200.
+    let (n, rest) = leading_count(&churn.detail);
+    assert!((194..=206).contains(&n), "{}", churn.detail);
+    assert!(
+        rest.starts_with(" sessions in 5 minutes from one device (threshold 20; 200 events"),
+        "{}",
+        churn.detail
+    );
+    let velocity = reason(&last, "address_velocity").expect("address_velocity");
+    assert!(
+        velocity
+            .detail
+            .starts_with("200 events in 5 minutes from one address"),
+        "{}",
+        velocity.detail
+    );
+    // The device's sessions, newest first, paged by the devices index.
+    let device = vigil::domain::DeviceKey::parse(last.device.as_deref().unwrap()).unwrap();
+    let mut q = query(100, None, None);
+    q.device = Some(device);
+    let page = app.sessions(&acc, &p, &q).await.unwrap();
+    assert_eq!(page.sessions.len(), 100);
+    assert_eq!(page.sessions[0].session_id.as_str(), "burst-199");
+    q.after = page.next;
+    let rest = app.sessions(&acc, &p, &q).await.unwrap();
+    assert_eq!(rest.sessions.len(), 100);
+    assert!(rest.next.is_none());
+    // Another project's owner finds nothing of it.
+    assert!(
+        app.sessions(&AccountId::parse("acc_other").unwrap(), &p, &q)
+            .await
+            .is_err()
+    );
+
+    // Two days later the windows have let the burst go.
+    clock.set(ts("2026-11-26T10:00:00.000Z"));
+    let e = app
+        .record_event(
+            &acc,
+            &p,
+            &sid("after"),
+            &browser_visit("198.51.100.20", "America/New_York"),
+            None,
+        )
+        .await
+        .unwrap();
+    assert!(e.score_bot.get() < 0.5, "{e:?}");
+    assert!(reason(&e, "session_churn").is_none(), "{e:?}");
+}
+
+/// One device key over 20 addresses in a few minutes: `address_churn`; a second device of the
+/// same project from one address: nothing.
+async fn one_device_over_many_addresses_is_address_churn<S: Store>(store: S) {
+    let (app, clock) = detecting(store, "2026-11-24T11:00:00.000Z").await;
+    let (acc, p) = (AccountId::parse("acc_v").unwrap(), pid("pv"));
+    let mut last = None;
+    for i in 0..20 {
+        clock.set(secs(ts("2026-11-24T11:00:00.000Z").unix_seconds() + i * 5));
+        let ip = format!("203.0.113.{}", 10 + i);
+        last = Some(
+            app.record_event(
+                &acc,
+                &p,
+                &sid(&format!("rot-{}", i % 3)),
+                &browser_visit(&ip, "Europe/Berlin"),
+                None,
+            )
+            .await
+            .unwrap(),
+        );
+    }
+    let last = last.unwrap();
+    let churn = reason(&last, "address_churn").expect("address_churn");
+    // Distinct addresses are a sketch's: 20 within 2.
+    let detail = churn
+        .detail
+        .strip_prefix("one device from ")
+        .expect("detail");
+    let (n, rest) = leading_count(detail);
+    assert!((18..=22).contains(&n), "{}", churn.detail);
+    assert!(
+        rest.starts_with(" addresses in 5 minutes"),
+        "{}",
+        churn.detail
+    );
+    assert!(last.score_bot.get() >= 0.8, "{last:?}");
+    let other = app
+        .record_event(
+            &acc,
+            &p,
+            &sid("home"),
+            &browser_visit("198.51.100.99", "Asia/Tokyo"),
+            None,
+        )
+        .await
+        .unwrap();
+    assert_ne!(other.device, last.device);
+    assert!(other.score_bot.get() < 0.5, "{other:?}");
+    assert!(reason(&other, "address_churn").is_none(), "{other:?}");
+}
+
 macro_rules! conformance {
     ($($name:ident),* $(,)?) => {
         mod sqlite_store {
@@ -1489,6 +1665,8 @@ conformance!(
     concurrent_events_are_all_counted,
     sessions_and_stats_belong_to_the_project_owner,
     large_plans_spread_counters_and_stay_exact,
+    a_burst_of_sessions_from_one_address_is_flagged_and_forgotten,
+    one_device_over_many_addresses_is_address_churn,
 );
 
 // ---- SQLite only ----------------------------------------------------------------------------------

@@ -528,7 +528,11 @@ mod tests {
         }
         // Every code of the table has a case, but those counted across visits (their evidence
         // is the store's counts, tested in `rules::velocity`).
-        let counted = [Code::SessionChurn, Code::AddressVelocity, Code::AddressChurn];
+        let counted = [
+            Code::SessionChurn,
+            Code::AddressVelocity,
+            Code::AddressChurn,
+        ];
         for (code, ..) in reasons::TABLE.iter().filter(|(c, ..)| !counted.contains(c)) {
             assert!(cases.iter().any(|(c, _)| c == code), "no case for {code:?}");
         }

@@ -11,7 +11,8 @@ use super::paths::{BASE, PathParam};
 use super::reply::Reply;
 use crate::domain::idempotency::{IdempotencyKey, KeyError, Once};
 use crate::domain::{
-    AccountId, EventId, IdError, ProjectId, ResultPosition, SessionId, Timestamp, WebhookId, cursor,
+    AccountId, DeviceKey, EventId, IdError, ProjectId, ResultPosition, SessionId, Timestamp,
+    WebhookId, cursor,
 };
 
 macro_rules! path_param {
@@ -40,6 +41,7 @@ path_param! {
     SessionId => "sessionId",
     WebhookId => "webhookId",
     EventId => "eventId",
+    DeviceKey => "device",
 }
 
 fn param<T: PathParam>(req: &Request) -> Result<T, ApiError> {

@@ -24,7 +24,7 @@ use crate::store::{
 
 pub use super::extract::MAX_PAGE;
 pub use super::ingest::{CreateEvent, GetEvent, ListEvents};
-pub use super::insight::{GetStats, ListSessions};
+pub use super::insight::{GetStats, ListDeviceSessions, ListSessions};
 /// Largest webhook creation body accepted.
 pub const MAX_WEBHOOK_BODY: usize = 8 * 1024;
 

@@ -7,7 +7,7 @@ use super::ApiError;
 use super::extract::{FromQuery, Query, page_limit, with_next_link};
 use super::pipeline::{Call, Endpoint, Reply};
 use crate::domain::insight::{Bucket, Granularity, SessionQuery, SessionSummary, StatsRange};
-use crate::domain::{ProjectId, Score, Timestamp, cursor};
+use crate::domain::{DeviceKey, ProjectId, Score, Timestamp, cursor};
 use crate::service::Vigil;
 use crate::store::{InsightStore, ProjectStore};
 
@@ -59,6 +59,7 @@ fn session_query(q: Query<'_>, project: &ProjectId) -> Result<SessionQuery, ApiE
         after,
         min_score_bot: score("minScoreBot")?,
         min_score_proxy_vpn: score("minScoreProxyVpn")?,
+        device: None,
     })
 }
 
@@ -83,6 +84,49 @@ impl<S: ProjectStore + InsightStore, D: Sync> Endpoint<S, D> for ListSessions {
             Some(at) => with_next_link(
                 reply,
                 &format!("/projects/{project}/sessions"),
+                &cursor::encode_sessions(project, &at),
+                &call.query.kept,
+            ),
+        })
+    }
+}
+
+/// GET /projects/{projectId}/devices/{device}/sessions: the sessions whose latest device key is
+/// `device`, most recently seen first, paged and filtered as the sessions list is.
+pub struct ListDeviceSessions;
+
+impl FromQuery<(ProjectId, DeviceKey)> for Sessions {
+    fn from_query(
+        q: Query<'_>,
+        path: &(ProjectId, DeviceKey),
+        now: Timestamp,
+    ) -> Result<Self, ApiError> {
+        let mut s = <Sessions as FromQuery<ProjectId>>::from_query(q, &path.0, now)?;
+        s.query.device = Some(path.1.clone());
+        Ok(s)
+    }
+}
+
+impl<S: ProjectStore + InsightStore, D: Sync> Endpoint<S, D> for ListDeviceSessions {
+    type Path = (ProjectId, DeviceKey);
+    type Body = ();
+    type Query = Sessions;
+    type Data = Vec<SessionSummary>;
+
+    async fn handle(
+        app: &Vigil<S, D>,
+        call: Call<(ProjectId, DeviceKey), (), Sessions>,
+    ) -> Result<Reply<Self::Data>, ApiError> {
+        let (project, device) = &call.path;
+        let page = app
+            .sessions(&call.account, project, &call.query.query)
+            .await?;
+        let reply = Reply::ok(page.sessions);
+        Ok(match page.next {
+            None => reply,
+            Some(at) => with_next_link(
+                reply,
+                &format!("/projects/{project}/devices/{}/sessions", device.as_str()),
                 &cursor::encode_sessions(project, &at),
                 &call.query.kept,
             ),

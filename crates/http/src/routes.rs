@@ -6,7 +6,7 @@ use http::Method;
 
 pub use super::paths::BASE;
 use super::paths::PathParam;
-use crate::domain::{EventId, ProjectId, SessionId, WebhookId};
+use crate::domain::{DeviceKey, EventId, ProjectId, SessionId, WebhookId};
 
 /// Calls macro `$m` with the name of every route: the one list that the [`Route`] enum and the
 /// pipeline's match of routes to endpoints (named like their routes) are made from.
@@ -29,6 +29,7 @@ macro_rules! with_routes {
             ListEvents,
             GetEvent,
             ListSessions,
+            ListDeviceSessions,
             GetStats,
         }
     };
@@ -64,6 +65,7 @@ const PROJECT: &str = concatcp!("{", ProjectId::NAME, "}");
 const SESSION: &str = concatcp!("{", SessionId::NAME, "}");
 const WEBHOOK: &str = concatcp!("{", WebhookId::NAME, "}");
 const EVENT: &str = concatcp!("{", EventId::NAME, "}");
+const DEVICE: &str = concatcp!("{", DeviceKey::NAME, "}");
 
 /// Paths are relative to the `/v1` base, with `{name}` parameters.
 #[rustfmt::skip]
@@ -84,6 +86,7 @@ pub const ROUTES: &[(Method, &str, Route)] = &[
     (Method::GET,    concatcp!("/projects/", PROJECT, "/sessions/", SESSION, "/events"),  Route::ListEvents),
     (Method::GET,    concatcp!("/projects/", PROJECT, "/sessions/", SESSION, "/events/", EVENT), Route::GetEvent),
     (Method::GET,    concatcp!("/projects/", PROJECT, "/sessions"),                       Route::ListSessions),
+    (Method::GET,    concatcp!("/projects/", PROJECT, "/devices/", DEVICE, "/sessions"),  Route::ListDeviceSessions),
     (Method::GET,    concatcp!("/projects/", PROJECT, "/stats"),                          Route::GetStats),
     (Method::POST,   "/collect",                                                          Route::Collect),
     (Method::OPTIONS, "/collect",                                                         Route::Collect),
@@ -200,6 +203,7 @@ mod tests {
                 "/projects/{projectId}/sessions/{sessionId}/events",
                 "/projects/{projectId}/sessions/{sessionId}/events/{eventId}",
                 "/projects/{projectId}/sessions",
+                "/projects/{projectId}/devices/{device}/sessions",
                 "/projects/{projectId}/stats",
                 "/collect",
                 "/collect",

@@ -24,9 +24,9 @@ use super::{
     KeyStore, OpFailed, ProjectStore, RATE_WINDOW_TTL, ResultPage, ResultStore, StoreError,
     UsageStore, VelocityStore, WebhookStore,
 };
-use crate::domain::velocity::{CounterUpdate, CounterWork, Counters};
 use crate::domain::insight::{Bucket, SessionPage, SessionPosition, SessionQuery, StatsRange};
 use crate::domain::plan::{Counted, MAX_COUNTER_SHARDS, Period, Spread, VisitCount};
+use crate::domain::velocity::{CounterUpdate, CounterWork, Counters};
 use crate::domain::{
     AccountId, Delivery, Project, ProjectId, ResultPosition, SessionId, Timestamp, Webhook,
     WebhookId,
@@ -395,10 +395,12 @@ impl DynamoStore {
             .attribute_definitions(attr(DUE)?)
             .attribute_definitions(attr(DUE_AT)?)
             .attribute_definitions(attr(SEEN)?)
+            .attribute_definitions(attr(DEVICE_PK)?)
             .key_schema(schema(PK, KeyType::Hash)?)
             .key_schema(schema(SK, KeyType::Range)?)
             .global_secondary_indexes(index(DUE_INDEX, DUE, DUE_AT)?)
             .global_secondary_indexes(index(SESSIONS_INDEX, PK, SEEN)?)
+            .global_secondary_indexes(index(DEVICES_INDEX, DEVICE_PK, SEEN)?)
             .stream_specification(build(
                 StreamSpecification::builder()
                     .stream_enabled(true)
@@ -722,7 +724,10 @@ impl DynamoStore {
             return Ok(Vec::new());
         }
         let mut found: HashMap<String, Counters> = HashMap::new();
-        let keys: Vec<Item> = sks.iter().map(|sk| key(pk.to_owned(), sk.clone())).collect();
+        let keys: Vec<Item> = sks
+            .iter()
+            .map(|sk| key(pk.to_owned(), sk.clone()))
+            .collect();
         let mut pending = Some(build(
             aws_sdk_dynamodb::types::KeysAndAttributes::builder()
                 .set_keys(Some(keys))
@@ -740,7 +745,11 @@ impl DynamoStore {
                 .send()
                 .await
                 .map_err(|e| sdk_error("BatchGetItem", e))?;
-            for item in out.responses.and_then(|mut r| r.remove(&self.table)).unwrap_or_default() {
+            for item in out
+                .responses
+                .and_then(|mut r| r.remove(&self.table))
+                .unwrap_or_default()
+            {
                 if let Some(AttributeValue::S(sk)) = item.get(SK) {
                     found.insert(sk.clone(), counters_of(&item));
                 }
@@ -813,27 +822,38 @@ impl InsightStore for DynamoStore {
         let want = query.limit + 1;
         let mut found: Vec<SessionItem> = Vec::with_capacity(want);
         let mut start: Option<Item> = None;
+        // One device's sessions are read from the devices index, under its own partition.
+        let (index, partition) = match &query.device {
+            None => (SESSIONS_INDEX, project_pk(project)),
+            Some(d) => (DEVICES_INDEX, device_pk(project, d.as_str())),
+        };
+        let partition_attr = if query.device.is_some() {
+            DEVICE_PK
+        } else {
+            PK
+        };
         for _ in 0..MAX_SESSION_QUERY_PAGES {
             let mut req = self
                 .client
                 .query()
                 .table_name(&self.table)
-                .index_name(SESSIONS_INDEX)
+                .index_name(index)
                 .scan_index_forward(false)
-                .expression_attribute_values(":pk", s(project_pk(project)))
+                .expression_attribute_names("#p", partition_attr)
+                .expression_attribute_values(":pk", s(partition.clone()))
                 .set_exclusive_start_key(start.take())
                 // Unfiltered, the extra item says whether more exist; filtered, read more at a
                 // time, since some items read are dropped.
                 .limit(if filtered { 200 } else { want as i32 });
             req = match &query.after {
                 Some(a) => req
-                    .key_condition_expression("pk = :pk AND #seen < :after")
+                    .key_condition_expression("#p = :pk AND #seen < :after")
                     .expression_attribute_names("#seen", SEEN)
                     .expression_attribute_values(
                         ":after",
                         s(seen_key(a.last_seen_at, &a.session_id)),
                     ),
-                None => req.key_condition_expression("pk = :pk"),
+                None => req.key_condition_expression("#p = :pk"),
             };
             let mut filter = Vec::new();
             if let Some(m) = query.min_score_bot {

@@ -5,6 +5,7 @@
 //! the same transaction, one record per item written in the shape of a DynamoDB stream record with
 //! old and new images. That feed plays the role of DynamoDB Streams locally.
 
+use std::collections::HashMap;
 use std::path::Path;
 use std::time::Duration;
 
@@ -21,9 +22,9 @@ use super::{
     InsightStore, KeyStore, OpFailed, ProjectStore, RATE_WINDOW_TTL, ResultPage, ResultStore,
     StoreError, UsageStore, VelocityStore, WebhookStore,
 };
-use crate::domain::velocity::{CounterWork, Counters};
 use crate::domain::insight::{Bucket, SessionPage, SessionPosition, SessionQuery, StatsRange};
 use crate::domain::plan::{Counted, Period, VisitCount};
+use crate::domain::velocity::{CounterWork, Counters};
 use crate::domain::webhook::MAX_WEBHOOKS_PER_PROJECT;
 use crate::domain::{
     AccountId, Delivery, Project, ProjectId, ResultPosition, Score, SessionId, Timestamp, Webhook,
@@ -68,6 +69,16 @@ CREATE TABLE IF NOT EXISTS sessions (
     PRIMARY KEY (pk, sk)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS sessions_by_seen ON sessions (pk, seen);
+-- The devices index (DynamoDB's sparse `devices` GSI): each session summary with a device key,
+-- by its project's device key and when it was last seen.
+CREATE TABLE IF NOT EXISTS session_devices (
+    pk   TEXT NOT NULL,
+    sk   TEXT NOT NULL,
+    dpk  TEXT NOT NULL,
+    seen TEXT NOT NULL,
+    PRIMARY KEY (pk, sk)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS session_devices_by_seen ON session_devices (dpk, seen);
 -- Statistics items (the table's STATS# items). Not in `items`: one is written with every event,
 -- and they feed nothing.
 CREATE TABLE IF NOT EXISTS stats (
@@ -76,26 +87,16 @@ CREATE TABLE IF NOT EXISTS stats (
     body TEXT NOT NULL,
     PRIMARY KEY (pk, sk)
 ) WITHOUT ROWID;
--- Velocity counters (the table's VEL# items): numbers and set members by item and attribute.
--- Not items: several are written with every visit, and they feed nothing.
-CREATE TABLE IF NOT EXISTS velocity_numbers (
+-- Velocity counters (the table's VEL# items): each item's numbers and sets as JSON. Not items:
+-- several are written with every visit, and they feed nothing.
+CREATE TABLE IF NOT EXISTS velocity (
     pk      TEXT NOT NULL,
     sk      TEXT NOT NULL,
-    attr    TEXT NOT NULL,
-    n       INTEGER NOT NULL,
+    body    TEXT NOT NULL,
     expires INTEGER NOT NULL,
-    PRIMARY KEY (pk, sk, attr)
+    PRIMARY KEY (pk, sk)
 ) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS velocity_members (
-    pk      TEXT NOT NULL,
-    sk      TEXT NOT NULL,
-    attr    TEXT NOT NULL,
-    member  TEXT NOT NULL,
-    expires INTEGER NOT NULL,
-    PRIMARY KEY (pk, sk, attr, member)
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS velocity_numbers_by_expiry ON velocity_numbers (expires);
-CREATE INDEX IF NOT EXISTS velocity_members_by_expiry ON velocity_members (expires);
+CREATE INDEX IF NOT EXISTS velocity_by_expiry ON velocity (expires);
 -- Where each change-feed consumer has got to. Not items: writing them feeds nothing.
 CREATE TABLE IF NOT EXISTS checkpoints (
     name  TEXT PRIMARY KEY,
@@ -596,6 +597,8 @@ impl UsageStore for SqliteStore {
 }
 
 impl VelocityStore for SqliteStore {
+    /// One read of every item the visit names, the additions merged in memory, and one upsert
+    /// per updated item, in one write transaction: atomic as DynamoDB's `ADD` is.
     async fn count_velocity(
         &self,
         project: &ProjectId,
@@ -604,34 +607,39 @@ impl VelocityStore for SqliteStore {
         let pk = project_pk(project);
         let work = work.clone();
         self.write(move |tx| {
+            let sks: Vec<&str> = work
+                .updates
+                .iter()
+                .map(|u| u.sk.as_str())
+                .chain(work.reads.iter().map(String::as_str))
+                .collect();
+            let mut found = velocity_items(tx, &pk, &sks, work.at)?;
             let mut updated = Vec::with_capacity(work.updates.len());
             for u in &work.updates {
+                let mut item = found.remove(&u.sk).unwrap_or_default();
                 for (attr, n) in &u.adds {
-                    tx.prepare_cached(
-                        "INSERT INTO velocity_numbers (pk, sk, attr, n, expires) VALUES (?1, ?2, ?3, ?4, ?5)
-                         ON CONFLICT (pk, sk, attr) DO UPDATE SET n = n + ?4, expires = max(expires, ?5)",
-                    )?
-                    .execute(params![pk, u.sk, attr, i64::try_from(*n).unwrap_or(i64::MAX), u.expires])?;
+                    *item.numbers.entry(attr.clone()).or_default() += n;
                 }
                 for (attr, member) in &u.members {
-                    tx.prepare_cached(
-                        "INSERT INTO velocity_members (pk, sk, attr, member, expires) VALUES (?1, ?2, ?3, ?4, ?5)
-                         ON CONFLICT (pk, sk, attr, member) DO UPDATE SET expires = max(expires, ?5)",
-                    )?
-                    .execute(params![pk, u.sk, attr, member, u.expires])?;
+                    item.sets.entry(attr.clone()).or_default().insert(member.clone());
                 }
-                updated.push(counters(tx, &pk, &u.sk)?);
+                let body = serde_json::to_string(&item).map_err(corrupt)?;
+                tx.prepare_cached(
+                    "INSERT INTO velocity (pk, sk, body, expires) VALUES (?1, ?2, ?3, ?4)
+                     ON CONFLICT (pk, sk) DO UPDATE SET body = ?3, expires = max(expires, ?4)",
+                )?
+                .execute(params![pk, u.sk, body, u.expires])?;
+                updated.push(item);
             }
-            let mut read = Vec::with_capacity(work.reads.len());
-            for sk in &work.reads {
-                read.push(counters(tx, &pk, sk)?);
-            }
+            let read = work
+                .reads
+                .iter()
+                .map(|sk| found.remove(sk).unwrap_or_default())
+                .collect();
             if updated.first().and_then(|c| c.numbers.get("eh")) == Some(&1) {
                 // The first visit of an address's hour clears expired counters, as the table's
                 // TTL would.
-                tx.prepare_cached("DELETE FROM velocity_numbers WHERE expires < ?1")?
-                    .execute([work.at])?;
-                tx.prepare_cached("DELETE FROM velocity_members WHERE expires < ?1")?
+                tx.prepare_cached("DELETE FROM velocity WHERE expires < ?1")?
                     .execute([work.at])?;
             }
             Ok((updated, read))
@@ -640,20 +648,25 @@ impl VelocityStore for SqliteStore {
     }
 }
 
-/// One velocity item's numbers and sets.
-fn counters(c: &Connection, pk: &str, sk: &str) -> Result<Counters, Db> {
-    let mut out = Counters::default();
-    let mut numbers =
-        c.prepare_cached("SELECT attr, n FROM velocity_numbers WHERE pk = ?1 AND sk = ?2")?;
-    for row in numbers.query_map(params![pk, sk], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))? {
-        let (attr, n) = row?;
-        out.numbers.insert(attr, u64::try_from(n).unwrap_or(0));
-    }
-    let mut members =
-        c.prepare_cached("SELECT attr, member FROM velocity_members WHERE pk = ?1 AND sk = ?2")?;
-    for row in members.query_map(params![pk, sk], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))? {
-        let (attr, member) = row?;
-        out.sets.entry(attr).or_default().insert(member);
+/// The unexpired velocity items at `sks`, by sort key, in one query.
+fn velocity_items(
+    c: &Connection,
+    pk: &str,
+    sks: &[&str],
+    now: i64,
+) -> Result<HashMap<String, Counters>, Db> {
+    let list = serde_json::to_string(sks).map_err(corrupt)?;
+    let mut stmt = c.prepare_cached(
+        "SELECT sk, body FROM velocity WHERE pk = ?1 AND expires >= ?3 \
+         AND sk IN (SELECT value FROM json_each(?2))",
+    )?;
+    let rows = stmt.query_map(params![pk, list, now], |r| {
+        Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+    })?;
+    let mut out = HashMap::new();
+    for row in rows {
+        let (sk, body) = row?;
+        out.insert(sk, serde_json::from_str(&body).map_err(corrupt)?);
     }
     Ok(out)
 }
@@ -719,6 +732,16 @@ fn index_session(tx: &Transaction<'_>, s: &SessionItem) -> Result<(), Db> {
         s.score_bot.get(),
         s.score_proxy_vpn.get()
     ])?;
+    match &s.device_pk {
+        Some(dpk) => tx
+            .prepare_cached(
+                "INSERT OR REPLACE INTO session_devices (pk, sk, dpk, seen) VALUES (?1, ?2, ?3, ?4)",
+            )?
+            .execute(params![s.pk, s.sk, dpk, seen])?,
+        None => tx
+            .prepare_cached("DELETE FROM session_devices WHERE pk = ?1 AND sk = ?2")?
+            .execute(params![s.pk, s.sk])?,
+    };
     Ok(())
 }
 
@@ -740,15 +763,29 @@ impl InsightStore for SqliteStore {
             min(query.min_score_proxy_vpn),
             query.limit,
         );
-        self.run(move |c| {
-            let mut stmt = c.prepare_cached(
+        // One device's sessions are read from the devices index, under its own partition.
+        let (sql, partition) = match &query.device {
+            None => (
                 "SELECT i.body FROM sessions s JOIN items i ON i.pk = s.pk AND i.sk = s.sk \
                  WHERE s.pk = ?1 AND s.seen < ?2 AND s.score_bot >= ?3 AND s.score_proxy_vpn >= ?4 \
                  ORDER BY s.seen DESC LIMIT ?5",
+                pk,
+            ),
+            Some(d) => (
+                "SELECT i.body FROM session_devices d \
+                 JOIN sessions s ON s.pk = d.pk AND s.sk = d.sk \
+                 JOIN items i ON i.pk = d.pk AND i.sk = d.sk \
+                 WHERE d.dpk = ?1 AND d.seen < ?2 AND s.score_bot >= ?3 AND s.score_proxy_vpn >= ?4 \
+                 ORDER BY d.seen DESC LIMIT ?5",
+                device_pk(project, d.as_str()),
+            ),
+        };
+        self.run(move |c| {
+            let mut stmt = c.prepare_cached(sql)?;
+            let rows = stmt.query_map(
+                params![partition, before, bot, proxy, limit as i64 + 1],
+                |r| r.get::<_, String>(0),
             )?;
-            let rows = stmt.query_map(params![pk, before, bot, proxy, limit as i64 + 1], |r| {
-                r.get::<_, String>(0)
-            })?;
             let mut items: Vec<SessionItem> = rows
                 .map(|b| serde_json::from_str(&b?).map_err(corrupt))
                 .collect::<Result<_, Db>>()?;

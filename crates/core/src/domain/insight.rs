@@ -44,6 +44,8 @@ pub struct SessionQuery {
     pub after: Option<SessionPosition>,
     pub min_score_bot: Option<Score>,
     pub min_score_proxy_vpn: Option<Score>,
+    /// Only the sessions whose latest device key is this one.
+    pub device: Option<super::DeviceKey>,
 }
 
 impl SessionQuery {

@@ -60,7 +60,7 @@ pub struct CounterUpdate {
 }
 
 /// A counter item as stored: its numbers and its sets.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Counters {
     pub numbers: BTreeMap<String, u64>,
     pub sets: BTreeMap<String, BTreeSet<String>>,
@@ -426,7 +426,10 @@ mod tests {
         let a = last.address.expect("address").at(Span::FiveMinutes);
         assert_eq!((a.events, a.sessions, a.devices), (30, 30, 1));
         let d = last.device.expect("device").at(Span::Day);
-        assert_eq!((d.events, d.sessions, d.addresses, d.countries), (30, 30, 1, 1));
+        assert_eq!(
+            (d.events, d.sessions, d.addresses, d.countries),
+            (30, 30, 1, 1)
+        );
         // The same session again is another event, not another session.
         let again = visit(&mut store, "s-0", "198.51.100.8", Some(&device), T0 + 31);
         let d = again.device.expect("device").at(Span::FiveMinutes);

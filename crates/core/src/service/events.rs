@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use super::{Detecting, ServiceError, ServiceResult, Vigil};
 use crate::detect::ENGINE_VERSION;
+use crate::detect::velocity::Velocity;
 use crate::domain::Flagged;
 use crate::domain::idempotency::{Once, Written};
 use crate::domain::plan::Refusal;
@@ -14,12 +15,11 @@ use crate::domain::plan::Terms;
 use crate::domain::project::{Origin, origin_allowed};
 use crate::domain::session_token;
 use crate::domain::token::random_base62;
+use crate::domain::velocity::Tick;
 use crate::domain::{
     AccountId, AddressedEvidence, CheckResult, DeviceKey, Evaluation, Event, EventId, NewResult,
     Project, ProjectId, Score, SessionId,
 };
-use crate::detect::velocity::Velocity;
-use crate::domain::velocity::Tick;
 use crate::store::write::PriorSummary;
 use crate::store::{
     AccountStore, IdempotencyStore, ProjectStore, ResultPage, ResultStore, UsageStore,

@@ -60,6 +60,9 @@ pub const DUE_AT: &str = "dueAt";
 pub const DUE_PARTITION: &str = "pending";
 /// The sparse index of session summaries: partition `pk` (the project), sorted by `seen`.
 pub const SESSIONS_INDEX: &str = "sessions";
+/// The devices index: session summaries by their project's device key (`devicePk`), by `seen`.
+pub const DEVICES_INDEX: &str = "devices";
+pub const DEVICE_PK: &str = "devicePk";
 pub const SEEN: &str = "seen";
 /// Statistics items per bucket: one event adds to one of them (by its session), so that a busy
 /// project's hour is spread over this many items; a range's query reads them all.
@@ -67,6 +70,10 @@ pub const STATS_SHARDS: u64 = 4;
 
 pub fn project_pk(p: &ProjectId) -> String {
     format!("PROJECT#{p}")
+}
+/// The devices index's partition of one project's device key.
+pub fn device_pk(p: &ProjectId, device: &str) -> String {
+    format!("PROJECT#{p}#{device}")
 }
 pub fn account_pk(a: &AccountId) -> String {
     format!("ACCOUNT#{a}")
@@ -297,6 +304,12 @@ pub struct SessionItem {
     /// The sessions index's sort key ([`seen_key`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seen: Option<String>,
+    /// The device key of the session's latest event that had one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
+    /// The devices index's partition key ([`device_pk`]), beside `device`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_pk: Option<String>,
 }
 
 impl SessionItem {
@@ -306,6 +319,12 @@ impl SessionItem {
             Some(p) => p.score().with(&r.result),
             None => SessionScore::of(&r.result),
         };
+        let device = r
+            .evaluation
+            .as_ref()
+            .and_then(|e| e.device.as_ref())
+            .map(|d| d.as_str().to_owned())
+            .or_else(|| previous.and_then(|p| p.device.clone()));
         let last_seen_at = previous
             .map(SessionItem::last_seen)
             .filter(|t| *t > r.result.created_at)
@@ -327,6 +346,8 @@ impl SessionItem {
                 .unwrap_or_default(),
             last_seen_at: Some(last_seen_at),
             seen: Some(seen_key(last_seen_at, &r.session_id)),
+            device_pk: device.as_deref().map(|d| device_pk(&r.project_id, d)),
+            device,
         }
     }
 

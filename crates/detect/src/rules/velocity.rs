@@ -143,7 +143,8 @@ fn address_churn(vel: &Velocity, shared_key: bool) -> Option<Reason> {
     let (what, (span, n, t, c)) = crossed(d, |c: &DeviceCounts| c.addresses, &DEVICE_ADDRESSES, p)
         .map(|x| ("addresses", x))
         .or_else(|| {
-            crossed(d, |c: &DeviceCounts| c.countries, &DEVICE_COUNTRIES, p).map(|x| ("countries", x))
+            crossed(d, |c: &DeviceCounts| c.countries, &DEVICE_COUNTRIES, p)
+                .map(|x| ("countries", x))
         })?;
     let mut detail = format!(
         "one device from {n} {what} in {span} (threshold {t}; {} sessions, {} addresses, {} countries)",
@@ -224,7 +225,10 @@ mod tests {
         };
         let r = verdict(CHROME, vel);
         assert_eq!(codes(&r), [Code::SessionChurn]);
-        assert!(r[0].detail.starts_with("20 sessions in 5 minutes from one device (threshold 20"));
+        assert!(
+            r[0].detail
+                .starts_with("20 sessions in 5 minutes from one device (threshold 20")
+        );
         assert!(reasons::score(&r, reasons::Target::Bot) >= 0.9);
     }
 
@@ -255,7 +259,10 @@ mod tests {
             },
         );
         assert_eq!(codes(&r), [Code::AddressChurn]);
-        assert!(r[0].detail.starts_with("one device from 20 addresses in 5 minutes"));
+        assert!(
+            r[0].detail
+                .starts_with("one device from 20 addresses in 5 minutes")
+        );
         let r = verdict(
             CHROME,
             Velocity {
