@@ -76,6 +76,14 @@ EVENTS = [
     ("scrapy-1", {"ipAddress": "81.2.69.145", "userAgent": "Scrapy/2.11 (+https://scrapy.org)"}),
 ]
 
+# A person's browser (the agent's signals make a device key), for the device view.
+SHOPPER = {"ipAddress": "84.128.0.9", "userAgent": "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like "
+           "Gecko) Chrome/156.0.0.0 Safari/537.36", "signals": {
+               "userAgent": "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0.0.0 "
+               "Safari/537.36", "webglRenderer": "ANGLE (Intel)", "screenWidth": 1920, "screenHeight": 1080,
+               "hardwareConcurrency": 8, "maxTouchPoints": 0, "timeZone": "Europe/Berlin", "languages": ["de-DE"],
+               "evalLength": 33, "productSub": "20030107"}}
+
 
 class Api:
     def __init__(self, port):
@@ -194,6 +202,26 @@ def main():
                     if r["code"] not in codes:
                         failures.append(f"event reason {r['code']} not shown")
                 page.screenshot(path=str(SHOTS / "dashboard-events.png"), full_page=True)
+
+                # An event's device opens the device's sessions (issue 30): a person's browser
+                # made two sessions, and the table shows exactly the devices route's answer.
+                for sid in ("shopper-1", "shopper-2"):
+                    api.call("POST", f"/projects/{PROJECT}/sessions/{sid}/events", SHOPPER)
+                page.select_option("#filter", "")
+                page.wait_for_selector("#sessions tr[data-session='shopper-1'] button", timeout=10_000)
+                page.click("#sessions tr[data-session='shopper-1'] button")
+                page.wait_for_selector("#events tr[data-event] td button", timeout=10_000)
+                device = api.call("GET", f"/projects/{PROJECT}/sessions/shopper-1/events")["data"][0]["device"]
+                page.click("#events tr[data-event] td button")
+                page.wait_for_function("document.getElementById('deviceKey').textContent.length > 0 && "
+                                       "document.querySelectorAll('#sessions tr[data-session]').length === 2",
+                                       timeout=10_000)
+                listed = page.evaluate("[...document.querySelectorAll('#sessions tr[data-session]')].map(r => r.dataset.session)")
+                by_device = [s["sessionId"] for s in api.call("GET", f"/projects/{PROJECT}/devices/{device}/sessions")["data"]]
+                if listed != by_device or sorted(listed) != ["shopper-1", "shopper-2"]:
+                    failures.append(f"device {device}: table {listed} != API {by_device}")
+                if page.inner_text("#deviceKey") != device:
+                    failures.append("the device's key is not shown")
                 stored = page.evaluate("Object.keys(localStorage).length")
                 if stored:
                     failures.append("the key reached localStorage")
