@@ -128,7 +128,11 @@ fn exactness() {
             day.sessions,
             4.0 * sigma + 1.0
         );
-        let class = if truth <= 1_000 { "<= 1,000" } else { "1,001-5,000" };
+        let class = if truth <= 1_000 {
+            "<= 1,000"
+        } else {
+            "1,001-5,000"
+        };
         let w = worst.entry(class).or_insert((0.0, 0, 0, 0, 0));
         let rel = err / truth as f64;
         if rel >= w.0 {

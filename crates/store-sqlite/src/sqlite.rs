@@ -621,7 +621,10 @@ impl VelocityStore for SqliteStore {
                     *item.numbers.entry(attr.clone()).or_default() += n;
                 }
                 for (attr, member) in &u.members {
-                    item.sets.entry(attr.clone()).or_default().insert(member.clone());
+                    item.sets
+                        .entry(attr.clone())
+                        .or_default()
+                        .insert(member.clone());
                 }
                 let body = serde_json::to_string(&item).map_err(corrupt)?;
                 tx.prepare_cached(

@@ -77,6 +77,11 @@ fn looks_shared(a: &AddressCounts) -> bool {
     a.devices >= 3 && a.devices.saturating_mul(4) >= a.sessions
 }
 
+/// "1 address", "3 addresses".
+fn count(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 fn with_weight(code: Code, weight: f64, detail: String) -> Reason {
     let mut r = Reason::new(code, detail);
     r.weight = weight.min(code.weight());
@@ -91,8 +96,9 @@ fn session_churn(vel: &Velocity, shared_key: bool) -> Option<Reason> {
         .and_then(|d| crossed(d, |c: &DeviceCounts| c.sessions, &DEVICE_SESSIONS, p));
     if let Some((span, n, t, c)) = by_device {
         let mut detail = format!(
-            "{n} sessions in {span} from one device (threshold {t}; {} events, {} addresses)",
-            c.events, c.addresses
+            "{n} sessions in {span} from one device (threshold {t}; {} events, {})",
+            c.events,
+            count(c.addresses, "address", "addresses")
         );
         let mut weight = Code::SessionChurn.weight();
         if shared_key {
@@ -106,8 +112,9 @@ fn session_churn(vel: &Velocity, shared_key: bool) -> Option<Reason> {
         .as_ref()
         .and_then(|a| crossed(a, |c: &AddressCounts| c.sessions, &ADDRESS_SESSIONS, p))?;
     let mut detail = format!(
-        "{n} sessions in {span} from one address (threshold {t}; {} events, {} devices)",
-        c.events, c.devices
+        "{n} sessions in {span} from one address (threshold {t}; {} events, {})",
+        c.events,
+        count(c.devices, "device", "devices")
     );
     let mut weight = Code::SessionChurn.weight();
     if looks_shared(&c) {
@@ -126,8 +133,9 @@ fn address_velocity(vel: &Velocity) -> Option<Reason> {
         &vel.project_events,
     )?;
     let mut detail = format!(
-        "{n} events in {span} from one address (threshold {t}; {} sessions, {} devices)",
-        c.sessions, c.devices
+        "{n} events in {span} from one address (threshold {t}; {} sessions, {})",
+        c.sessions,
+        count(c.devices, "device", "devices")
     );
     let mut weight = Code::AddressVelocity.weight();
     if looks_shared(&c) {
@@ -147,8 +155,10 @@ fn address_churn(vel: &Velocity, shared_key: bool) -> Option<Reason> {
                 .map(|x| ("countries", x))
         })?;
     let mut detail = format!(
-        "one device from {n} {what} in {span} (threshold {t}; {} sessions, {} addresses, {} countries)",
-        c.sessions, c.addresses, c.countries
+        "one device from {n} {what} in {span} (threshold {t}; {} sessions, {}, {})",
+        c.sessions,
+        count(c.addresses, "address", "addresses"),
+        count(c.countries, "country", "countries")
     );
     let mut weight = Code::AddressChurn.weight();
     if shared_key {
