@@ -33,7 +33,16 @@ $(VENV_TEST)/.installed: requirements-test.txt
 	$(VENV_TEST)/bin/pip install --quiet --disable-pip-version-check -r requirements-test.txt
 	touch $@
 
-test: $(VENV_TEST)/.installed ## Every test: unit, handlers, both stores (DynamoDB via a local moto_server), black-box HTTP
+# The official Standard Webhooks library for Node, pinned by tests/node/package-lock.json: the
+# webhook tests verify deliveries with it as a receiver would.
+NODE_TEST := $(CACHE)/test-node
+$(NODE_TEST)/.installed: tests/node/package.json tests/node/package-lock.json
+	mkdir -p $(NODE_TEST)
+	cp tests/node/package.json tests/node/package-lock.json $(NODE_TEST)/
+	cd $(NODE_TEST) && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+test: $(VENV_TEST)/.installed $(NODE_TEST)/.installed ## Every test: unit, handlers, both stores (DynamoDB via a local moto_server), black-box HTTP
 	scripts/with-moto.sh $(VENV_TEST) cargo test --workspace --all-targets --locked
 
 $(VENV_BROWSER)/.installed: requirements-browser.txt

@@ -46,8 +46,7 @@ impl Rng {
     }
 }
 
-fn exactness() {
-    const EVENTS: u64 = 1_000_000;
+fn exactness(events: u64) {
     let project = ProjectId::parse("prj_bench").expect("id");
     let start = 1_790_000_000_i64 - 1_790_000_000_i64 % 86_400;
     // Address i gets a share of traffic by its rank; sessions are drawn from a pool whose size
@@ -60,9 +59,9 @@ fn exactness() {
     let mut truth_events: HashMap<usize, u64> = HashMap::new();
     let mut truth_sessions: HashMap<usize, HashSet<u64>> = HashMap::new();
     // All the million within one day: the 24-hour window sees them all.
-    let step = 86_000.0 / EVENTS as f64;
+    let step = 86_000.0 / events as f64;
     let started = Instant::now();
-    for n in 0..EVENTS {
+    for n in 0..events {
         // Zipf-like: a few addresses carry most of the traffic.
         let a = ((rng.next() % 1_000_000) as f64 / 1_000_000.0).powi(4) * addresses.len() as f64;
         let a = (a as usize).min(addresses.len() - 1);
@@ -143,7 +142,7 @@ fn exactness() {
         checked += 1;
     }
     println!(
-        "1,000,000 events over {} addresses ({} items) fed in {:.1} s; events exact at every address, {checked} distinct counts checked",
+        "{events} events over {} addresses ({} items) fed in {:.1} s; events exact at every address, {checked} distinct counts checked",
         truth_events.len(),
         store.len(),
         fed.as_secs_f64()
@@ -174,7 +173,7 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }
 
-fn sqlite_cost() {
+fn sqlite_cost(visits: i64) {
     let dir = tempfile::tempdir().expect("tmp");
     let store = SqliteStore::open(dir.path().join("bench.db")).expect("db");
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -185,10 +184,9 @@ fn sqlite_cost() {
     let project = ProjectId::parse("prj_bench").expect("id");
     let device = DeviceKey::parse("dev_00112233445566778899").expect("key");
     let (mut counting, mut writing) = (Vec::new(), Vec::new());
-    const VISITS: i64 = 3_000;
     let t0 = 1_790_000_000_i64;
     rt.block_on(async {
-        for i in 0..VISITS {
+        for i in 0..visits {
             let session = SessionId::parse(format!("s{}", i % 500)).expect("s");
             let at = Timestamp::from_unix_millis((t0 + i / 20) * 1000).expect("t");
             let ip = format!("198.51.100.{}", i % 7);
@@ -230,7 +228,7 @@ fn sqlite_cost() {
     writing.sort();
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     println!(
-        "SQLite, {VISITS} visits on one file: velocity p50 {:.3} ms p99 {:.3} ms; the result's write p50 {:.3} ms p99 {:.3} ms (ratio of p50s {:.2})",
+        "SQLite, {visits} visits on one file: velocity p50 {:.3} ms p99 {:.3} ms; the result's write p50 {:.3} ms p99 {:.3} ms (ratio of p50s {:.2})",
         ms(percentile(&counting, 0.5)),
         ms(percentile(&counting, 0.99)),
         ms(percentile(&writing, 0.5)),
@@ -240,6 +238,13 @@ fn sqlite_cost() {
 }
 
 fn main() {
-    exactness();
-    sqlite_cost();
+    // `cargo bench` passes `--bench`; `cargo test --all-targets` does not: then a small smoke run
+    // of the same checks.
+    if std::env::args().any(|a| a == "--bench") {
+        exactness(1_000_000);
+        sqlite_cost(3_000);
+    } else {
+        exactness(20_000);
+        sqlite_cost(200);
+    }
 }

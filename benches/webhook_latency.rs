@@ -203,6 +203,7 @@ async fn throughput(batches: usize) {
             kind: WebhookType::ProxyVpnDetect,
             url: WebhookUrl::parse(&rx.url(&format!("/h{h}")), LOOPBACK).unwrap(),
             created_at: Timestamp::now(),
+            secrets: vigil::domain::webhook::Secrets::new(),
         };
         store.insert_webhook(&project, &hook).await.unwrap();
     }

@@ -35,7 +35,9 @@ pub fn engine(data: Option<&Path>) -> Result<Engine, DataError> {
 
 /// The service over `store`, counting visits at or above the webhook threshold as flagged.
 pub fn service<S>(store: S, policy: UrlPolicy, config: &Config) -> Vigil<S> {
-    Vigil::new(store, policy).with_threshold(config.webhook_threshold)
+    Vigil::new(store, policy)
+        .with_threshold(config.webhook_threshold)
+        .with_secret_overlap(config.secret_overlap)
 }
 
 /// The same, evaluating visits with `engine` (the events and collect routes).

@@ -14,7 +14,7 @@ mod lambda {
     use vigil::http::{self as http_api, handlers};
 
     #[tokio::test]
-    async fn get_project_returns_exactly_eight_fields() {
+    async fn get_project_returns_exactly_nine_fields() {
         let f = fixture().await;
         let a = call::<handlers::GetProject>(&f.app, request("get-project.json")).await;
         assert_eq!(a.status, StatusCode::OK);
@@ -28,6 +28,7 @@ mod lambda {
                 "domain": "shop.example",
                 "disabled": false,
                 "requireSessionToken": false,
+                "webhookLegacySignature": true,
                 "createdAt": "2026-11-21T00:00:00.000Z"
             }})
         );
@@ -105,7 +106,7 @@ mod black_box {
     use serde_json::{Value, json};
 
     #[tokio::test]
-    async fn project_shows_exactly_eight_fields() {
+    async fn project_shows_exactly_nine_fields() {
         let srv = Server::seeded(&fixture(vec![]));
         srv.get(KEY1, "/v1/projects/prj_1")
             .await
@@ -113,7 +114,8 @@ mod black_box {
         // Times are shown in UTC with milliseconds, whatever the seed's spelling.
         let prj_2 = json!({"id": "prj_2", "name": "Other", "apiKeyPublic": "pk_other",
         "apiKeyPrivate": "sk_other", "domain": "other.example", "disabled": true,
-        "requireSessionToken": false, "createdAt": "2026-11-21T10:00:00.500Z"});
+        "requireSessionToken": false, "webhookLegacySignature": true,
+        "createdAt": "2026-11-21T10:00:00.500Z"});
         srv.get(KEY2, "/v1/projects/prj_2")
             .await
             .expect(200, json!({ "data": prj_2 }));
@@ -134,8 +136,12 @@ mod black_box {
             created.header_value("location"),
             format!("/v1/projects/{id}")
         );
-        assert_eq!(p.as_object().unwrap().len(), 8, "{p}");
+        assert_eq!(p.as_object().unwrap().len(), 9, "{p}");
         assert_eq!(p["requireSessionToken"], true, "on for new projects");
+        assert_eq!(
+            p["webhookLegacySignature"], true,
+            "legacy signature on until turned off"
+        );
         assert_eq!(
             (p["name"].as_str(), p["domain"].as_str()),
             (Some("New shop"), Some("new.example"))
@@ -309,12 +315,12 @@ mod black_box {
         for (body, message) in [
             (
                 "{}",
-                "Request body must set at least one of `name`, `domain`, `disabled` and `requireSessionToken`",
+                "Request body must set at least one of `name`, `domain`, `disabled`, `requireSessionToken` and `webhookLegacySignature`",
             ),
             ("{\"disabled\":\"yes\"}", "`disabled` must be true or false"),
             (
                 "{\"id\":\"prj_x\"}",
-                "Unknown field `id`: only `name`, `domain`, `disabled` and `requireSessionToken` are allowed",
+                "Unknown field `id`: only `name`, `domain`, `disabled`, `requireSessionToken` and `webhookLegacySignature` are allowed",
             ),
             (
                 "{\"domain\":\"bad domain\"}",

@@ -5,7 +5,7 @@ mod common;
 
 mod lambda {
     //! The handlers through the Lambda events `list-results*.json`, `session-score.json`,
-    //! `list-sessions.json`, `get-stats.json` and `dashboard.json`.
+    //! `list-sessions.json`, `list-device-sessions.json`, `get-stats.json` and `dashboard.json`.
 
     use crate::common::lambda::*;
     use http::{StatusCode, header};
@@ -158,6 +158,21 @@ mod lambda {
             }]})
         );
         assert_eq!(listed.header(header::LINK), None);
+    }
+
+    /// `list-device-sessions.json`: the seeded session has no device key, so a key's list is
+    /// empty; a key that is not one is a 400.
+    #[tokio::test]
+    async fn list_device_sessions_reads_the_devices_index() {
+        let f = fixture().await;
+        let a = call::<handlers::ListDeviceSessions>(&f.app, request("list-device-sessions.json"))
+            .await;
+        assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+        assert_eq!(a.body, json!({"data": []}));
+        let mut bad = event_json("list-device-sessions.json");
+        bad["pathParameters"]["device"] = json!("dev_XYZ");
+        let a = call::<handlers::ListDeviceSessions>(&f.app, request_from(&bad)).await;
+        assert_eq!(a.status, StatusCode::BAD_REQUEST, "{}", a.body);
     }
 
     #[tokio::test]

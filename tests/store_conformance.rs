@@ -78,6 +78,7 @@ fn project(id: &str, account: &str) -> Project {
         domain: "shop.example".into(),
         disabled: false,
         require_session_token: false,
+        webhook_legacy_signature: true,
         created_at: ts("2026-11-21T00:00:00Z"),
     }
 }
@@ -88,6 +89,18 @@ fn webhook(n: usize, url: &str) -> Webhook {
         kind: WebhookType::ProxyVpnDetect,
         url: WebhookUrl::parse(url, UrlPolicy::default()).unwrap(),
         created_at: Timestamp::from_unix_millis(1_795_000_000_000 + n as i64).unwrap(),
+        // A fixed secret, so the stored webhook compares equal (and its secret round-trips).
+        secrets: vigil::domain::webhook::Secrets {
+            current: Some(
+                vigil::domain::webhook::WebhookSecret::try_from(format!(
+                    "whsec_{}",
+                    "A".repeat(32)
+                ))
+                .unwrap(),
+            ),
+            previous: None,
+            previous_until: None,
+        },
     }
 }
 

@@ -122,6 +122,48 @@ mod lambda {
         assert_eq!(again.status, StatusCode::NOT_FOUND);
         assert_eq!(again.body, message("Webhook not found"));
     }
+
+    /// `get-webhook-secret.json` and `rotate-webhook-secret.json`: the seeded webhook predates
+    /// secrets per webhook (null); a rotation gives it one, which the GET then answers.
+    #[tokio::test]
+    async fn a_webhook_secret_is_read_and_rotated() {
+        let f = fixture().await;
+        let get =
+            call::<handlers::GetWebhookSecret>(&f.app, request("get-webhook-secret.json")).await;
+        assert_eq!(get.status, StatusCode::OK);
+        assert_eq!(get.body, json!({ "data": { "secret": null } }));
+        let rotated =
+            call::<handlers::RotateWebhookSecret>(&f.app, request("rotate-webhook-secret.json"))
+                .await;
+        assert_eq!(rotated.status, StatusCode::OK);
+        let secret = rotated.body["data"]["secret"].as_str().unwrap().to_owned();
+        assert!(secret.starts_with("whsec_"), "{secret}");
+        let get =
+            call::<handlers::GetWebhookSecret>(&f.app, request("get-webhook-secret.json")).await;
+        assert_eq!(get.body["data"]["secret"], json!(secret));
+        let mut missing = event_json("get-webhook-secret.json");
+        missing["pathParameters"]["webhookId"] = json!("wh_missing");
+        let a = call::<handlers::GetWebhookSecret>(&f.app, request_from(&missing)).await;
+        assert_eq!(a.status, StatusCode::NOT_FOUND);
+    }
+
+    /// `test-webhook.json` queues a test event (202 and its delivery id); `redeliver.json` names
+    /// a delivery this store does not have: 404.
+    #[tokio::test]
+    async fn a_test_event_is_queued_and_an_unknown_delivery_is_404() {
+        let f = fixture().await;
+        let a = call::<handlers::TestWebhook>(&f.app, request("test-webhook.json")).await;
+        assert_eq!(a.status, StatusCode::ACCEPTED, "{}", a.body);
+        assert!(
+            a.body["data"]["deliveryId"]
+                .as_str()
+                .unwrap()
+                .starts_with("msg_")
+        );
+        let r = call::<handlers::Redeliver>(&f.app, request("redeliver.json")).await;
+        assert_eq!(r.status, StatusCode::NOT_FOUND);
+        assert_eq!(r.body, message("Delivery not found"));
+    }
 }
 
 mod black_box {
@@ -493,6 +535,7 @@ mod dispatch {
                 kind: WebhookType::ProxyVpnDetect,
                 url: WebhookUrl::parse(&rx.url(path), LOOPBACK).unwrap(),
                 created_at: Timestamp::now(),
+                secrets: vigil::domain::webhook::Secrets::new(),
             };
             assert_eq!(
                 store.insert_webhook(&project, &hook).await.unwrap(),
@@ -864,6 +907,8 @@ mod delivery {
     /// The project's `apiKeyPrivate`: what deliveries are signed with.
     const SIGNING_KEY: &str = "sk_test_3f9a1c";
     const SCHEDULE: &str = "200ms,200ms,200ms";
+    /// How long a rotated-out secret keeps signing in these tests (24 hours in a deployment).
+    const SECRET_OVERLAP: &str = "4s";
     /// How long anything that should happen may take (the machine is shared with parallel tests).
     const WAIT: Duration = Duration::from_secs(30);
     /// How soon a delivery must arrive while another receiver takes 10 s: well under those 10 s,
@@ -930,6 +975,7 @@ mod delivery {
                 "VIGIL_TABLE",
                 "VIGIL_WEBHOOK_THRESHOLD",
                 "VIGIL_WEBHOOK_RETRY_SCHEDULE",
+                "VIGIL_WEBHOOK_SECRET_OVERLAP",
                 "AWS_ENDPOINT_URL",
                 "AWS_PROFILE",
                 "RUST_LOG",
@@ -937,7 +983,8 @@ mod delivery {
                 cmd.env_remove(var);
             }
             cmd.env("VIGIL_WEBHOOK_THRESHOLD", "0.5")
-                .env("VIGIL_WEBHOOK_RETRY_SCHEDULE", &self.schedule);
+                .env("VIGIL_WEBHOOK_RETRY_SCHEDULE", &self.schedule)
+                .env("VIGIL_WEBHOOK_SECRET_OVERLAP", SECRET_OVERLAP);
             match self.kind {
                 Kind::Sqlite => {
                     cmd.arg("--db").arg(&self.db);
@@ -1532,7 +1579,365 @@ mod delivery {
     };
 }
 
+    /// A developer request to this server; the status and the JSON body.
+    async fn api(
+        server: &Server,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> (u16, Value) {
+        let mut req = server
+            .client
+            .request(method, format!("{}/v1{path}", server.origin))
+            .bearer_auth(KEY);
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let res = req.send().await.unwrap();
+        let status = res.status().as_u16();
+        let text = res.text().await.unwrap();
+        (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+    }
+
+    /// Verifies a delivery with the official Standard Webhooks library given the secret string as
+    /// the API returned it (the Rust library; `tests/verify_webhook.py` does the same with
+    /// Python's from PyPI).
+    fn verifies(hit: &Hit, secret: &str) -> bool {
+        standardwebhooks::Webhook::new(secret)
+            .unwrap()
+            .verify(hit.body.as_bytes(), &hit.headers)
+            .is_ok()
+    }
+
+    fn verifies_with_bytes(hit: &Hit, key: &[u8]) -> bool {
+        standardwebhooks::Webhook::from_bytes(key.to_vec())
+            .unwrap()
+            .verify(hit.body.as_bytes(), &hit.headers)
+            .is_ok()
+    }
+
+    /// Python's official library (`standardwebhooks` from PyPI) on the same delivery.
+    fn python_verifies(hit: &Hit, secret: &str) -> bool {
+        let python = concat!(env!("CARGO_MANIFEST_DIR"), "/.cache/venv-test/bin/python");
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/verify_webhook.py");
+        let headers: serde_json::Map<String, Value> = hit
+            .headers
+            .iter()
+            .map(|(k, v)| (k.to_string(), json!(v.to_str().unwrap_or_default())))
+            .collect();
+        let input = json!({"secret": secret, "headers": headers, "body": hit.body});
+        let mut child = Command::new(python)
+            .arg(script)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("make test's virtualenv (.cache/venv-test) has python");
+        use std::io::Write as _;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.to_string().as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        match String::from_utf8_lossy(&out.stdout).trim() {
+            "verified" => true,
+            "refused" => false,
+            other => panic!("tests/verify_webhook.py answered {other:?}"),
+        }
+    }
+
+    /// Node's official library (`standardwebhooks` from npm, installed by `make test` into
+    /// .cache/test-node) on the same delivery.
+    fn node_verifies(hit: &Hit, secret: &str) -> bool {
+        let root = env!("CARGO_MANIFEST_DIR");
+        let headers: serde_json::Map<String, Value> = hit
+            .headers
+            .iter()
+            .map(|(k, v)| (k.to_string(), json!(v.to_str().unwrap_or_default())))
+            .collect();
+        let input = json!({"secret": secret, "headers": headers, "body": hit.body});
+        let mut child = Command::new("node")
+            .arg(format!("{root}/tests/node/verify_webhook.js"))
+            .env("NODE_PATH", format!("{root}/.cache/test-node/node_modules"))
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("node");
+        use std::io::Write as _;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.to_string().as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        match String::from_utf8_lossy(&out.stdout).trim() {
+            "verified" => true,
+            "refused" => false,
+            other => panic!(
+                "tests/node/verify_webhook.js answered {other:?} (make test installs its library)"
+            ),
+        }
+    }
+
+    /// A webhook made through the API has its own `whsec_` secret: its deliveries verify with it
+    /// (as given, by the official libraries), and with the project's key while the legacy
+    /// signature is on. After a rotation both secrets verify for the overlap, then only the new.
+    /// A seeded (older) webhook has no secret and keeps its `apiKeyPrivate` signature.
+    async fn secrets_per_webhook_rotate_with_an_overlap(kind: Kind) {
+        let rx = Receiver::start(Reply::status(204));
+        let env = Env::new(kind, &seed(&[("wh_old", rx.url("/old"))]), SCHEDULE);
+        let server = env.serve(true);
+        let (status, _) = api(
+            &server,
+            reqwest::Method::POST,
+            &format!("/projects/{PROJECT}/webhooks"),
+            Some(json!({"type": "proxy_vpn_detect", "url": rx.url("/new")})),
+        )
+        .await;
+        assert_eq!(status, 201);
+        let (_, list) = api(
+            &server,
+            reqwest::Method::GET,
+            &format!("/projects/{PROJECT}/webhooks"),
+            None,
+        )
+        .await;
+        assert!(
+            !list.to_string().contains("whsec_"),
+            "a listing shows no secret: {list}"
+        );
+        let id = list["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|w| w["url"] == json!(rx.url("/new")))
+            .map(|w| w["id"].as_str().unwrap().to_owned())
+            .unwrap();
+        let secret_path = format!("/projects/{PROJECT}/webhooks/{id}/secret");
+        let (status, got) = api(&server, reqwest::Method::GET, &secret_path, None).await;
+        assert_eq!(status, 200, "{got}");
+        let first = got["data"]["secret"].as_str().unwrap().to_owned();
+        assert!(first.starts_with("whsec_") && first.len() == 38, "{first}");
+        let (status, old) = api(
+            &server,
+            reqwest::Method::GET,
+            &format!("/projects/{PROJECT}/webhooks/wh_old/secret"),
+            None,
+        )
+        .await;
+        assert_eq!(
+            (status, &old["data"]["secret"]),
+            (200, &Value::Null),
+            "{old}"
+        );
+        let (status, _) = api(
+            &server,
+            reqwest::Method::GET,
+            &format!("/projects/{PROJECT}/webhooks/wh_none/secret"),
+            None,
+        )
+        .await;
+        assert_eq!(status, 404);
+        let (status, _) = api(
+            &server,
+            reqwest::Method::GET,
+            &format!("/projects/prj_other/webhooks/{id}/secret"),
+            None,
+        )
+        .await;
+        assert_eq!(status, 404);
+
+        // A crossing: the new webhook's delivery verifies with its secret and, legacy on, with
+        // the project's key; the old webhook's with the project's key.
+        env.add_result("sess_1", 0.1, 0.9, &at(TEN_AM));
+        let hit = rx
+            .wait_for(1, WAIT, |h| h.path == "/new" && session_of(h) == "sess_1")
+            .await
+            .remove(0);
+        assert!(verifies(&hit, &first), "{:?}", hit.headers);
+        assert!(
+            python_verifies(&hit, &first),
+            "Python's library, the secret as given"
+        );
+        assert!(
+            node_verifies(&hit, &first),
+            "Node's library, the secret as given"
+        );
+        assert!(verifies_with_bytes(&hit, SIGNING_KEY.as_bytes()));
+        let old_hit = rx
+            .wait_for(1, WAIT, |h| h.path == "/old" && session_of(h) == "sess_1")
+            .await
+            .remove(0);
+        assert!(verifies_with_bytes(&old_hit, SIGNING_KEY.as_bytes()));
+
+        // The legacy signature off, then a rotation: both secrets during the overlap.
+        let (status, p) = api(
+            &server,
+            reqwest::Method::PATCH,
+            &format!("/projects/{PROJECT}"),
+            Some(json!({"webhookLegacySignature": false})),
+        )
+        .await;
+        assert_eq!(
+            (status, &p["data"]["webhookLegacySignature"]),
+            (200, &json!(false)),
+            "{p}"
+        );
+        let (status, rotated) = api(
+            &server,
+            reqwest::Method::POST,
+            &format!("{secret_path}/rotate"),
+            None,
+        )
+        .await;
+        assert_eq!(status, 200, "{rotated}");
+        let second = rotated["data"]["secret"].as_str().unwrap().to_owned();
+        assert_ne!(second, first);
+        let (_, now) = api(&server, reqwest::Method::GET, &secret_path, None).await;
+        assert_eq!(now["data"]["secret"], json!(second));
+        let rotated_at = Instant::now();
+        env.add_result("sess_2", 0.1, 0.9, &at(TEN_AM + 1));
+        let hit = rx
+            .wait_for(1, WAIT, |h| h.path == "/new" && session_of(h) == "sess_2")
+            .await
+            .remove(0);
+        assert!(
+            rotated_at.elapsed() < Duration::from_secs(4),
+            "the overlap passed before the delivery"
+        );
+        assert!(
+            verifies(&hit, &second) && verifies(&hit, &first),
+            "{:?}",
+            hit.headers
+        );
+        assert!(python_verifies(&hit, &second) && python_verifies(&hit, &first));
+        assert!(node_verifies(&hit, &second) && node_verifies(&hit, &first));
+        assert!(
+            !verifies_with_bytes(&hit, SIGNING_KEY.as_bytes()),
+            "legacy signature off"
+        );
+        // The old webhook keeps its project-key signature whatever the setting: it has no other.
+        let old_hit = rx
+            .wait_for(1, WAIT, |h| h.path == "/old" && session_of(h) == "sess_2")
+            .await
+            .remove(0);
+        assert!(verifies_with_bytes(&old_hit, SIGNING_KEY.as_bytes()));
+
+        // After the overlap, only the new secret.
+        tokio::time::sleep(
+            Duration::from_secs(4).saturating_sub(rotated_at.elapsed())
+                + Duration::from_millis(300),
+        )
+        .await;
+        env.add_result("sess_3", 0.1, 0.9, &at(TEN_AM + 2));
+        let hit = rx
+            .wait_for(1, WAIT, |h| h.path == "/new" && session_of(h) == "sess_3")
+            .await
+            .remove(0);
+        assert!(verifies(&hit, &second));
+        assert!(
+            !verifies(&hit, &first),
+            "the rotated-out secret stops after the overlap"
+        );
+        assert!(python_verifies(&hit, &second) && !python_verifies(&hit, &first));
+        assert!(node_verifies(&hit, &second) && !node_verifies(&hit, &first));
+        assert!(node_verifies(&hit, &second) && !node_verifies(&hit, &first));
+        assert_eq!(hit.header("webhook-signature").matches("v1,").count(), 1);
+    }
+
+    /// A test event arrives signed like the rest and is logged; a delivered crossing sent again
+    /// arrives with the same `webhook-id` and body, as one more attempt in the log.
+    async fn test_events_and_redelivery(kind: Kind) {
+        let rx = Receiver::start(Reply::status(204));
+        let env = Env::new(kind, &seed(&[("wh_a", rx.url("/a"))]), SCHEDULE);
+        let server = env.serve(true);
+        let (status, queued) = api(
+            &server,
+            reqwest::Method::POST,
+            &format!("/projects/{PROJECT}/webhooks/wh_a/test"),
+            None,
+        )
+        .await;
+        assert_eq!(status, 202, "{queued}");
+        let test_id = queued["data"]["deliveryId"].as_str().unwrap().to_owned();
+        let hit = rx
+            .wait_for(1, WAIT, |h| h.json()["type"] == json!("webhook.test"))
+            .await
+            .remove(0);
+        assert_eq!(hit.header("webhook-id"), test_id);
+        assert_eq!(
+            hit.json()["data"],
+            json!({"projectId": PROJECT, "webhookId": "wh_a"})
+        );
+        assert_signed(&hit);
+        server
+            .wait_log("wh_a", |l| {
+                l.iter().any(|d| {
+                    d["id"] == json!(test_id)
+                        && d["status"] == json!("delivered")
+                        && d["sessionId"] == json!("webhook-test")
+                })
+            })
+            .await;
+
+        env.add_result("sess_r", 0.1, 0.9, &at(TEN_AM));
+        let first = rx
+            .wait_for(1, WAIT, |h| session_of(h) == "sess_r")
+            .await
+            .remove(0);
+        let log = server
+            .wait_log("wh_a", |l| {
+                status_of(l, "sess_r").as_deref() == Some("delivered")
+            })
+            .await;
+        let id = log
+            .iter()
+            .find(|d| d["sessionId"] == json!("sess_r"))
+            .unwrap()["id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let (status, again) = api(
+            &server,
+            reqwest::Method::POST,
+            &format!("/projects/{PROJECT}/deliveries/{id}/redeliver"),
+            None,
+        )
+        .await;
+        assert_eq!(
+            (status, again["data"]["deliveryId"].as_str()),
+            (202, Some(id.as_str())),
+            "{again}"
+        );
+        let hits = rx.wait_for(2, WAIT, |h| session_of(h) == "sess_r").await;
+        assert_eq!(hits[1].header("webhook-id"), first.header("webhook-id"));
+        assert_eq!(hits[1].body, first.body, "the same payload");
+        assert_signed(&hits[1]);
+        server
+            .wait_log("wh_a", |l| {
+                l.iter().any(|d| {
+                    d["id"] == json!(id)
+                        && d["attempts"] == json!(2)
+                        && d["status"] == json!("delivered")
+                })
+            })
+            .await;
+        // Unknown deliveries and webhooks, and other projects', are 404.
+        for path in [
+            format!("/projects/{PROJECT}/deliveries/msg_unknown/redeliver"),
+            format!("/projects/prj_other/deliveries/{id}/redeliver"),
+            format!("/projects/{PROJECT}/webhooks/wh_none/test"),
+        ] {
+            let (status, body) = api(&server, reqwest::Method::POST, &path, None).await;
+            assert_eq!(status, 404, "{path}: {body}");
+        }
+    }
+
     on_both_stores!(
+        test_events_and_redelivery,
+        secrets_per_webhook_rotate_with_an_overlap,
         one_delivery_per_crossing,
         failing_then_succeeding,
         pending_delivery_survives_a_restart,

@@ -8,6 +8,8 @@ use crate::domain::Score;
 pub const DEFAULT_TABLE: &str = "vigil";
 pub const DEFAULT_THRESHOLD: f64 = 0.5;
 pub const DEFAULT_RETRY_SCHEDULE: &str = "5s,5m,30m,2h,5h,10h,24h";
+/// How long a rotated-out webhook secret keeps signing beside the new one.
+pub const DEFAULT_SECRET_OVERLAP: Duration = Duration::from_secs(24 * 3600);
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
@@ -20,6 +22,9 @@ pub struct Config {
     /// `VIGIL_ORIGIN_VERIFY`: the secret CloudFront adds to every request it forwards; only a
     /// request that carries it has its `CloudFront-Viewer-*` headers believed. Unset: none is.
     pub origin_verify: Option<String>,
+    /// `VIGIL_WEBHOOK_SECRET_OVERLAP` (`24h`, `30m`): how long a webhook's previous secret keeps
+    /// signing after a rotation.
+    pub secret_overlap: Duration,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -71,11 +76,22 @@ impl Config {
                 reason: "must be at least 16 characters (a secret a client cannot guess)".into(),
             });
         }
+        let secret_overlap = match get("VIGIL_WEBHOOK_SECRET_OVERLAP") {
+            None => DEFAULT_SECRET_OVERLAP,
+            Some(v) => humantime::parse_duration(v.trim())
+                .ok()
+                .filter(|d| *d <= Duration::from_secs(30 * 86_400))
+                .ok_or_else(|| ConfigError {
+                    name: "VIGIL_WEBHOOK_SECRET_OVERLAP",
+                    reason: format!("{v:?} is not a duration of at most 30 days (24h, 30m)"),
+                })?,
+        };
         Ok(Self {
             table,
             webhook_threshold,
             retry_schedule,
             origin_verify,
+            secret_overlap,
         })
     }
 }

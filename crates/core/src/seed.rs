@@ -281,6 +281,9 @@ impl<S: Store, D> Validator<'_, S, D> {
                 kind: w.kind,
                 url,
                 created_at: w.created_at,
+                // A seed's webhooks stand for ones made before secrets per webhook: signed with
+                // the project's apiKeyPrivate until a rotation gives them a secret.
+                secrets: crate::domain::webhook::Secrets::default(),
             };
             webhooks.push((w.project_id, hook));
         }
@@ -382,6 +385,7 @@ pub async fn demo<S: Store, D>(app: &Vigil<S, D>) -> Result<ApiKey, SeedError> {
         disabled: false,
         // The demo page gets its token from the server that renders it, as a customer's would.
         require_session_token: true,
+        webhook_legacy_signature: true,
         created_at: now,
     };
     app.put_account(&account, std::slice::from_ref(&key))

@@ -13,7 +13,7 @@ use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use crate::domain::delivery::{Attempt, AttemptOutcome};
 use crate::domain::{DeliveryId, Timestamp, UrlPolicy, WebhookUrl, net};
 
-use super::signature::sign;
+use super::signature::signatures;
 
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 pub const TOTAL_TIMEOUT: Duration = Duration::from_secs(15);
@@ -116,7 +116,7 @@ impl Sender {
         at: Timestamp,
         url: &WebhookUrl,
         id: &DeliveryId,
-        key: &str,
+        keys: &[Vec<u8>],
         body: &str,
     ) -> Attempt {
         let failed = |status_code: Option<u16>, error: String| Attempt {
@@ -136,7 +136,7 @@ impl Sender {
             .header(http::header::CONTENT_TYPE, "application/json")
             .header("webhook-id", id.as_str())
             .header("webhook-timestamp", ts.to_string())
-            .header("webhook-signature", sign(key, id.as_str(), ts, body))
+            .header("webhook-signature", signatures(keys, id.as_str(), ts, body))
             .body(body.to_owned())
             .send()
             .await;
@@ -257,7 +257,9 @@ mod tests {
         let sender = Sender::new(STRICT, Arc::new(Fixed(ips(&["127.0.0.1"])))).unwrap();
         let url = WebhookUrl::parse(&format!("https://evil.example:{port}/"), STRICT).unwrap();
         let id = DeliveryId::parse("msg_1").unwrap();
-        let attempt = sender.send(Timestamp::now(), &url, &id, "k", "{}").await;
+        let attempt = sender
+            .send(Timestamp::now(), &url, &id, &[b"k".to_vec()], "{}")
+            .await;
         assert_eq!(attempt.outcome, AttemptOutcome::Failed);
         assert_eq!(
             attempt.error.as_deref(),
@@ -277,7 +279,7 @@ mod tests {
                 Timestamp::now(),
                 &url,
                 &DeliveryId::parse("msg_1").unwrap(),
-                "k",
+                &[b"k".to_vec()],
                 "{}",
             )
             .await;

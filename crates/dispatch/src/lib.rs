@@ -258,9 +258,9 @@ impl<S: ProjectStore + DeliveryStore> Dispatcher<S> {
     async fn attempt(&self, mut d: Delivery) {
         let lease = d.next_attempt_at;
         let attempt = match self.receiver_key(&d).await {
-            Ok(Some(key)) => {
+            Ok(Some(keys)) => {
                 self.sender
-                    .send(self.now(), &d.url, &d.id, &key, &d.body)
+                    .send(self.now(), &d.url, &d.id, &keys, &d.body)
                     .await
             }
             Ok(None) => Attempt {
@@ -303,16 +303,20 @@ impl<S: ProjectStore + DeliveryStore> Dispatcher<S> {
         }
     }
 
-    /// The signing key, if the project and the webhook still exist and the webhook is active.
-    async fn receiver_key(&self, d: &Delivery) -> Result<Option<String>, StoreError> {
+    /// The signing keys, if the project and the webhook still exist and the webhook is active.
+    async fn receiver_key(&self, d: &Delivery) -> Result<Option<Vec<Vec<u8>>>, StoreError> {
         let Some(project) = self.store.project(&d.project_id).await? else {
             return Ok(None);
         };
         let active = self.store.active_webhooks(&d.project_id).await?;
-        Ok(active
-            .iter()
-            .any(|w| w.id == d.webhook_id)
-            .then_some(project.api_key_private))
+        let now = self.now();
+        Ok(active.iter().find(|w| w.id == d.webhook_id).map(|w| {
+            w.secrets.keys(
+                now,
+                &project.api_key_private,
+                project.webhook_legacy_signature,
+            )
+        }))
     }
 }
 

@@ -1,14 +1,24 @@
-//! Standard Webhooks signatures: `v1,<base64 HMAC-SHA256 of "{id}.{timestamp}.{body}">`, keyed with
-//! the project's `apiKeyPrivate` (its UTF-8 bytes).
+//! Standard Webhooks signatures: `v1,<base64 HMAC-SHA256 of "{id}.{timestamp}.{body}">`, one per
+//! key, space-separated: the webhook's secret (its decoded bytes), the secret before a rotation
+//! during its overlap, and the project's `apiKeyPrivate` (its UTF-8 bytes) for webhooks without a
+//! secret or while the project keeps the legacy signature. A receiver verifies if any matches.
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
-pub fn sign(key: &str, msg_id: &str, timestamp: i64, body: &str) -> String {
+/// The `webhook-signature` header under every key.
+pub fn signatures(keys: &[Vec<u8>], msg_id: &str, timestamp: i64, body: &str) -> String {
+    keys.iter()
+        .map(|k| sign(k, msg_id, timestamp, body))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+pub fn sign(key: &[u8], msg_id: &str, timestamp: i64, body: &str) -> String {
     // HMAC accepts keys of any length, so this cannot fail.
-    let mut mac = match Hmac::<Sha256>::new_from_slice(key.as_bytes()) {
+    let mut mac = match Hmac::<Sha256>::new_from_slice(key) {
         Ok(m) => m,
         Err(_) => unreachable!("HMAC takes keys of any length"),
     };
@@ -29,7 +39,7 @@ mod tests {
         let key = "sk_example";
         let body = r#"{"type":"proxy_vpn_detect"}"#;
         let now = chrono::Utc::now().timestamp();
-        let sig = sign(key, "msg_1", now, body);
+        let sig = sign(key.as_bytes(), "msg_1", now, body);
         let wh = standardwebhooks::Webhook::from_bytes(key.as_bytes().to_vec()).unwrap();
         let mut headers = http::HeaderMap::new();
         headers.insert("webhook-id", "msg_1".parse().unwrap());

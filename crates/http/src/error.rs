@@ -119,6 +119,7 @@ impl From<ServiceError> for ApiError {
             ServiceError::ProjectNotFound => ApiError::NotFound("Project not found"),
             ServiceError::SessionNotFound => ApiError::NotFound("Session not found"),
             ServiceError::WebhookNotFound => ApiError::NotFound("Webhook not found"),
+            ServiceError::DeliveryNotFound => ApiError::NotFound("Delivery not found"),
             ServiceError::WebhookDuplicate => {
                 ApiError::Conflict("A webhook with this type and url already exists on the project")
             }

@@ -11,8 +11,8 @@ use super::paths::{BASE, PathParam};
 use super::reply::Reply;
 use crate::domain::idempotency::{IdempotencyKey, KeyError, Once};
 use crate::domain::{
-    AccountId, DeviceKey, EventId, IdError, ProjectId, ResultPosition, SessionId, Timestamp,
-    WebhookId, cursor,
+    AccountId, DeliveryId, DeviceKey, EventId, IdError, ProjectId, ResultPosition, SessionId,
+    Timestamp, WebhookId, cursor,
 };
 
 macro_rules! path_param {
@@ -42,6 +42,7 @@ path_param! {
     WebhookId => "webhookId",
     EventId => "eventId",
     DeviceKey => "device",
+    DeliveryId => "deliveryId",
 }
 
 fn param<T: PathParam>(req: &Request) -> Result<T, ApiError> {

@@ -180,6 +180,107 @@ impl<S: ProjectStore + WebhookStore, D: Sync> Endpoint<S, D> for DeleteWebhook {
     }
 }
 
+/// A webhook's signing secret, as the secret routes answer it.
+#[derive(Debug, serde::Serialize)]
+pub struct SecretView {
+    /// `whsec_...`; null for a webhook made before secrets per webhook (signed with the
+    /// project's `apiKeyPrivate` until rotated).
+    pub secret: Option<String>,
+}
+
+/// GET /projects/{projectId}/webhooks/{webhookId}/secret: the secret its deliveries are signed
+/// with (developer key; never in a listing).
+pub struct GetWebhookSecret;
+
+impl<S: ProjectStore + WebhookStore, D: Sync> Endpoint<S, D> for GetWebhookSecret {
+    type Path = (ProjectId, WebhookId);
+    type Body = ();
+    type Query = ();
+    type Data = SecretView;
+
+    async fn handle(
+        app: &Vigil<S, D>,
+        call: Call<Self::Path, ()>,
+    ) -> Result<Reply<SecretView>, ApiError> {
+        let (project, webhook) = &call.path;
+        let secret = app.webhook_secret(&call.account, project, webhook).await?;
+        Ok(Reply::ok(SecretView {
+            secret: secret.map(String::from),
+        }))
+    }
+}
+
+/// POST /projects/{projectId}/webhooks/{webhookId}/secret/rotate: a new secret; the previous one
+/// keeps signing beside it for the overlap (24 hours unless configured).
+pub struct RotateWebhookSecret;
+
+impl<S: ProjectStore + WebhookStore, D: Sync> Endpoint<S, D> for RotateWebhookSecret {
+    type Path = (ProjectId, WebhookId);
+    type Body = ();
+    type Query = ();
+    type Data = SecretView;
+
+    async fn handle(
+        app: &Vigil<S, D>,
+        call: Call<Self::Path, ()>,
+    ) -> Result<Reply<SecretView>, ApiError> {
+        let (project, webhook) = &call.path;
+        let secret = app
+            .rotate_webhook_secret(&call.account, project, webhook)
+            .await?;
+        Ok(Reply::ok(SecretView {
+            secret: Some(secret.into()),
+        }))
+    }
+}
+
+/// What the test and redelivery routes answer: the delivery queued.
+#[derive(Debug, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Queued {
+    pub delivery_id: crate::domain::DeliveryId,
+}
+
+/// POST /projects/{projectId}/webhooks/{webhookId}/test: queues a `webhook.test` event, signed like
+/// the rest; 202 with its delivery id (its log shows it under the session `webhook-test`).
+pub struct TestWebhook;
+
+impl<S: ProjectStore + WebhookStore + DeliveryStore, D: Sync> Endpoint<S, D> for TestWebhook {
+    type Path = (ProjectId, WebhookId);
+    type Body = ();
+    type Query = ();
+    type Data = Queued;
+
+    async fn handle(
+        app: &Vigil<S, D>,
+        call: Call<Self::Path, ()>,
+    ) -> Result<Reply<Queued>, ApiError> {
+        let (project, webhook) = &call.path;
+        let id = app.test_webhook(&call.account, project, webhook).await?;
+        Ok(Reply::accepted(Queued { delivery_id: id }))
+    }
+}
+
+/// POST /projects/{projectId}/deliveries/{deliveryId}/redeliver: the same payload and
+/// `webhook-id` again, as one more attempt; 202.
+pub struct Redeliver;
+
+impl<S: ProjectStore + WebhookStore + DeliveryStore, D: Sync> Endpoint<S, D> for Redeliver {
+    type Path = (ProjectId, crate::domain::DeliveryId);
+    type Body = ();
+    type Query = ();
+    type Data = Queued;
+
+    async fn handle(
+        app: &Vigil<S, D>,
+        call: Call<Self::Path, ()>,
+    ) -> Result<Reply<Queued>, ApiError> {
+        let (project, delivery) = &call.path;
+        let id = app.redeliver(&call.account, project, delivery).await?;
+        Ok(Reply::accepted(Queued { delivery_id: id }))
+    }
+}
+
 /// GET /projects/{projectId}/webhooks/{webhookId}/deliveries: the delivery log, newest first.
 pub struct ListDeliveries;
 
@@ -275,7 +376,13 @@ impl JsonBody for ProjectChanges {
     fn from_json(value: Value) -> Result<Self, ApiError> {
         let members = Members::only(
             value,
-            &["name", "domain", "disabled", "requireSessionToken"],
+            &[
+                "name",
+                "domain",
+                "disabled",
+                "requireSessionToken",
+                "webhookLegacySignature",
+            ],
         )?;
         // A member is a change: null would say nothing, so it is refused rather than ignored.
         members.no_nulls()?;
@@ -290,10 +397,11 @@ impl JsonBody for ProjectChanges {
                 .transpose()?,
             disabled: members.optional_bool("disabled")?,
             require_session_token: members.optional_bool("requireSessionToken")?,
+            webhook_legacy_signature: members.optional_bool("webhookLegacySignature")?,
         };
         if changes == ProjectChanges::default() {
             return Err(ApiError::bad_request(
-                "Request body must set at least one of `name`, `domain`, `disabled` and `requireSessionToken`",
+                "Request body must set at least one of `name`, `domain`, `disabled`, `requireSessionToken` and `webhookLegacySignature`",
             ));
         }
         Ok(changes)

@@ -6,7 +6,7 @@ use http::Method;
 
 pub use super::paths::BASE;
 use super::paths::PathParam;
-use crate::domain::{DeviceKey, EventId, ProjectId, SessionId, WebhookId};
+use crate::domain::{DeliveryId, DeviceKey, EventId, ProjectId, SessionId, WebhookId};
 
 /// Calls macro `$m` with the name of every route: the one list that the [`Route`] enum and the
 /// pipeline's match of routes to endpoints (named like their routes) are made from.
@@ -21,6 +21,10 @@ macro_rules! with_routes {
             ListWebhooks,
             DeleteWebhook,
             ListDeliveries,
+            GetWebhookSecret,
+            RotateWebhookSecret,
+            TestWebhook,
+            Redeliver,
             CreateProject,
             ListProjects,
             UpdateProject,
@@ -66,6 +70,7 @@ const SESSION: &str = concatcp!("{", SessionId::NAME, "}");
 const WEBHOOK: &str = concatcp!("{", WebhookId::NAME, "}");
 const EVENT: &str = concatcp!("{", EventId::NAME, "}");
 const DEVICE: &str = concatcp!("{", DeviceKey::NAME, "}");
+const DELIVERY: &str = concatcp!("{", DeliveryId::NAME, "}");
 
 /// Paths are relative to the `/v1` base, with `{name}` parameters.
 #[rustfmt::skip]
@@ -78,6 +83,10 @@ pub const ROUTES: &[(Method, &str, Route)] = &[
     (Method::GET,    concatcp!("/projects/", PROJECT, "/webhooks"),                       Route::ListWebhooks),
     (Method::DELETE, concatcp!("/projects/", PROJECT, "/webhooks/", WEBHOOK),             Route::DeleteWebhook),
     (Method::GET,    concatcp!("/projects/", PROJECT, "/webhooks/", WEBHOOK, "/deliveries"), Route::ListDeliveries),
+    (Method::GET,    concatcp!("/projects/", PROJECT, "/webhooks/", WEBHOOK, "/secret"),  Route::GetWebhookSecret),
+    (Method::POST,   concatcp!("/projects/", PROJECT, "/webhooks/", WEBHOOK, "/secret/rotate"), Route::RotateWebhookSecret),
+    (Method::POST,   concatcp!("/projects/", PROJECT, "/webhooks/", WEBHOOK, "/test"),    Route::TestWebhook),
+    (Method::POST,   concatcp!("/projects/", PROJECT, "/deliveries/", DELIVERY, "/redeliver"), Route::Redeliver),
     (Method::POST,   "/projects",                                                         Route::CreateProject),
     (Method::GET,    "/projects",                                                         Route::ListProjects),
     (Method::PATCH,  concatcp!("/projects/", PROJECT),                                    Route::UpdateProject),
@@ -195,6 +204,10 @@ mod tests {
                 "/projects/{projectId}/webhooks",
                 "/projects/{projectId}/webhooks/{webhookId}",
                 "/projects/{projectId}/webhooks/{webhookId}/deliveries",
+                "/projects/{projectId}/webhooks/{webhookId}/secret",
+                "/projects/{projectId}/webhooks/{webhookId}/secret/rotate",
+                "/projects/{projectId}/webhooks/{webhookId}/test",
+                "/projects/{projectId}/deliveries/{deliveryId}/redeliver",
                 "/projects",
                 "/projects",
                 "/projects/{projectId}",

@@ -117,6 +117,11 @@ impl DeliveryId {
         }
         Self(format!("msg_{}", &hex::encode(h.finalize())[..32]))
     }
+
+    /// A fresh id, for a delivery that is no crossing (a test event).
+    pub fn generate() -> Self {
+        Self(format!("msg_{}", super::token::time_ordered_token()))
+    }
 }
 
 impl ProjectId {

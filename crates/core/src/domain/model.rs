@@ -116,7 +116,16 @@ pub struct Project {
     /// setting, and is off until changed.
     #[serde(default)]
     pub require_session_token: bool,
+    /// Whether webhook deliveries also carry a signature under `apiKeyPrivate` (its UTF-8
+    /// bytes), as every delivery did before secrets per webhook. Deprecated: on until the project
+    /// turns it off, so receivers that verify with the project's key keep working.
+    #[serde(default = "legacy_signature_default")]
+    pub webhook_legacy_signature: bool,
     pub created_at: Timestamp,
+}
+
+fn legacy_signature_default() -> bool {
+    true
 }
 
 #[cfg(test)]
@@ -124,7 +133,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn project_shows_exactly_eight_fields() {
+    fn project_shows_exactly_nine_fields() {
         let p = Project {
             id: ProjectId::parse("p").unwrap(),
             account_id: AccountId::parse("a").unwrap(),
@@ -134,11 +143,12 @@ mod tests {
             domain: "d".into(),
             disabled: false,
             require_session_token: true,
+            webhook_legacy_signature: true,
             created_at: "2026-11-21T00:00:00Z".parse().unwrap(),
         };
         let v = serde_json::to_value(&p).unwrap();
         let keys: Vec<_> = v.as_object().unwrap().keys().cloned().collect();
-        assert_eq!(keys.len(), 8, "{keys:?}");
+        assert_eq!(keys.len(), 9, "{keys:?}");
         assert_eq!(v["requireSessionToken"], true);
         assert_eq!(v["apiKeyPrivate"], "sk");
         assert_eq!(v["createdAt"], "2026-11-21T00:00:00.000Z");

@@ -155,6 +155,121 @@ pub struct Webhook {
     pub kind: WebhookType,
     pub url: WebhookUrl,
     pub created_at: Timestamp,
+    /// What its deliveries are signed with; never in a listing (the secret route reads it).
+    #[serde(skip)]
+    pub secrets: Secrets,
+}
+
+/// A webhook's signing secret in the Standard Webhooks format: `whsec_` and the base64 of 24
+/// random bytes. The HMAC key is the decoded bytes, as the official libraries read the string.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct WebhookSecret(String);
+
+const SECRET_PREFIX: &str = "whsec_";
+const SECRET_BYTES: usize = 24;
+
+impl WebhookSecret {
+    pub fn generate() -> Self {
+        use base64::Engine as _;
+        use rand::RngCore as _;
+        let mut bytes = [0u8; SECRET_BYTES];
+        rand::rng().fill_bytes(&mut bytes);
+        Self(format!(
+            "{SECRET_PREFIX}{}",
+            base64::engine::general_purpose::STANDARD.encode(bytes)
+        ))
+    }
+
+    /// The HMAC key: the bytes the base64 after `whsec_` encodes.
+    pub fn key(&self) -> Vec<u8> {
+        use base64::Engine as _;
+        let b64 = self.0.strip_prefix(SECRET_PREFIX).unwrap_or(&self.0);
+        base64::engine::general_purpose::STANDARD
+            .decode(b64)
+            .unwrap_or_default()
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl TryFrom<String> for WebhookSecret {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        use base64::Engine as _;
+        let ok = s.strip_prefix(SECRET_PREFIX).is_some_and(|b| {
+            base64::engine::general_purpose::STANDARD
+                .decode(b)
+                .is_ok_and(|k| k.len() == SECRET_BYTES)
+        });
+        if ok {
+            Ok(Self(s))
+        } else {
+            Err("a webhook secret is `whsec_` and the base64 of 24 bytes".into())
+        }
+    }
+}
+
+impl From<WebhookSecret> for String {
+    fn from(s: WebhookSecret) -> String {
+        s.0
+    }
+}
+
+impl fmt::Debug for WebhookSecret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Never in logs.
+        f.write_str("WebhookSecret(..)")
+    }
+}
+
+/// A webhook's secrets: none for a webhook made before secrets per webhook (signed with its
+/// project's `apiKeyPrivate` alone); after a rotation, the previous one until `previous_until`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Secrets {
+    pub current: Option<WebhookSecret>,
+    pub previous: Option<WebhookSecret>,
+    pub previous_until: Option<Timestamp>,
+}
+
+impl Secrets {
+    pub fn new() -> Self {
+        Self {
+            current: Some(WebhookSecret::generate()),
+            previous: None,
+            previous_until: None,
+        }
+    }
+
+    /// After a rotation at `now`: a new secret, the current one kept until `now + overlap`.
+    pub fn rotated(&self, now: Timestamp, overlap: std::time::Duration) -> Self {
+        Self {
+            current: Some(WebhookSecret::generate()),
+            previous: self.current.clone(),
+            previous_until: self.current.as_ref().map(|_| now.plus(overlap)),
+        }
+    }
+
+    /// The HMAC keys of a delivery made at `now`, one `v1,` signature each: the current secret,
+    /// the previous one during its overlap, and the project's `apiKeyPrivate` (UTF-8) for a
+    /// webhook without a secret, or while the project keeps the legacy signature.
+    pub fn keys(&self, now: Timestamp, api_key_private: &str, legacy: bool) -> Vec<Vec<u8>> {
+        let mut keys = Vec::with_capacity(3);
+        if let Some(c) = &self.current {
+            keys.push(c.key());
+        }
+        if let (Some(p), Some(until)) = (&self.previous, self.previous_until)
+            && now < until
+        {
+            keys.push(p.key());
+        }
+        if self.current.is_none() || legacy {
+            keys.push(api_key_private.as_bytes().to_vec());
+        }
+        keys
+    }
 }
 
 #[cfg(test)]
@@ -167,6 +282,44 @@ mod tests {
     const DEV: UrlPolicy = UrlPolicy {
         allow_loopback: true,
     };
+
+    #[test]
+    fn secrets_sign_with_the_current_the_previous_in_its_overlap_and_the_legacy_key() {
+        let t0: Timestamp = "2026-11-24T10:00:00.000Z".parse().unwrap();
+        let day = std::time::Duration::from_secs(86_400);
+        let first = Secrets::new();
+        let key = |s: &Secrets| s.current.as_ref().unwrap().key();
+        assert_eq!(key(&first).len(), 24);
+        let text = first.current.as_ref().unwrap().as_str();
+        assert!(text.starts_with("whsec_") && text.len() == 38, "{text}");
+        assert_eq!(
+            WebhookSecret::try_from(text.to_owned()).unwrap().key(),
+            key(&first)
+        );
+        assert!(WebhookSecret::try_from("whsec_short".to_owned()).is_err());
+        assert_eq!(format!("{:?}", first.current), "Some(WebhookSecret(..))");
+        // Legacy on: the secret and the project's key; off: the secret alone.
+        assert_eq!(
+            first.keys(t0, "sk_1", true),
+            vec![key(&first), b"sk_1".to_vec()]
+        );
+        assert_eq!(first.keys(t0, "sk_1", false), vec![key(&first)]);
+        // A webhook without a secret is signed with the project's key whatever the setting.
+        assert_eq!(
+            Secrets::default().keys(t0, "sk_1", false),
+            vec![b"sk_1".to_vec()]
+        );
+        // Rotated: both during the overlap, the new alone from its end.
+        let second = first.rotated(t0, day);
+        assert_eq!(
+            second.keys(t0.plus(day / 2), "sk_1", false),
+            vec![key(&second), key(&first)]
+        );
+        assert_eq!(second.keys(t0.plus(day), "sk_1", false), vec![key(&second)]);
+        // A first rotation of a webhook without a secret has nothing to keep.
+        let given = Secrets::default().rotated(t0, day);
+        assert_eq!((given.previous, given.previous_until), (None, None));
+    }
 
     #[test]
     fn accepts_public_https() {

@@ -41,6 +41,8 @@ pub enum ServiceError {
     SessionNotFound,
     #[error("webhook not found")]
     WebhookNotFound,
+    #[error("delivery not found")]
+    DeliveryNotFound,
     #[error("the project already has this webhook")]
     WebhookDuplicate,
     #[error("the project has the most webhooks allowed")]
@@ -87,12 +89,17 @@ pub struct Vigil<S, D = ()> {
     /// costs one read per key and window, not one per request.
     unknown_keys: Cache<String, Instant>,
     threshold: Score,
+    /// How long a rotated-out webhook secret keeps signing.
+    secret_overlap: std::time::Duration,
 }
 
 /// The engine of a service that evaluates visits ([`Vigil::with_engine`]): the routes that
 /// evaluate (events, collect) take a `Vigil<S, Detecting>`, so a process built without the engine
 /// cannot serve them.
 pub type Detecting = Arc<Engine>;
+
+/// The session a test event's delivery is listed under in the delivery log.
+pub const TEST_SESSION: &str = "webhook-test";
 
 /// The webhook threshold's default.
 const DEFAULT_THRESHOLD: Score = Score::HALF;
@@ -109,6 +116,7 @@ impl<S> Vigil<S> {
             sites: Cache::new(OWNER_CACHE_SIZE),
             unknown_keys: Cache::new(OWNER_CACHE_SIZE),
             threshold: DEFAULT_THRESHOLD,
+            secret_overlap: crate::config::DEFAULT_SECRET_OVERLAP,
         }
     }
 
@@ -124,6 +132,7 @@ impl<S> Vigil<S> {
             sites: self.sites,
             unknown_keys: self.unknown_keys,
             threshold: self.threshold,
+            secret_overlap: self.secret_overlap,
         }
     }
 }
@@ -133,6 +142,12 @@ impl<S, D> Vigil<S, D> {
     /// the statistics (the composition roots pass the webhook threshold).
     pub fn with_threshold(mut self, threshold: Score) -> Self {
         self.threshold = threshold;
+        self
+    }
+
+    /// The same service keeping a rotated-out webhook secret for `overlap`.
+    pub fn with_secret_overlap(mut self, overlap: std::time::Duration) -> Self {
+        self.secret_overlap = overlap;
         self
     }
 
@@ -251,8 +266,55 @@ impl<S: ProjectStore + WebhookStore, D> Vigil<S, D> {
             kind,
             url,
             created_at: self.now(),
+            secrets: crate::domain::webhook::Secrets::new(),
         };
         self.insert_webhook(project, webhook).await
+    }
+
+    /// A webhook's current signing secret; None for a webhook made before secrets per webhook
+    /// (signed with the project's `apiKeyPrivate` until a rotation gives it one).
+    pub async fn webhook_secret(
+        &self,
+        account: &AccountId,
+        project: &ProjectId,
+        id: &WebhookId,
+    ) -> ServiceResult<Option<crate::domain::webhook::WebhookSecret>> {
+        self.check_owner(account, project).await?;
+        let w = self
+            .store
+            .webhook(project, id)
+            .await?
+            .ok_or(ServiceError::WebhookNotFound)?;
+        Ok(w.secrets.current)
+    }
+
+    /// Gives a webhook a new secret; the one it replaces keeps signing beside it for the
+    /// configured overlap. Concurrent rotations each start from the secret the other left.
+    pub async fn rotate_webhook_secret(
+        &self,
+        account: &AccountId,
+        project: &ProjectId,
+        id: &WebhookId,
+    ) -> ServiceResult<crate::domain::webhook::WebhookSecret> {
+        self.check_owner(account, project).await?;
+        for _ in 0..5 {
+            let w = self
+                .store
+                .webhook(project, id)
+                .await?
+                .ok_or(ServiceError::WebhookNotFound)?;
+            let next = w.secrets.rotated(self.now(), self.secret_overlap);
+            let written = self
+                .store
+                .set_webhook_secrets(project, id, w.secrets.current.as_ref(), &next)
+                .await?;
+            if let (true, Some(secret)) = (written, next.current) {
+                return Ok(secret);
+            }
+        }
+        Err(ServiceError::Store(crate::store::StoreError::Throttled(
+            "webhook secret too contended".into(),
+        )))
     }
 
     pub async fn webhooks(
@@ -284,6 +346,69 @@ pub const MAX_DELIVERIES: usize = 100;
 
 impl<S: ProjectStore + WebhookStore + DeliveryStore, D> Vigil<S, D> {
     /// A webhook's delivery log, newest first.
+    /// Queues a `webhook.test` event for a webhook, signed and delivered like a crossing's (the
+    /// dispatcher's sweep sends it), and recorded in its delivery log.
+    pub async fn test_webhook(
+        &self,
+        account: &AccountId,
+        project: &ProjectId,
+        webhook: &WebhookId,
+    ) -> ServiceResult<crate::domain::DeliveryId> {
+        self.check_owner(account, project).await?;
+        let w = self
+            .store
+            .webhook(project, webhook)
+            .await?
+            .ok_or(ServiceError::WebhookNotFound)?;
+        let now = self.now();
+        let body = serde_json::json!({
+            "type": "webhook.test",
+            "timestamp": now,
+            "data": {"projectId": project, "webhookId": webhook},
+        });
+        let d = crate::domain::Delivery {
+            id: crate::domain::DeliveryId::generate(),
+            project_id: project.clone(),
+            webhook_id: webhook.clone(),
+            session_id: SessionId::parse(TEST_SESSION).map_err(|e| {
+                ServiceError::Store(crate::store::StoreError::Backend(e.to_string().into()))
+            })?,
+            url: w.url,
+            body: body.to_string(),
+            crossed_at: now,
+            status: crate::domain::DeliveryStatus::Pending,
+            attempts: Vec::new(),
+            next_attempt_at: Some(now),
+            created_at: now,
+        };
+        self.store.create_delivery(&d).await?;
+        Ok(d.id)
+    }
+
+    /// Sends a delivery again: the same body and `webhook-id` (receivers de-duplicate on it) as
+    /// one more attempt in its log, due now. A delivery still pending is already queued.
+    pub async fn redeliver(
+        &self,
+        account: &AccountId,
+        project: &ProjectId,
+        id: &crate::domain::DeliveryId,
+    ) -> ServiceResult<crate::domain::DeliveryId> {
+        self.check_owner(account, project).await?;
+        let mut d = self
+            .store
+            .delivery(project, id)
+            .await?
+            .ok_or(ServiceError::DeliveryNotFound)?;
+        if d.status != crate::domain::DeliveryStatus::Pending {
+            d.status = crate::domain::DeliveryStatus::Pending;
+            d.next_attempt_at = Some(self.now());
+            // Finished deliveries carry no due time; a concurrent redelivery got there first
+            // when this refuses, and the delivery is queued either way.
+            self.store.update_delivery(&d, None).await?;
+        }
+        Ok(d.id)
+    }
+
     pub async fn deliveries(
         &self,
         account: &AccountId,

@@ -15,6 +15,7 @@ pub struct ProjectChanges {
     pub domain: Option<Domain>,
     pub disabled: Option<bool>,
     pub require_session_token: Option<bool>,
+    pub webhook_legacy_signature: Option<bool>,
 }
 
 /// What a new project is: its name and domain, and whether its visits need session tokens (on
@@ -53,6 +54,7 @@ impl<S: ProjectStore + IdempotencyStore, D> Vigil<S, D> {
             domain: domain.into_string(),
             disabled: false,
             require_session_token,
+            webhook_legacy_signature: true,
             created_at: self.now(),
         };
         match self
@@ -97,6 +99,9 @@ impl<S: ProjectStore, D> Vigil<S, D> {
         }
         if let Some(require) = changes.require_session_token {
             p.require_session_token = require;
+        }
+        if let Some(legacy) = changes.webhook_legacy_signature {
+            p.webhook_legacy_signature = legacy;
         }
         if self.store.update_project(&p).await? {
             // This instance refuses or admits visits by the change at once; other instances

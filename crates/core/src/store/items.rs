@@ -34,6 +34,7 @@ use sha2::{Digest, Sha256};
 use crate::detect::Reason;
 use crate::domain::idempotency::{Created, IdempotencyKey, Once, Used};
 use crate::domain::insight::{Counts, Granularity, SessionSummary};
+use crate::domain::webhook::{Secrets, WebhookSecret};
 use crate::domain::{
     Account, AccountId, CheckResult, Delivery, DeliveryStatus, Event, EventId, NewResult, Project,
     ProjectId, ResultPosition, Score, SessionId, SessionScore, Timestamp, Webhook, WebhookId,
@@ -170,6 +171,10 @@ pub fn deliveries_prefix(w: &WebhookId) -> String {
 pub fn delivery_sk(d: &Delivery) -> String {
     format!("DELIVERY#{}#{}#{}", d.webhook_id, d.crossed_at, d.id)
 }
+/// Where a delivery is found by its id alone (its own key starts with its webhook and time).
+pub fn delivery_ref_sk(id: &crate::domain::DeliveryId) -> String {
+    format!("DELIVERYREF#{id}")
+}
 pub fn webhook_guard_sk(kind: WebhookType, url: &WebhookUrl) -> String {
     format!(
         "WEBHOOKURL#{}#{}",
@@ -198,6 +203,7 @@ pub enum Entity {
     ProjectCount,
     Counter,
     Stats,
+    DeliveryRef,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -568,6 +574,14 @@ pub struct WebhookItem {
     /// Set when a receiver answered 410 Gone: no further deliveries.
     #[serde(default)]
     pub disabled: bool,
+    /// Its signing secret (absent on webhooks made before secrets per webhook).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret: Option<WebhookSecret>,
+    /// The secret before the latest rotation, and until when it still signs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous_secret: Option<WebhookSecret>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous_until: Option<Timestamp>,
 }
 
 impl WebhookItem {
@@ -582,6 +596,9 @@ impl WebhookItem {
             url: w.url.clone(),
             created_at: w.created_at,
             disabled: false,
+            secret: w.secrets.current.clone(),
+            previous_secret: w.secrets.previous.clone(),
+            previous_until: w.secrets.previous_until,
         }
     }
 
@@ -600,6 +617,11 @@ impl WebhookItem {
             kind: self.kind,
             url: self.url,
             created_at: self.created_at,
+            secrets: Secrets {
+                current: self.secret,
+                previous: self.previous_secret,
+                previous_until: self.previous_until,
+            },
         }
     }
 }
@@ -704,6 +726,27 @@ impl From<&Delivery> for DeliveryItem {
     }
 }
 
+/// Points from a delivery's id to its item, for the redelivery route.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeliveryRefItem {
+    pub pk: String,
+    pub sk: String,
+    pub entity: Entity,
+    pub delivery_sk: String,
+}
+
+impl From<&Delivery> for DeliveryRefItem {
+    fn from(d: &Delivery) -> Self {
+        Self {
+            pk: project_pk(&d.project_id),
+            sk: delivery_ref_sk(&d.id),
+            entity: Entity::DeliveryRef,
+            delivery_sk: delivery_sk(d),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CheckpointItem {
@@ -750,6 +793,7 @@ mod tests {
             domain: "shop.example".into(),
             disabled: false,
             require_session_token: true,
+            webhook_legacy_signature: true,
             created_at: "2026-11-21T00:00:00Z".parse().unwrap(),
         };
         let item = ProjectItem::from(&project);

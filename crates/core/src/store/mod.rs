@@ -409,6 +409,31 @@ pub trait WebhookStore: ItemStore {
     /// The project's webhooks, oldest first.
     fn webhooks(&self, project: &ProjectId) -> impl Future<Output = Res<Vec<Webhook>>> + Send;
 
+    /// One webhook of the project (disabled ones included).
+    fn webhook(
+        &self,
+        project: &ProjectId,
+        id: &WebhookId,
+    ) -> impl Future<Output = Res<Option<Webhook>>> + Send {
+        async move {
+            let (pk, sk) = (items::project_pk(project), items::webhook_sk(id));
+            let item: Option<items::WebhookItem> = self.item(&pk, &sk, Read::Consistent).await?;
+            Ok(item.map(items::WebhookItem::webhook))
+        }
+    }
+
+    /// Replaces a webhook's secrets if its current secret is still `expected`; false when it is
+    /// gone or another rotation got there first.
+    fn set_webhook_secrets(
+        &self,
+        project: &ProjectId,
+        id: &WebhookId,
+        expected: Option<&crate::domain::webhook::WebhookSecret>,
+        secrets: &crate::domain::webhook::Secrets,
+    ) -> impl Future<Output = Res<bool>> + Send {
+        write::set_webhook_secrets(self, project, id, expected, secrets)
+    }
+
     /// Removes a webhook; false when it did not exist.
     fn delete_webhook(
         &self,
@@ -466,6 +491,25 @@ pub trait DeliveryStore: ItemStore {
         expected: Option<Timestamp>,
     ) -> impl Future<Output = Res<bool>> + Send {
         write::update_delivery(self, delivery, expected)
+    }
+
+    /// A delivery of the project by its id (deliveries made before references were kept are not
+    /// found).
+    fn delivery(
+        &self,
+        project: &ProjectId,
+        id: &crate::domain::DeliveryId,
+    ) -> impl Future<Output = Res<Option<Delivery>>> + Send {
+        async move {
+            let pk = items::project_pk(project);
+            let reference: Option<items::DeliveryRefItem> = self
+                .item(&pk, &items::delivery_ref_sk(id), Read::Consistent)
+                .await?;
+            let Some(r) = reference else { return Ok(None) };
+            let item: Option<items::DeliveryItem> =
+                self.item(&pk, &r.delivery_sk, Read::Consistent).await?;
+            Ok(item.map(|i| i.delivery))
+        }
     }
 
     /// Pending deliveries due at or before `now`, earliest first.

@@ -383,6 +383,39 @@ pub async fn delete_webhook<S: ItemStore + ?Sized>(
     Ok(s.apply(plan).await? == Applied::Done)
 }
 
+/// A webhook's secrets, if it exists and its secret is still `expected` (None: it had none): a
+/// concurrent rotation makes this one refuse rather than be lost.
+pub async fn set_webhook_secrets<S: ItemStore + ?Sized>(
+    s: &S,
+    project: &ProjectId,
+    id: &WebhookId,
+    expected: Option<&crate::domain::webhook::WebhookSecret>,
+    secrets: &crate::domain::webhook::Secrets,
+) -> Res<bool> {
+    let value = |v: Option<&str>| v.map_or(Value::Null, |s| Value::String(s.to_owned()));
+    let mut attrs = Attributes::new();
+    attrs.insert(
+        "secret".into(),
+        value(secrets.current.as_ref().map(|s| s.as_str())),
+    );
+    attrs.insert(
+        "previousSecret".into(),
+        value(secrets.previous.as_ref().map(|s| s.as_str())),
+    );
+    attrs.insert(
+        "previousUntil".into(),
+        secrets
+            .previous_until
+            .map_or(Value::Null, |t| Value::String(t.to_string())),
+    );
+    let when = match expected {
+        Some(old) => When::Has("secret", json!(old.as_str())),
+        None => When::Lacks("secret"),
+    };
+    let plan = WritePlan::new().set(WEBHOOK, project_pk(project), webhook_sk(id), attrs, when);
+    Ok(s.apply(plan).await? == Applied::Done)
+}
+
 /// Stops deliveries to a webhook; nothing when it was deleted meanwhile.
 pub async fn disable_webhook<S: ItemStore + ?Sized>(
     s: &S,
@@ -401,9 +434,15 @@ pub async fn disable_webhook<S: ItemStore + ?Sized>(
     s.apply(plan).await.map(drop)
 }
 
-/// A new delivery; false when it exists (a replayed record).
+/// A new delivery, and where its id finds it; false when it exists (a replayed record).
 pub async fn create_delivery<S: ItemStore + ?Sized>(s: &S, delivery: &Delivery) -> Res<bool> {
-    let plan = WritePlan::new().put("delivery", &DeliveryItem::from(delivery), When::Absent)?;
+    let plan = WritePlan::new()
+        .put("delivery", &DeliveryItem::from(delivery), When::Absent)?
+        .put(
+            "delivery's reference",
+            &DeliveryRefItem::from(delivery),
+            When::Always,
+        )?;
     Ok(s.apply(plan).await? == Applied::Done)
 }
 
