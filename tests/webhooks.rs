@@ -180,6 +180,52 @@ mod black_box {
     // ---------------------------------------------------------------------------------------------
     // Webhooks
 
+    /// Another account's webhook secret, rotation, test event and delivery are 404, as any of its
+    /// resources is; the owner's are answered.
+    #[tokio::test]
+    async fn another_accounts_webhook_secret_test_and_deliveries_are_404() {
+        let srv = Server::seeded(&fixture(vec![]));
+        let auth2 = bearer(KEY2);
+        for (method, path) in [
+            (Method::GET, "/v1/projects/prj_1/webhooks/wh_seed/secret"),
+            (
+                Method::POST,
+                "/v1/projects/prj_1/webhooks/wh_seed/secret/rotate",
+            ),
+            (Method::POST, "/v1/projects/prj_1/webhooks/wh_seed/test"),
+            (
+                Method::POST,
+                "/v1/projects/prj_1/deliveries/msg_0123456789abcdef/redeliver",
+            ),
+        ] {
+            let r = srv
+                .call(method.clone(), path, Some(&auth2), None, None)
+                .await;
+            r.expect(404, json!({"message": "Project not found"}));
+        }
+        let r = srv
+            .call(
+                Method::GET,
+                "/v1/projects/prj_1/webhooks/wh_seed/secret",
+                Some(&bearer(KEY1)),
+                None,
+                None,
+            )
+            .await;
+        // A seeded webhook stands for one made before secrets per webhook.
+        r.expect(200, json!({"data": {"secret": null}}));
+        let r = srv
+            .call(
+                Method::POST,
+                "/v1/projects/prj_1/webhooks/wh_seed/test",
+                Some(&bearer(KEY1)),
+                None,
+                None,
+            )
+            .await;
+        assert_eq!(r.status, 202, "{}", r.body);
+    }
+
     #[tokio::test]
     async fn webhooks_are_created_listed_and_deleted() {
         let srv = Server::seeded(&fixture(vec![]));
