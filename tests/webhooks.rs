@@ -1662,23 +1662,22 @@ mod delivery {
             .is_ok()
     }
 
-    /// Python's official library (`standardwebhooks` from PyPI) on the same delivery.
-    fn python_verifies(hit: &Hit, secret: &str) -> bool {
-        let python = concat!(env!("CARGO_MANIFEST_DIR"), "/.cache/venv-test/bin/python");
-        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/verify_webhook.py");
+    /// Whether an official Standard Webhooks library, run as `cmd` (a script reading
+    /// {"secret", "headers", "body"} on stdin and printing `verified` or `refused`), verifies the
+    /// delivery with the secret string as the API returned it.
+    fn library_verifies(mut cmd: Command, hit: &Hit, secret: &str) -> bool {
+        use std::io::Write as _;
         let headers: serde_json::Map<String, Value> = hit
             .headers
             .iter()
             .map(|(k, v)| (k.to_string(), json!(v.to_str().unwrap_or_default())))
             .collect();
         let input = json!({"secret": secret, "headers": headers, "body": hit.body});
-        let mut child = Command::new(python)
-            .arg(script)
+        let mut child = cmd
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .spawn()
-            .expect("make test's virtualenv (.cache/venv-test) has python");
-        use std::io::Write as _;
+            .unwrap_or_else(|e| panic!("{cmd:?}: {e} (make test installs the libraries)"));
         child
             .stdin
             .take()
@@ -1689,42 +1688,26 @@ mod delivery {
         match String::from_utf8_lossy(&out.stdout).trim() {
             "verified" => true,
             "refused" => false,
-            other => panic!("tests/verify_webhook.py answered {other:?}"),
+            other => panic!("{cmd:?} answered {other:?}"),
         }
     }
 
+    /// Python's official library (`standardwebhooks` from PyPI, in make test's virtualenv).
+    fn python_verifies(hit: &Hit, secret: &str) -> bool {
+        let root = env!("CARGO_MANIFEST_DIR");
+        let mut cmd = Command::new(format!("{root}/.cache/venv-test/bin/python"));
+        cmd.arg(format!("{root}/tests/verify_webhook.py"));
+        library_verifies(cmd, hit, secret)
+    }
+
     /// Node's official library (`standardwebhooks` from npm, installed by `make test` into
-    /// .cache/test-node) on the same delivery.
+    /// .cache/test-node).
     fn node_verifies(hit: &Hit, secret: &str) -> bool {
         let root = env!("CARGO_MANIFEST_DIR");
-        let headers: serde_json::Map<String, Value> = hit
-            .headers
-            .iter()
-            .map(|(k, v)| (k.to_string(), json!(v.to_str().unwrap_or_default())))
-            .collect();
-        let input = json!({"secret": secret, "headers": headers, "body": hit.body});
-        let mut child = Command::new("node")
-            .arg(format!("{root}/tests/node/verify_webhook.js"))
-            .env("NODE_PATH", format!("{root}/.cache/test-node/node_modules"))
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .expect("node");
-        use std::io::Write as _;
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(input.to_string().as_bytes())
-            .unwrap();
-        let out = child.wait_with_output().unwrap();
-        match String::from_utf8_lossy(&out.stdout).trim() {
-            "verified" => true,
-            "refused" => false,
-            other => panic!(
-                "tests/node/verify_webhook.js answered {other:?} (make test installs its library)"
-            ),
-        }
+        let mut cmd = Command::new("node");
+        cmd.arg(format!("{root}/tests/node/verify_webhook.js"))
+            .env("NODE_PATH", format!("{root}/.cache/test-node/node_modules"));
+        library_verifies(cmd, hit, secret)
     }
 
     /// A webhook made through the API has its own `whsec_` secret: its deliveries verify with it
