@@ -124,6 +124,8 @@ fn main() {
                 score(verdict.score_bot),
                 score(verdict.score_proxy_vpn),
             ),
+            agent: verdict.agent.clone(),
+            allowed: false,
         }),
     };
     let summary = SessionItem::next(None, &r);

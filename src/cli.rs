@@ -115,6 +115,10 @@ pub enum Command {
         /// Allow plain-http webhooks to loopback addresses (development and tests only).
         #[arg(long)]
         allow_loopback_webhooks: bool,
+        /// Allow plain-http Web Bot Auth key directories on loopback addresses (development and
+        /// tests only).
+        #[arg(long)]
+        allow_loopback_directories: bool,
         /// Most connections open at once; more clients wait until one closes.
         #[arg(long, default_value_t = 1024)]
         max_connections: usize,
@@ -302,6 +306,7 @@ async fn run_on<S: Store + ChangeFeed>(
             addr,
             seed,
             allow_loopback_webhooks,
+            allow_loopback_directories,
             max_connections,
             read_timeout,
             trust_proxy,
@@ -324,12 +329,13 @@ async fn run_on<S: Store + ChangeFeed>(
             let dispatcher = crate::root::dispatcher(store.clone(), policy, config)
                 .map_err(CliError::WebhookClient)?;
             let engine = crate::root::engine(data.as_deref()).map_err(CliError::DetectionData)?;
-            let app = Arc::new(crate::root::detecting(
-                store.clone(),
-                policy,
-                config,
-                engine,
-            ));
+            let directories = UrlPolicy {
+                allow_loopback: allow_loopback_directories,
+            };
+            let app = Arc::new(
+                crate::root::detecting(store.clone(), policy, directories, config, engine)
+                    .map_err(CliError::WebhookClient)?,
+            );
             let limits = crate::server::Limits {
                 max_connections,
                 read_timeout,

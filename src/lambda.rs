@@ -166,7 +166,8 @@ where
         + ProjectStore
         + crate::store::ResultStore
         + crate::store::UsageStore
-        + crate::store::VelocityStore,
+        + crate::store::VelocityStore
+        + crate::store::AgentStore,
 {
     match gateway::request_context(app, req).await {
         Ok(ctx) => {
@@ -186,7 +187,13 @@ async fn detecting_app() -> Result<&'static DetectingApp, Error> {
         tokio::task::spawn_blocking(|| crate::root::engine(None))
     );
     let engine = engine.map_err(|e| format!("building the engine: {e}"))??;
-    let app = crate::root::detecting(store, UrlPolicy::default(), &config, engine);
+    let app = crate::root::detecting(
+        store,
+        UrlPolicy::default(),
+        UrlPolicy::default(),
+        &config,
+        engine,
+    )?;
     Ok(Box::leak(Box::new(app)))
 }
 

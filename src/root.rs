@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use crate::config::Config;
 use crate::detect::{DataError, Engine};
-use crate::dispatch::{Dispatcher, Sender, SystemResolver};
+use crate::dispatch::{Dispatcher, HttpDirectories, Sender, SystemResolver};
 use crate::domain::UrlPolicy;
 use crate::service::{Detecting, Vigil};
 use crate::store::DynamoStore;
@@ -40,14 +40,19 @@ pub fn service<S>(store: S, policy: UrlPolicy, config: &Config) -> Vigil<S> {
         .with_secret_overlap(config.secret_overlap)
 }
 
-/// The same, evaluating visits with `engine` (the events and collect routes).
+/// The same, evaluating visits with `engine` (the events and collect routes) and fetching Web
+/// Bot Auth key directories under `directories` (public https only, unless it allows loopback).
 pub fn detecting<S>(
     store: S,
     policy: UrlPolicy,
+    directories: UrlPolicy,
     config: &Config,
     engine: Engine,
-) -> Vigil<S, Detecting> {
-    service(store, policy, config).with_engine(Arc::new(engine))
+) -> Result<Vigil<S, Detecting>, reqwest::Error> {
+    let fetcher = HttpDirectories::new(directories, Arc::new(SystemResolver))?;
+    Ok(service(store, policy, config)
+        .with_engine(Arc::new(engine))
+        .with_directory_fetcher(fetcher))
 }
 
 /// The webhook dispatcher over `store`, sending under `policy` with the system's resolver.

@@ -79,6 +79,7 @@ fn project(id: &str, account: &str) -> Project {
         disabled: false,
         require_session_token: false,
         webhook_legacy_signature: true,
+        agents: Default::default(),
         created_at: ts("2026-11-21T00:00:00Z"),
     }
 }
@@ -939,6 +940,8 @@ async fn events_and_public_keys_round_trip<S: Store>(store: S) {
         ja4: Some("t13d1516h2_8daaf6152771_d8a2da3f94cd".into()),
         device: Some(device.clone()),
         flagged: Default::default(),
+        agent: vigil::detect::Agent::NONE,
+        allowed: false,
     });
     let at = store.add_result(&evaluated).await.unwrap();
     let plain = result("p", "s", 0.1, 0.2, "2026-11-21T10:00:00Z");
@@ -1062,6 +1065,8 @@ fn evaluated(
         ja4: None,
         device: None,
         flagged: Flagged::at(Score::HALF, score(bot), score(pv)),
+        agent: vigil::detect::Agent::NONE,
+        allowed: false,
     });
     r
 }
@@ -1073,6 +1078,7 @@ fn query(limit: usize, bot: Option<f64>, pv: Option<f64>) -> SessionQuery {
         min_score_bot: bot.map(score),
         min_score_proxy_vpn: pv.map(score),
         device: None,
+        agent: None,
     }
 }
 
@@ -1680,7 +1686,128 @@ conformance!(
     large_plans_spread_counters_and_stay_exact,
     a_burst_of_sessions_from_one_address_is_flagged_and_forgotten,
     one_device_over_many_addresses_is_address_churn,
+    agents_policies_events_and_the_agent_filter_round_trip,
+    signature_uses_and_directories_are_kept,
 );
+
+/// A project's agent policy round-trips; an allowed verified agent's event keeps its scoreBot,
+/// shows `agent` and `allowed`, is no bot in the statistics, leaves the session's counted bot
+/// score at zero, and the sessions list filters by the latest event's agent status.
+async fn agents_policies_events_and_the_agent_filter_round_trip<S: Store>(store: S) {
+    use vigil::detect::agents::{Category, Status, Via};
+    use vigil::domain::project::AgentPolicy;
+    let mut p = project("p", "acc");
+    p.agents = AgentPolicy::parse(vec!["ai_agent".into(), "Google".into()]).unwrap();
+    store.put_project(&p).await.unwrap();
+    assert_eq!(
+        store.project(&p.id).await.unwrap().unwrap().agents,
+        p.agents
+    );
+
+    let verified = vigil::detect::Agent {
+        status: Status::Verified,
+        operator: Some("OpenAI".into()),
+        name: Some("ChatGPT agent".into()),
+        category: Some(Category::AiAgent),
+        via: Some(Via::Signature),
+    };
+    assert!(p.agents.allows(&verified));
+    let mut agent_event = evaluated(
+        "p",
+        "s_agent",
+        0.99,
+        0.1,
+        "2026-11-21T10:00:00Z",
+        &[vigil::detect::Code::SignedAgent],
+    );
+    if let Some(e) = agent_event.evaluation.as_mut() {
+        e.agent = verified.clone();
+        e.allowed = true;
+        e.flagged.bot = false;
+    }
+    let at = store.add_result(&agent_event).await.unwrap();
+    let bot = evaluated(
+        "p",
+        "s_bot",
+        0.99,
+        0.1,
+        "2026-11-21T10:00:01Z",
+        &[vigil::detect::Code::Webdriver],
+    );
+    store.add_result(&bot).await.unwrap();
+
+    let e = store
+        .event(&pid("p"), &sid("s_agent"), at)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(e.agent.as_ref(), Some(&verified));
+    assert!(e.allowed);
+    assert_eq!(e.score_bot.get(), 0.99, "scoreBot kept as evidence");
+
+    let mut q = query(10, None, None);
+    q.agent = Some(Status::Verified);
+    let listed = all_pages(&store, "p", q).await;
+    assert_eq!(
+        listed
+            .iter()
+            .map(|s| s.session_id.as_str())
+            .collect::<Vec<_>>(),
+        ["s_agent"]
+    );
+    assert_eq!(listed[0].agent, Some(Status::Verified));
+    let mut q = query(10, None, None);
+    q.agent = Some(Status::Unsigned);
+    let listed = all_pages(&store, "p", q).await;
+    assert_eq!(
+        listed
+            .iter()
+            .map(|s| s.session_id.as_str())
+            .collect::<Vec<_>>(),
+        ["s_bot"]
+    );
+
+    let range = vigil::domain::insight::StatsRange::new(
+        ts("2026-11-21T00:00:00Z"),
+        ts("2026-11-22T00:00:00Z"),
+        vigil::domain::insight::Granularity::Day,
+    )
+    .unwrap();
+    let buckets = store.stats(&pid("p"), &range).await.unwrap();
+    let visits: u64 = buckets.iter().map(|b| b.visits).sum();
+    let bots: u64 = buckets.iter().map(|b| b.bots).sum();
+    assert_eq!(
+        (visits, bots),
+        (2, 1),
+        "the allowed agent is a visit, not a bot"
+    );
+}
+
+/// A signature's first use is recorded once until it expires; a directory's keys are kept until
+/// their lifetime ends.
+async fn signature_uses_and_directories_are_kept<S: Store>(store: S) {
+    use vigil::store::items::DirectoryItem;
+    assert!(store.first_use("n:abc", 1_000, 500).await.unwrap());
+    assert!(
+        !store.first_use("n:abc", 1_000, 600).await.unwrap(),
+        "a replay"
+    );
+    assert!(store.first_use("n:other", 1_000, 600).await.unwrap());
+    assert!(
+        store.first_use("n:abc", 2_000, 1_001).await.unwrap(),
+        "expired: a new use"
+    );
+    let url = "https://agent.example/.well-known/http-message-signatures-directory";
+    assert_eq!(store.cached_directory(url, 100).await.unwrap(), None);
+    let item = DirectoryItem::new(url, r#"{"keys":[]}"#.into(), 1_000);
+    store.cache_directory(&item).await.unwrap();
+    assert_eq!(store.cached_directory(url, 999).await.unwrap(), Some(item));
+    assert_eq!(
+        store.cached_directory(url, 1_000).await.unwrap(),
+        None,
+        "past its lifetime"
+    );
+}
 
 // ---- SQLite only ----------------------------------------------------------------------------------
 

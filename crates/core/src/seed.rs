@@ -386,6 +386,7 @@ pub async fn demo<S: Store, D>(app: &Vigil<S, D>) -> Result<ApiKey, SeedError> {
         // The demo page gets its token from the server that renders it, as a customer's would.
         require_session_token: true,
         webhook_legacy_signature: true,
+        agents: Default::default(),
         created_at: now,
     };
     app.put_account(&account, std::slice::from_ref(&key))

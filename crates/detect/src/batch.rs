@@ -56,6 +56,7 @@ impl<'de> serde::Deserialize<'de> for StrictEvidence {
             headers: Option<super::Headers>,
             signals: Option<super::Signals>,
             wire: Option<super::Wire>,
+            request: Option<super::RequestLine>,
         }
         let s = Strict::deserialize(d)?;
         Ok(Self(Evidence {
@@ -64,6 +65,7 @@ impl<'de> serde::Deserialize<'de> for StrictEvidence {
             headers: s.headers,
             signals: s.signals,
             wire: s.wire,
+            request: s.request,
         }))
     }
 }
@@ -85,6 +87,7 @@ fn combined(line: &str) -> Result<Evidence, String> {
         headers: None,
         signals: None,
         wire: None,
+        request: None,
     })
 }
 

@@ -18,6 +18,9 @@ pub struct Evidence {
     pub signals: Option<Signals>,
     /// What the connection showed: TLS and HTTP fingerprints, from the server or an edge.
     pub wire: Option<crate::wire::Wire>,
+    /// The request a signature covers: its method, authority and path (RFC 9421 derived
+    /// components), as the customer's backend received it.
+    pub request: Option<crate::signature::RequestLine>,
 }
 
 /// Request headers with lower-cased names.

@@ -7,6 +7,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
+pub mod agents;
 pub mod batch;
 pub mod evidence;
 pub mod net;
@@ -14,13 +15,16 @@ pub mod networks;
 pub mod places;
 pub mod reasons;
 mod rules;
+pub mod signature;
 pub mod ua;
 pub mod velocity;
 mod visit;
 pub mod wire;
 
+pub use agents::{Agent, Catalogue};
 pub use evidence::{Evidence, Headers, Signals};
 pub use reasons::{Code, Reason, Target};
+pub use signature::{RequestLine, SignatureCheck};
 pub use visit::Visit;
 pub use wire::Wire;
 
@@ -51,6 +55,17 @@ pub struct Verdict {
     pub score_bot: f64,
     pub score_proxy_vpn: f64,
     pub reasons: Vec<Reason>,
+    /// Who the visit says it is, and whether that holds.
+    pub agent: Agent,
+}
+
+/// What the service found out about a visit beyond its evidence, for the engine to judge: the
+/// store's velocity counts and the outcome of checking its signature. Neither comes from the
+/// client.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Beyond<'a> {
+    pub velocity: Option<&'a velocity::Velocity>,
+    pub signature: Option<&'a SignatureCheck>,
 }
 
 pub struct Engine {
@@ -59,6 +74,7 @@ pub struct Engine {
     networks: Networks,
     geo: Geo,
     fingerprints: Fingerprints,
+    agents: Catalogue,
     data_version: String,
 }
 
@@ -82,6 +98,7 @@ impl Engine {
         let hosting = text(read(dir, "asn-hosting.tsv")?, "asn-hosting.tsv")?;
         let zones = text(read(dir, "zones.tsv")?, "zones.tsv")?;
         let wire = text(read(dir, "wire-fingerprints.tsv")?, "wire-fingerprints.tsv")?;
+        let agents = text(read(dir, "agents.tsv")?, "agents.tsv")?;
         let manifest = text(read(dir, "MANIFEST")?, "MANIFEST")?;
         Self::from_data(
             &patterns,
@@ -90,6 +107,7 @@ impl Engine {
             read(dir, "country.mmdb")?,
             &zones,
             &wire,
+            &agents,
             &manifest,
         )
     }
@@ -121,11 +139,16 @@ impl Engine {
                 env!("CARGO_MANIFEST_DIR"),
                 "/../../data/wire-fingerprints.tsv"
             )),
+            include_str!(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../../data/agents.tsv"
+            )),
             include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/MANIFEST")),
         )
         .map_err(|e| DataError::Format(format!("{DATA}: {e}")))
     }
 
+    #[allow(clippy::too_many_arguments)] // one per data file, each named at every call
     pub fn from_data(
         patterns: &str,
         ranges: &str,
@@ -133,6 +156,7 @@ impl Engine {
         mmdb: Vec<u8>,
         zones: &str,
         wire: &str,
+        agents: &str,
         manifest: &str,
     ) -> Result<Self, DataError> {
         // The data's version: each package's version, as pinned by make data.
@@ -151,6 +175,7 @@ impl Engine {
             networks: Networks::parse(hosting)?,
             geo: Geo::load(mmdb, zones)?,
             fingerprints: Fingerprints::parse(wire)?,
+            agents: Catalogue::parse(agents)?,
             data_version,
         })
     }
@@ -176,23 +201,31 @@ impl Engine {
         &self.fingerprints
     }
 
-    /// Scores one visit: every rule family of [`rules::RULES`] over its normalised view.
-    pub fn evaluate(&self, e: &Evidence) -> Verdict {
-        self.evaluate_with(e, None)
+    /// The catalogue of known agents.
+    pub fn agents(&self) -> &Catalogue {
+        &self.agents
     }
 
-    /// [`Engine::evaluate`] with what the store has counted of the visit's address and device
-    /// across visits (the velocity rules read it; without it they find nothing).
-    pub fn evaluate_with(&self, e: &Evidence, velocity: Option<&velocity::Velocity>) -> Verdict {
-        let visit = Visit::with(self, e, velocity);
+    /// Scores one visit: every rule family of [`rules::RULES`] over its normalised view.
+    pub fn evaluate(&self, e: &Evidence) -> Verdict {
+        self.evaluate_with(e, Beyond::default())
+    }
+
+    /// [`Engine::evaluate`] with what the service found beyond the evidence: the store's counts
+    /// of the visit's address and device across visits (the velocity rules read them) and its
+    /// signature's check (the agent verdict reads it). Without them those rules find nothing.
+    pub fn evaluate_with(&self, e: &Evidence, beyond: Beyond<'_>) -> Verdict {
+        let visit = Visit::with(self, e, beyond);
         let mut reasons = Vec::new();
         for (_, rule) in rules::RULES {
             rule(self, &visit, &mut reasons);
         }
+        let agent = agents::judge(&self.agents, &visit, &mut reasons);
         Verdict {
             score_bot: round(reasons::score(&reasons, Target::Bot)),
             score_proxy_vpn: round(reasons::score(&reasons, Target::ProxyVpn)),
             reasons,
+            agent,
         }
     }
 }
@@ -491,6 +524,16 @@ mod tests {
                 ev(v)
             }),
             (
+                Code::AiAgent,
+                with(
+                    home(),
+                    &["userAgent"],
+                    json!(
+                        "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; Claude-User/1.0; +Claude-User@anthropic.com)"
+                    ),
+                ),
+            ),
+            (
                 Code::TlsFingerprintMismatch,
                 with(home(), &["wire"], json!({"ja4": PYTHON_REQUESTS_JA4})),
             ),
@@ -527,11 +570,14 @@ mod tests {
             assert!(!r.detail.is_empty() && r.weight > 0.0);
         }
         // Every code of the table has a case, but those counted across visits (their evidence
-        // is the store's counts, tested in `rules::velocity`).
+        // is the store's counts, tested in `rules::velocity`) and those of a signature's check
+        // (the service's, tested in `agents`).
         let counted = [
             Code::SessionChurn,
             Code::AddressVelocity,
             Code::AddressChurn,
+            Code::SignedAgent,
+            Code::SpoofedAgent,
         ];
         for (code, ..) in reasons::TABLE.iter().filter(|(c, ..)| !counted.contains(c)) {
             assert!(cases.iter().any(|(c, _)| c == code), "no case for {code:?}");
@@ -842,6 +888,7 @@ mod tests {
                     ..Signals::default()
                 }),
                 wire: None,
+                request: None,
             })
     }
 

@@ -61,6 +61,9 @@ reasons! {
     SyntheticInput => Bot, 5.0, "pointer events dispatched by script, or at the equal coordinates of protocol-made events";
     SessionChurn => Bot, 7.0, "one device key, or one address with few devices, opening sessions faster than people open tabs (counted across visits); 3.0 for an address with many devices behind it, 3.5 for a key identical iPhones share";
     AddressVelocity => Bot, 4.0, "one address sending more events than a person's browsing makes; 2.0 for an address with many devices behind it (carrier-grade NAT, an office, a relay)";
+    SignedAgent => Bot, 7.0, "a Web Bot Auth signature (RFC 9421) that verifies under the agent's key directory: certainly a bot, and one that says whose; shown as good, and a project may allow its category";
+    SpoofedAgent => Bot, 9.0, "a signature that does not verify, is expired, replayed or not yet valid, or that claims a known agent's directory without its key: a forgery";
+    AiAgent => Bot, 6.5, "declares an AI agent or AI crawler in its user agent, unsigned and outside any published range: a declared bot whose identity is unproven";
     AddressChurn => Bot, 6.0, "one device key seen from many addresses or countries within a window: a device rotating through proxies; 3.5 for a key identical iPhones share";
     // proxy/VPN
     TorExit => ProxyVpn, 10.0, "a listed Tor exit: deterministic";

@@ -18,19 +18,17 @@ pub struct Visit<'a> {
     pub country: Option<Country>,
     /// What the store counted of the visit's address and device; never from the client.
     pub velocity: Option<&'a crate::velocity::Velocity>,
+    /// How the service found the visit's signature; never from the client.
+    pub signature: Option<&'a crate::signature::SignatureCheck>,
 }
 
 impl<'a> Visit<'a> {
     pub fn of(engine: &Engine, e: &'a Evidence) -> Self {
-        Self::with(engine, e, None)
+        Self::with(engine, e, crate::Beyond::default())
     }
 
-    /// The visit with the store's counts of its address and device.
-    pub fn with(
-        engine: &Engine,
-        e: &'a Evidence,
-        velocity: Option<&'a crate::velocity::Velocity>,
-    ) -> Self {
+    /// The visit with what the service found beyond its evidence.
+    pub fn with(engine: &Engine, e: &'a Evidence, beyond: crate::Beyond<'a>) -> Self {
         let signals = e.signals.as_ref();
         let ua = e
             .user_agent
@@ -45,7 +43,8 @@ impl<'a> Visit<'a> {
             js_ua,
             agent_lower: ua.or(js_ua).map(str::to_lowercase),
             country: e.ip_address.and_then(|ip| engine.geo.country(ip)),
-            velocity,
+            velocity: beyond.velocity,
+            signature: beyond.signature,
         }
     }
 

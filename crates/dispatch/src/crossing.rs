@@ -1,11 +1,12 @@
-//! When a session's overall proxy/VPN score crosses the threshold.
+//! When a session's overall proxy/VPN score, or its bot score without allowed agents' events,
+//! crosses the threshold.
 //!
 //! The session summary's maxima only ever grow, so a session crosses at most once: the write whose
 //! change has `before < threshold <= after` is that moment, and its result is the one that made it
 //! cross. Changes of other items never cross.
 
 use crate::detect::Reason;
-use crate::domain::{CheckResult, EventId, ProjectId, Score, SessionChanged};
+use crate::domain::{CheckResult, EventId, ProjectId, Score, SessionChanged, WebhookType};
 
 /// A session that has just crossed the threshold, with the result that made it cross.
 #[derive(Debug, Clone, PartialEq)]
@@ -15,17 +16,35 @@ pub struct Crossing {
     pub result: CheckResult,
     pub event_id: EventId,
     pub reasons: Vec<Reason>,
+    /// Which score crossed: the webhooks of this type are told.
+    pub kind: WebhookType,
 }
 
-/// The crossing this change represents, if any.
+/// The proxy/VPN crossing this change represents, if any.
 pub fn crossing(change: &SessionChanged, threshold: Score) -> Option<Crossing> {
-    change.crosses(threshold).then(|| Crossing {
+    crossings(change, threshold)
+        .into_iter()
+        .find(|c| c.kind == WebhookType::ProxyVpnDetect)
+}
+
+/// Every crossing this change represents: proxy/VPN, bot, both or none.
+pub fn crossings(change: &SessionChanged, threshold: Score) -> Vec<Crossing> {
+    let of = |kind| Crossing {
         project_id: change.project.clone(),
         session_id: change.session.clone(),
         result: change.last.clone(),
         event_id: change.last_id,
         reasons: change.last_reasons.clone(),
-    })
+        kind,
+    };
+    let mut out = Vec::new();
+    if change.crosses(threshold) {
+        out.push(of(WebhookType::ProxyVpnDetect));
+    }
+    if change.crosses_bot(threshold) {
+        out.push(of(WebhookType::BotDetect));
+    }
+    out
 }
 
 #[cfg(test)]
@@ -55,7 +74,10 @@ mod tests {
         let before = earlier.iter().fold(None, |acc: Option<SessionScore>, r| {
             Some(acc.map_or(SessionScore::of(r), |s| s.with(r)))
         });
+        let bots = |s: &SessionScore| s.score_bot;
         SessionChanged {
+            bot_before: before.as_ref().map(bots),
+            bot_after: bots(&before.map_or(SessionScore::of(last), |s| s.with(last))),
             project: ProjectId::parse("p").unwrap(),
             session: SessionId::parse("s").unwrap(),
             after: before.map_or(SessionScore::of(last), |s| s.with(last)),

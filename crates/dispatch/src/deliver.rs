@@ -47,9 +47,15 @@ struct Refused(String);
 /// Resolves, then refuses the whole name if any of its addresses is in a blocked range: a name
 /// that points inward even partly is not a public receiver. The addresses it returns are the ones
 /// the client connects to, so a second lookup cannot swap in another (no DNS rebinding).
-struct GuardedResolver {
+pub(crate) struct GuardedResolver {
     inner: Arc<dyn Resolver>,
     policy: UrlPolicy,
+}
+
+impl GuardedResolver {
+    pub(crate) fn new(inner: Arc<dyn Resolver>, policy: UrlPolicy) -> Self {
+        Self { inner, policy }
+    }
 }
 
 impl Resolve for GuardedResolver {

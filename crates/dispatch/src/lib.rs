@@ -12,7 +12,7 @@
 //! - Only failures of our own storage fail a record; a receiver's failure is an attempt outcome.
 
 // The layers below, named as the modules here name them.
-use vigil_core::{config, detect, domain, metrics, report, store};
+use vigil_core::{config, detect, domain, metrics, report, service, store};
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -34,10 +34,12 @@ use crate::store::{DeliveryStore, ProjectStore, StoreError};
 
 pub mod crossing;
 pub mod deliver;
+pub mod directory;
 pub mod signature;
 
-pub use crossing::{Crossing, crossing};
+pub use crossing::{Crossing, crossing, crossings};
 pub use deliver::{Resolver, Sender, SystemResolver};
+pub use directory::HttpDirectories;
 
 /// How long an attempt holds its delivery: longer than an attempt can take, so a live attempt is
 /// never sent twice, and short enough that a crashed one is retried soon.
@@ -76,7 +78,7 @@ struct PayloadData<'a> {
 /// body is never signed empty).
 pub fn payload(c: &Crossing, now: Timestamp) -> Result<String, serde_json::Error> {
     let p = Payload {
-        kind: WebhookType::ProxyVpnDetect,
+        kind: c.kind,
         timestamp: now,
         data: PayloadData {
             project_id: &c.project_id,
@@ -159,15 +161,19 @@ impl<S: ProjectStore + DeliveryStore> Dispatcher<S> {
                     continue;
                 }
             };
-            let Some(c) = crossing(change, self.threshold) else {
-                continue;
-            };
-            match self.deliveries_for(&c).await {
-                Ok(mut created) => batch.created.append(&mut created),
-                Err(e) => {
-                    batch.failed = Some((i, e));
-                    break;
+            let mut failed = None;
+            for c in crossings(change, self.threshold) {
+                match self.deliveries_for(&c).await {
+                    Ok(mut created) => batch.created.append(&mut created),
+                    Err(e) => {
+                        failed = Some(e);
+                        break;
+                    }
                 }
+            }
+            if let Some(e) = failed {
+                batch.failed = Some((i, e));
+                break;
             }
         }
         batch
@@ -202,7 +208,8 @@ impl<S: ProjectStore + DeliveryStore> Dispatcher<S> {
         let now = self.now();
         let body = payload(c, now).map_err(DispatchError::Payload)?;
         let mut created = Vec::new();
-        for hook in hooks {
+        // Each webhook is told of its own type's crossings only.
+        for hook in hooks.into_iter().filter(|h| h.kind == c.kind) {
             let delivery = Delivery {
                 id: DeliveryId::for_crossing(&c.project_id, &c.session_id, &hook.id),
                 project_id: c.project_id.clone(),

@@ -8,7 +8,7 @@ use super::ApiError;
 use super::extract::{Json, JsonBody, Members, Paging};
 use super::paths::BASE;
 use super::pipeline::{Call, Endpoint, Reply};
-use crate::domain::project::{Domain, ProjectName};
+use crate::domain::project::{AgentPolicy, Domain, ProjectName};
 use crate::domain::webhook::{WebhookType, WebhookUrl};
 use crate::domain::{
     CheckResult, DeliveryView, Plan, Project, ProjectId, SessionId, SessionScore as Score, Webhook,
@@ -117,7 +117,9 @@ impl JsonBody for NewWebhook {
     fn from_json(value: Value) -> Result<Self, ApiError> {
         let members = Members::only(value, &["type", "url"])?;
         let kind = serde_json::from_value(Value::String(members.string("type")?.to_owned()))
-            .map_err(|_| ApiError::bad_request("`type` must be one of: proxy_vpn_detect"))?;
+            .map_err(|_| {
+                ApiError::bad_request("`type` must be one of: proxy_vpn_detect, bot_detect")
+            })?;
         let url = members.string("url")?.to_owned();
         Ok(Self { kind, url })
     }
@@ -374,7 +376,7 @@ impl JsonBody for ProjectChanges {
     const MAX_BYTES: usize = MAX_PROJECT_BODY;
 
     fn from_json(value: Value) -> Result<Self, ApiError> {
-        let members = Members::only(
+        let mut members = Members::only(
             value,
             &[
                 "name",
@@ -382,6 +384,7 @@ impl JsonBody for ProjectChanges {
                 "disabled",
                 "requireSessionToken",
                 "webhookLegacySignature",
+                "agents",
             ],
         )?;
         // A member is a change: null would say nothing, so it is refused rather than ignored.
@@ -398,14 +401,39 @@ impl JsonBody for ProjectChanges {
             disabled: members.optional_bool("disabled")?,
             require_session_token: members.optional_bool("requireSessionToken")?,
             webhook_legacy_signature: members.optional_bool("webhookLegacySignature")?,
+            agents: members.take("agents").map(agent_policy).transpose()?,
         };
         if changes == ProjectChanges::default() {
             return Err(ApiError::bad_request(
-                "Request body must set at least one of `name`, `domain`, `disabled`, `requireSessionToken` and `webhookLegacySignature`",
+                "Request body must set at least one of `name`, `domain`, `disabled`, `requireSessionToken`, `webhookLegacySignature` and `agents`",
             ));
         }
         Ok(changes)
     }
+}
+
+/// `agents`: `{"allow": [category or operator, ...]}`, nothing else.
+fn agent_policy(v: Value) -> Result<AgentPolicy, ApiError> {
+    let shape =
+        || ApiError::bad_request("`agents` must be {\"allow\": [category or operator, ...]}");
+    let Value::Object(mut m) = v else {
+        return Err(shape());
+    };
+    let allow = m.remove("allow").ok_or_else(shape)?;
+    if !m.is_empty() {
+        return Err(shape());
+    }
+    let Value::Array(items) = allow else {
+        return Err(shape());
+    };
+    let entries = items
+        .into_iter()
+        .map(|i| match i {
+            Value::String(s) => Ok(s),
+            _ => Err(shape()),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    AgentPolicy::parse(entries).map_err(ApiError::bad_request)
 }
 
 /// PATCH /projects/{projectId}: changes `name`, `domain` or `disabled`; the project as it now is.
@@ -484,7 +512,7 @@ mod tests {
         );
         assert_eq!(
             msg(r#"{"type":"bot","url":"https://h.example"}"#),
-            "`type` must be one of: proxy_vpn_detect"
+            "`type` must be one of: proxy_vpn_detect, bot_detect"
         );
         assert!(
             msg(r#"{"type":"proxy_vpn_detect","url":"https://h.example","x":1}"#)

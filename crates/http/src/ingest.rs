@@ -14,12 +14,13 @@ use super::context::Context;
 use super::extract::{Json, JsonBody, Members, Paging, bounded_body, has_media_type, typed};
 use super::paths::BASE;
 use super::pipeline::{Call, Endpoint, Reply};
-use crate::detect::{Evidence, Headers, Signals};
+use crate::detect::{Evidence, Headers, RequestLine, Signals};
 use crate::domain::project::Origin;
 use crate::domain::{AddressedEvidence, Event, EventId, ProjectId, SessionId};
 use crate::service::{Detecting, Vigil};
 use crate::store::{
-    AccountStore, IdempotencyStore, ProjectStore, ResultStore, UsageStore, VelocityStore,
+    AccountStore, AgentStore, IdempotencyStore, ProjectStore, ResultStore, UsageStore,
+    VelocityStore,
 };
 
 /// Largest evidence document accepted, by either door.
@@ -34,7 +35,14 @@ impl JsonBody for NewEvent {
     fn from_json(value: Value) -> Result<Self, ApiError> {
         let mut m = Members::only(
             value,
-            &["ipAddress", "userAgent", "headers", "signals", "wire"],
+            &[
+                "ipAddress",
+                "userAgent",
+                "headers",
+                "signals",
+                "wire",
+                "request",
+            ],
         )?;
         let ip = m
             .take("ipAddress")
@@ -49,6 +57,7 @@ impl JsonBody for NewEvent {
             headers: m.take("headers").map(|v| typed(v, "headers")).transpose()?,
             signals: m.take("signals").map(|v| typed(v, "signals")).transpose()?,
             wire: m.take("wire").map(|v| typed(v, "wire")).transpose()?,
+            request: m.take("request").map(|v| typed(v, "request")).transpose()?,
         };
         Ok(Self(AddressedEvidence::new(address, evidence)))
     }
@@ -61,8 +70,8 @@ fn event_location(project: &ProjectId, session: &SessionId, id: EventId) -> Stri
 /// POST /projects/{projectId}/sessions/{sessionId}/events: evaluates a visit and stores it.
 pub struct CreateEvent;
 
-impl<S: ProjectStore + ResultStore + IdempotencyStore + VelocityStore> Endpoint<S, Detecting>
-    for CreateEvent
+impl<S: ProjectStore + ResultStore + IdempotencyStore + VelocityStore + AgentStore>
+    Endpoint<S, Detecting> for CreateEvent
 {
     const IDEMPOTENT: bool = true;
     type Path = (ProjectId, SessionId);
@@ -213,9 +222,21 @@ fn request_evidence(ctx: &Context, req: &Request) -> Result<AddressedEvidence, A
             .get(header::USER_AGENT)
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned),
-        headers: Some(headers),
         signals: None,
         wire: ctx.wire.clone(),
+        // A request to Vigil itself that carries a Web Bot Auth signature is checked as signed
+        // for this very request: its method, host and path.
+        request: headers.get("signature-input").map(|_| RequestLine {
+            method: Some(req.method().as_str().to_owned()),
+            authority: req
+                .headers()
+                .get(header::HOST)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+                .or_else(|| req.uri().authority().map(|a| a.to_string())),
+            path: Some(req.uri().path().to_owned()),
+        }),
+        headers: Some(headers),
     };
     Ok(AddressedEvidence::new(ip, evidence))
 }
@@ -234,7 +255,7 @@ struct Collected {
 /// no rate-limit headers, and CORS only for an origin the project allows.
 pub async fn collect<S>(app: &Vigil<S, Detecting>, ctx: &Context, req: &Request) -> Response<Body>
 where
-    S: ProjectStore + ResultStore + AccountStore + UsageStore + VelocityStore,
+    S: ProjectStore + ResultStore + AccountStore + UsageStore + VelocityStore + AgentStore,
 {
     if req.method() == Method::OPTIONS {
         return preflight(req);
@@ -260,7 +281,7 @@ async fn record<S>(
     allowed: &mut Option<HeaderValue>,
 ) -> Result<String, ApiError>
 where
-    S: ProjectStore + ResultStore + AccountStore + UsageStore + VelocityStore,
+    S: ProjectStore + ResultStore + AccountStore + UsageStore + VelocityStore + AgentStore,
 {
     let visit = VisitBody::read(req)?;
     let origin = page_origin(req).ok_or(ApiError::Forbidden(ORIGIN_REFUSED))?;

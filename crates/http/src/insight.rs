@@ -1,5 +1,6 @@
 //! A project's sessions and statistics, and the dashboard page that shows them.
 
+use crate::detect::agents::Status;
 use http::{HeaderValue, Method, StatusCode, header};
 use lambda_http::{Body, Request, Response};
 
@@ -27,7 +28,7 @@ impl FromQuery<ProjectId> for Sessions {
     fn from_query(q: Query<'_>, project: &ProjectId, _: Timestamp) -> Result<Self, ApiError> {
         Ok(Self {
             query: session_query(q, project)?,
-            kept: ["limit", "minScoreBot", "minScoreProxyVpn"]
+            kept: ["limit", "minScoreBot", "minScoreProxyVpn", "agent"]
                 .into_iter()
                 .filter_map(|name| Some(format!("&{name}={}", urlencoding(q.first(name)?))))
                 .collect(),
@@ -60,6 +61,16 @@ fn session_query(q: Query<'_>, project: &ProjectId) -> Result<SessionQuery, ApiE
         min_score_bot: score("minScoreBot")?,
         min_score_proxy_vpn: score("minScoreProxyVpn")?,
         device: None,
+        agent: q
+            .first("agent")
+            .map(|a| {
+                Status::parse(a).ok_or_else(|| {
+                    ApiError::bad_request(
+                        "agent must be one of: verified, signed_unknown, spoofed, unsigned",
+                    )
+                })
+            })
+            .transpose()?,
     })
 }
 

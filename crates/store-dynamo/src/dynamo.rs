@@ -20,9 +20,9 @@ use serde::de::DeserializeOwned;
 
 use super::items::*;
 use super::{
-    AccountStore, AdminStore, COUNTER_GRACE_SECONDS, DeliveryStore, IdempotencyStore, InsightStore,
-    KeyStore, OpFailed, ProjectStore, RATE_WINDOW_TTL, ResultPage, ResultStore, StoreError,
-    UsageStore, VelocityStore, WebhookStore,
+    AccountStore, AdminStore, AgentStore, COUNTER_GRACE_SECONDS, DeliveryStore, IdempotencyStore,
+    InsightStore, KeyStore, OpFailed, ProjectStore, RATE_WINDOW_TTL, ResultPage, ResultStore,
+    StoreError, UsageStore, VelocityStore, WebhookStore,
 };
 use crate::domain::insight::{Bucket, SessionPage, SessionPosition, SessionQuery, StatsRange};
 use crate::domain::plan::{Counted, MAX_COUNTER_SHARDS, Period, Spread, VisitCount};
@@ -436,6 +436,8 @@ impl DynamoStore {
 
 impl KeyStore for DynamoStore {}
 
+impl AgentStore for DynamoStore {}
+
 impl AccountStore for DynamoStore {}
 
 impl ProjectStore for DynamoStore {
@@ -818,7 +820,9 @@ impl InsightStore for DynamoStore {
         project: &ProjectId,
         query: &SessionQuery,
     ) -> Result<SessionPage, StoreError> {
-        let filtered = query.min_score_bot.is_some() || query.min_score_proxy_vpn.is_some();
+        let filtered = query.min_score_bot.is_some()
+            || query.min_score_proxy_vpn.is_some()
+            || query.agent.is_some();
         let want = query.limit + 1;
         let mut found: Vec<SessionItem> = Vec::with_capacity(want);
         let mut start: Option<Item> = None;
@@ -863,6 +867,12 @@ impl InsightStore for DynamoStore {
             if let Some(m) = query.min_score_proxy_vpn {
                 filter.push("scoreProxyVpn >= :proxy");
                 req = req.expression_attribute_values(":proxy", n(m.get()));
+            }
+            if let Some(a) = query.agent {
+                filter.push("#agent = :agent");
+                req = req
+                    .expression_attribute_names("#agent", "agent")
+                    .expression_attribute_values(":agent", s(a.as_str().to_owned()));
             }
             if !filter.is_empty() {
                 req = req.filter_expression(filter.join(" AND "));

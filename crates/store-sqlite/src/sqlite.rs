@@ -18,9 +18,9 @@ use serde::de::DeserializeOwned;
 use super::items::*;
 use super::plan::{Applied, Attributes, ItemStore, Op, Read, Step, WritePlan, parse};
 use super::{
-    AccountStore, AdminStore, COUNTER_GRACE_SECONDS, Cause, DeliveryStore, IdempotencyStore,
-    InsightStore, KeyStore, OpFailed, ProjectStore, RATE_WINDOW_TTL, ResultPage, ResultStore,
-    StoreError, UsageStore, VelocityStore, WebhookStore,
+    AccountStore, AdminStore, AgentStore, COUNTER_GRACE_SECONDS, Cause, DeliveryStore,
+    IdempotencyStore, InsightStore, KeyStore, OpFailed, ProjectStore, RATE_WINDOW_TTL, ResultPage,
+    ResultStore, StoreError, UsageStore, VelocityStore, WebhookStore,
 };
 use crate::domain::insight::{Bucket, SessionPage, SessionPosition, SessionQuery, StatsRange};
 use crate::domain::plan::{Counted, Period, VisitCount};
@@ -497,6 +497,8 @@ impl ItemStore for SqliteStore {
 
 impl KeyStore for SqliteStore {}
 
+impl AgentStore for SqliteStore {}
+
 impl AccountStore for SqliteStore {}
 
 impl ProjectStore for SqliteStore {
@@ -766,11 +768,13 @@ impl InsightStore for SqliteStore {
             min(query.min_score_proxy_vpn),
             query.limit,
         );
+        let agent = query.agent.map(|a| a.as_str());
         // One device's sessions are read from the devices index, under its own partition.
         let (sql, partition) = match &query.device {
             None => (
                 "SELECT i.body FROM sessions s JOIN items i ON i.pk = s.pk AND i.sk = s.sk \
                  WHERE s.pk = ?1 AND s.seen < ?2 AND s.score_bot >= ?3 AND s.score_proxy_vpn >= ?4 \
+                 AND (?6 IS NULL OR json_extract(i.body, '$.agent') = ?6) \
                  ORDER BY s.seen DESC LIMIT ?5",
                 pk,
             ),
@@ -779,6 +783,7 @@ impl InsightStore for SqliteStore {
                  JOIN sessions s ON s.pk = d.pk AND s.sk = d.sk \
                  JOIN items i ON i.pk = d.pk AND i.sk = d.sk \
                  WHERE d.dpk = ?1 AND d.seen < ?2 AND s.score_bot >= ?3 AND s.score_proxy_vpn >= ?4 \
+                 AND (?6 IS NULL OR json_extract(i.body, '$.agent') = ?6) \
                  ORDER BY d.seen DESC LIMIT ?5",
                 device_pk(project, d.as_str()),
             ),
@@ -786,7 +791,7 @@ impl InsightStore for SqliteStore {
         self.run(move |c| {
             let mut stmt = c.prepare_cached(sql)?;
             let rows = stmt.query_map(
-                params![partition, before, bot, proxy, limit as i64 + 1],
+                params![partition, before, bot, proxy, limit as i64 + 1, agent],
                 |r| r.get::<_, String>(0),
             )?;
             let mut items: Vec<SessionItem> = rows

@@ -20,6 +20,9 @@ pub struct SessionChanged {
     /// The id of the written result's event, and the reasons the engine gave for it.
     pub last_id: EventId,
     pub last_reasons: Vec<Reason>,
+    /// The session's `scoreBot` without allowed agents' events, before (None: new) and after.
+    pub bot_before: Option<Score>,
+    pub bot_after: Score,
 }
 
 /// One record of the change feed.
@@ -38,5 +41,11 @@ impl SessionChanged {
     pub fn crosses(&self, threshold: Score) -> bool {
         let was_below = self.before.is_none_or(|b| b.score_proxy_vpn < threshold);
         was_below && self.after.score_proxy_vpn >= threshold
+    }
+
+    /// Whether this write made the session's `scoreBot`, allowed agents' events left out, reach
+    /// `threshold`: once per session, as for the proxy/VPN score.
+    pub fn crosses_bot(&self, threshold: Score) -> bool {
+        self.bot_before.is_none_or(|b| b < threshold) && self.bot_after >= threshold
     }
 }

@@ -17,6 +17,11 @@ pub struct Evaluation {
     pub device: Option<super::DeviceKey>,
     /// Whether the visit counts as a bot and as a proxy in the project's statistics.
     pub flagged: Flagged,
+    /// Who the visit says it is, and whether that holds.
+    pub agent: crate::detect::Agent,
+    /// A verified agent of a category or operator the project allows: its `scoreBot` is kept as
+    /// evidence, but it counts as no bot (statistics, `bot_detect`).
+    pub allowed: bool,
 }
 
 /// Whether an evaluated event counts as a bot and as a proxy: its scores against the threshold

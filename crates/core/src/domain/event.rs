@@ -93,6 +93,11 @@ pub struct Event {
     /// The project's key for the visit's browser, which links its sessions (null without enough
     /// of the agent's signals).
     pub device: Option<String>,
+    /// Who the visit says it is and whether that holds (null for a result written without
+    /// evaluation).
+    pub agent: Option<crate::detect::Agent>,
+    /// A verified agent the project allows: counted as no bot.
+    pub allowed: bool,
 }
 
 impl Event {

@@ -27,6 +27,8 @@ pub struct SessionSummary {
     pub events: u64,
     /// The reasons of the session's latest event.
     pub last_reasons: Vec<Reason>,
+    /// The agent status of the session's latest evaluated event.
+    pub agent: Option<crate::detect::agents::Status>,
 }
 
 /// Where a page of sessions ends: the list is ordered by `lastSeenAt`, then session id, both
@@ -46,6 +48,8 @@ pub struct SessionQuery {
     pub min_score_proxy_vpn: Option<Score>,
     /// Only the sessions whose latest device key is this one.
     pub device: Option<super::DeviceKey>,
+    /// Only the sessions whose latest evaluated event's agent has this status.
+    pub agent: Option<crate::detect::agents::Status>,
 }
 
 impl SessionQuery {

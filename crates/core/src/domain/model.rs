@@ -121,6 +121,9 @@ pub struct Project {
     /// turns it off, so receivers that verify with the project's key keep working.
     #[serde(default = "legacy_signature_default")]
     pub webhook_legacy_signature: bool,
+    /// Which verified agents count as no bot.
+    #[serde(default)]
+    pub agents: super::project::AgentPolicy,
     pub created_at: Timestamp,
 }
 
@@ -133,7 +136,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn project_shows_exactly_nine_fields() {
+    fn project_shows_exactly_ten_fields() {
         let p = Project {
             id: ProjectId::parse("p").unwrap(),
             account_id: AccountId::parse("a").unwrap(),
@@ -144,11 +147,13 @@ mod tests {
             disabled: false,
             require_session_token: true,
             webhook_legacy_signature: true,
+            agents: Default::default(),
             created_at: "2026-11-21T00:00:00Z".parse().unwrap(),
         };
         let v = serde_json::to_value(&p).unwrap();
         let keys: Vec<_> = v.as_object().unwrap().keys().cloned().collect();
-        assert_eq!(keys.len(), 9, "{keys:?}");
+        assert_eq!(keys.len(), 10, "{keys:?}");
+        assert_eq!(v["agents"], serde_json::json!({"allow": []}));
         assert_eq!(v["requireSessionToken"], true);
         assert_eq!(v["apiKeyPrivate"], "sk");
         assert_eq!(v["createdAt"], "2026-11-21T00:00:00.000Z");

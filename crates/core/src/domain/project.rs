@@ -266,3 +266,57 @@ mod tests {
         }
     }
 }
+
+/// Which verified agents a project lets through: categories (`ai_agent`, `search`, ...) or
+/// operators (`OpenAI`, matched without regard to case). An allowed agent's events keep their
+/// `scoreBot` as evidence, but count as no bot in statistics and fire no `bot_detect`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentPolicy {
+    #[serde(default)]
+    pub allow: Vec<String>,
+}
+
+/// The most entries an agent policy may list.
+pub const MAX_ALLOWED_AGENTS: usize = 32;
+
+impl AgentPolicy {
+    /// A policy from a request's list: each entry a known category, or an operator's name of 1 to
+    /// 64 letters, digits, spaces and `. - _`; duplicates dropped.
+    pub fn parse(entries: Vec<String>) -> Result<Self, String> {
+        if entries.len() > MAX_ALLOWED_AGENTS {
+            return Err(format!(
+                "`agents.allow` lists at most {MAX_ALLOWED_AGENTS} entries"
+            ));
+        }
+        let mut allow: Vec<String> = Vec::new();
+        for e in entries {
+            let e = e.trim().to_owned();
+            let ok = (1..=64).contains(&e.chars().count())
+                && e.chars().all(|c| c.is_alphanumeric() || " .-_".contains(c));
+            if !ok {
+                return Err(
+                    "`agents.allow` entries are categories (ai_agent, ai_crawler, search, monitor, preview, archive, seo, feed, other) or operator names of 1 to 64 letters, digits, spaces, `.`, `-` and `_`"
+                        .into(),
+                );
+            }
+            if !allow.iter().any(|a| a.eq_ignore_ascii_case(&e)) {
+                allow.push(e);
+            }
+        }
+        Ok(Self { allow })
+    }
+
+    /// Whether `agent` is verified and of an allowed category or operator.
+    pub fn allows(&self, agent: &crate::detect::Agent) -> bool {
+        use crate::detect::agents::Status;
+        agent.status == Status::Verified
+            && self.allow.iter().any(|a| {
+                agent.category.is_some_and(|c| c.as_str() == a)
+                    || agent
+                        .operator
+                        .as_deref()
+                        .is_some_and(|o| o.eq_ignore_ascii_case(a))
+            })
+    }
+}

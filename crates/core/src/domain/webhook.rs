@@ -19,12 +19,16 @@ pub const MAX_WEBHOOKS_PER_PROJECT: usize = 10;
 pub enum WebhookType {
     #[serde(rename = "proxy_vpn_detect")]
     ProxyVpnDetect,
+    /// A session's `scoreBot` crossing the threshold, allowed agents' events left out.
+    #[serde(rename = "bot_detect")]
+    BotDetect,
 }
 
 impl WebhookType {
     pub fn as_str(self) -> &'static str {
         match self {
             WebhookType::ProxyVpnDetect => "proxy_vpn_detect",
+            WebhookType::BotDetect => "bot_detect",
         }
     }
 }
@@ -449,7 +453,11 @@ mod tests {
             serde_json::to_string(&WebhookType::ProxyVpnDetect).unwrap(),
             "\"proxy_vpn_detect\""
         );
-        assert!(serde_json::from_str::<WebhookType>("\"bot_detect\"").is_err());
+        assert_eq!(
+            serde_json::from_str::<WebhookType>("\"bot_detect\"").unwrap(),
+            WebhookType::BotDetect
+        );
+        assert!(serde_json::from_str::<WebhookType>("\"bot\"").is_err());
     }
 
     proptest::proptest! {

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use super::{Detecting, ServiceError, ServiceResult, Vigil};
 use crate::detect::ENGINE_VERSION;
+use crate::detect::SignatureCheck;
 use crate::detect::velocity::Velocity;
 use crate::domain::Flagged;
 use crate::domain::idempotency::{Once, Written};
@@ -22,7 +23,7 @@ use crate::domain::{
 };
 use crate::store::write::PriorSummary;
 use crate::store::{
-    AccountStore, IdempotencyStore, ProjectStore, ResultPage, ResultStore, UsageStore,
+    AccountStore, AgentStore, IdempotencyStore, ProjectStore, ResultPage, ResultStore, UsageStore,
     VelocityStore,
 };
 
@@ -43,7 +44,9 @@ pub struct Site {
     read_at: Instant,
 }
 
-impl<S: ProjectStore + ResultStore + IdempotencyStore + VelocityStore> Vigil<S, Detecting> {
+impl<S: ProjectStore + ResultStore + IdempotencyStore + VelocityStore + AgentStore>
+    Vigil<S, Detecting>
+{
     /// Evaluates a visit that a customer's backend reports and stores it as an event; once per
     /// idempotency key when `once` is given (a retry gets the event the key created).
     pub async fn record_event(
@@ -65,16 +68,19 @@ impl<S: ProjectStore + ResultStore + IdempotencyStore + VelocityStore> Vigil<S, 
         if p.disabled {
             return Err(ServiceError::ProjectDisabled);
         }
-        // The velocity counters and the summary's read at once: one round trip between them.
+        // The velocity counters, the summary's read and (signed visits only) the signature's
+        // check at once: one round trip between them.
         let device = device_of(&p, evidence);
-        let (velocity, prior) = tokio::join!(
+        let (velocity, prior, signature) = tokio::join!(
             self.velocity(&p, session, evidence, device.as_ref()),
             self.store.prior_summary(&p.id, session),
+            self.check_signature(evidence.evidence()),
         );
         let found = Found {
             device,
             velocity,
             prior: prior?,
+            signature,
         };
         match self
             .evaluate_and_store(&p, session, evidence, found, once)
@@ -91,6 +97,7 @@ struct Found {
     device: Option<DeviceKey>,
     velocity: Option<Velocity>,
     prior: PriorSummary,
+    signature: Option<SignatureCheck>,
 }
 
 /// The project's key for the visit's browser, when its signals are enough to make one.
@@ -102,7 +109,7 @@ fn device_of(p: &Project, evidence: &AddressedEvidence) -> Option<DeviceKey> {
         .and_then(|s| DeviceKey::of(&p.api_key_private, s))
 }
 
-impl<S: ProjectStore + ResultStore + VelocityStore> Vigil<S, Detecting> {
+impl<S: ProjectStore + ResultStore + VelocityStore + AgentStore> Vigil<S, Detecting> {
     /// Counts the visit against its address, device and project, and returns the counts of the
     /// three windows. A store that fails to count costs the visit its velocity evidence, never
     /// the visit: the error is logged and the engine judges the visit alone.
@@ -149,6 +156,7 @@ impl<S: ProjectStore + ResultStore + VelocityStore> Vigil<S, Detecting> {
             device,
             velocity,
             prior,
+            signature,
         } = found;
         let project = &p.id;
         let ip_address = evidence.address();
@@ -158,15 +166,22 @@ impl<S: ProjectStore + ResultStore + VelocityStore> Vigil<S, Detecting> {
             .as_ref()
             .and_then(|w| w.ja4.clone());
         let started = Instant::now();
-        let verdict = self
-            .engine
-            .evaluate_with(evidence.evidence(), velocity.as_ref());
+        let verdict = self.engine.evaluate_with(
+            evidence.evidence(),
+            crate::detect::Beyond {
+                velocity: velocity.as_ref(),
+                signature: signature.as_ref(),
+            },
+        );
         let micros = started.elapsed().as_secs_f64() * 1e6;
         // The engine's scores are probabilities rounded to 4 places; outside [0, 1] is a bug.
         let score = |v: f64| Score::new(v).map_err(|_| ServiceError::EngineFault(v));
         let (score_bot, score_proxy_vpn) =
             (score(verdict.score_bot)?, score(verdict.score_proxy_vpn)?);
-        let flagged = Flagged::at(self.threshold, score_bot, score_proxy_vpn);
+        // A verified agent the project allows keeps its scoreBot, but counts as no bot.
+        let allowed = p.agents.allows(&verdict.agent);
+        let mut flagged = Flagged::at(self.threshold, score_bot, score_proxy_vpn);
+        flagged.bot &= !allowed;
         crate::metrics::evaluation(project.as_str(), micros, flagged.bot, flagged.proxy);
         let new = NewResult {
             project_id: project.clone(),
@@ -183,6 +198,8 @@ impl<S: ProjectStore + ResultStore + VelocityStore> Vigil<S, Detecting> {
                 ja4: ja4.clone(),
                 device: device.clone(),
                 flagged,
+                agent: verdict.agent.clone(),
+                allowed,
             }),
         };
         let reasons = verdict.reasons;
@@ -201,6 +218,8 @@ impl<S: ProjectStore + ResultStore + VelocityStore> Vigil<S, Detecting> {
             engine_version: Some(ENGINE_VERSION.to_owned()),
             ja4,
             device: device.map(|d| d.as_str().to_owned()),
+            agent: Some(verdict.agent),
+            allowed,
         }))
     }
 }
@@ -343,7 +362,7 @@ impl<S: ProjectStore, D> Vigil<S, D> {
     }
 }
 
-impl<S: ProjectStore + ResultStore + UsageStore + VelocityStore> Vigil<S, Detecting> {
+impl<S: ProjectStore + ResultStore + UsageStore + VelocityStore + AgentStore> Vigil<S, Detecting> {
     /// Records a visit the browser agent reports for a site [`Vigil::site`] admitted: the
     /// plan must be in force, the session vouched for by a token when the project requires one,
     /// and the visit within the collect route's own budget. The answer is a receipt: a random id,
@@ -366,16 +385,18 @@ impl<S: ProjectStore + ResultStore + UsageStore + VelocityStore> Vigil<S, Detect
         // The plan's counters, the velocity counters and the summary's read at once: one round
         // trip between them. A refused visit has been counted as an attempt, not stored.
         let device = device_of(project, evidence);
-        let (admitted, velocity, prior) = tokio::join!(
+        let (admitted, velocity, prior, signature) = tokio::join!(
             self.admit_visit(project, &site.terms, evidence.address()),
             self.velocity(project, session, evidence, device.as_ref()),
             self.store.prior_summary(&project.id, session),
+            self.check_signature(evidence.evidence()),
         );
         admitted?;
         let found = Found {
             device,
             velocity,
             prior: prior?,
+            signature,
         };
         let event = match self
             .evaluate_and_store(project, session, evidence, found, None)

@@ -21,6 +21,7 @@ use crate::store::{
 };
 
 pub mod admin;
+pub mod agents;
 pub mod events;
 pub mod insight;
 pub mod plans;
@@ -91,6 +92,10 @@ pub struct Vigil<S, D = ()> {
     threshold: Score,
     /// How long a rotated-out webhook secret keeps signing.
     secret_overlap: std::time::Duration,
+    /// Fetches Web Bot Auth key directories.
+    fetcher: Arc<dyn agents::DirectoryFetcher>,
+    /// Key directories as this instance found them.
+    directories: agents::DirectoryCache,
 }
 
 /// The engine of a service that evaluates visits ([`Vigil::with_engine`]): the routes that
@@ -117,6 +122,8 @@ impl<S> Vigil<S> {
             unknown_keys: Cache::new(OWNER_CACHE_SIZE),
             threshold: DEFAULT_THRESHOLD,
             secret_overlap: crate::config::DEFAULT_SECRET_OVERLAP,
+            fetcher: Arc::new(agents::NoFetcher),
+            directories: agents::directory_cache(),
         }
     }
 
@@ -133,6 +140,8 @@ impl<S> Vigil<S> {
             unknown_keys: self.unknown_keys,
             threshold: self.threshold,
             secret_overlap: self.secret_overlap,
+            fetcher: self.fetcher,
+            directories: self.directories,
         }
     }
 }
@@ -148,6 +157,12 @@ impl<S, D> Vigil<S, D> {
     /// The same service keeping a rotated-out webhook secret for `overlap`.
     pub fn with_secret_overlap(mut self, overlap: std::time::Duration) -> Self {
         self.secret_overlap = overlap;
+        self
+    }
+
+    /// The same service fetching Web Bot Auth key directories with `fetcher`.
+    pub fn with_directory_fetcher(mut self, fetcher: impl agents::DirectoryFetcher) -> Self {
+        self.fetcher = Arc::new(fetcher);
         self
     }
 

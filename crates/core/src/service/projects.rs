@@ -16,6 +16,7 @@ pub struct ProjectChanges {
     pub disabled: Option<bool>,
     pub require_session_token: Option<bool>,
     pub webhook_legacy_signature: Option<bool>,
+    pub agents: Option<crate::domain::project::AgentPolicy>,
 }
 
 /// What a new project is: its name and domain, and whether its visits need session tokens (on
@@ -55,6 +56,7 @@ impl<S: ProjectStore + IdempotencyStore, D> Vigil<S, D> {
             disabled: false,
             require_session_token,
             webhook_legacy_signature: true,
+            agents: Default::default(),
             created_at: self.now(),
         };
         match self
@@ -102,6 +104,9 @@ impl<S: ProjectStore, D> Vigil<S, D> {
         }
         if let Some(legacy) = changes.webhook_legacy_signature {
             p.webhook_legacy_signature = legacy;
+        }
+        if let Some(agents) = changes.agents {
+            p.agents = agents;
         }
         if self.store.update_project(&p).await? {
             // This instance refuses or admits visits by the change at once; other instances

@@ -38,13 +38,15 @@ pub fn feed_event(record: &EventRecord) -> FeedEvent {
         None
     } else {
         match serde_dynamo::from_item::<_, SessionItem>(change.old_image.clone()) {
-            Ok(item) => Some(item.score()),
+            Ok(item) => Some((item.score(), item.bot_counted())),
             Err(e) => return unreadable("old", e),
         }
     };
     let last_id = after.last_id();
     FeedEvent::SessionChanged(SessionChanged {
-        before,
+        before: before.map(|(score, _)| score),
+        bot_before: before.map(|(_, bot)| bot),
+        bot_after: after.bot_counted(),
         after: after.score(),
         project: after.project_id,
         last_id,
@@ -124,6 +126,8 @@ pub(crate) mod tests {
             ja4: None,
             device: None,
             flagged: Default::default(),
+            agent: crate::detect::Agent::NONE,
+            allowed: false,
         });
         let mut rec = EventRecord::default();
         rec.event_name = "INSERT".into();

@@ -204,6 +204,66 @@ pub enum Entity {
     Counter,
     Stats,
     DeliveryRef,
+    /// A fetched key directory's verified keys, until its cache lifetime ends.
+    Directory,
+    /// A Web Bot Auth signature seen once: a second use within its validity is a replay.
+    SignatureUse,
+}
+
+/// A key directory's verified JWKS, cached for every instance (`DIRECTORY#{url}`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DirectoryItem {
+    pub pk: String,
+    pub sk: String,
+    pub entity: Entity,
+    pub url: String,
+    /// The directory's JWKS, as fetched and verified.
+    pub jwks: String,
+    /// Epoch seconds until which it may be used.
+    pub expires_at: i64,
+    pub ttl: i64,
+}
+
+pub const DIRECTORY_SK: &str = "DIRECTORY";
+
+pub fn directory_pk(url: &str) -> String {
+    format!("DIRECTORY#{}", hex::encode(Sha256::digest(url.as_bytes())))
+}
+
+impl DirectoryItem {
+    pub fn new(url: &str, jwks: String, expires_at: i64) -> Self {
+        Self {
+            pk: directory_pk(url),
+            sk: DIRECTORY_SK.to_owned(),
+            entity: Entity::Directory,
+            url: url.to_owned(),
+            jwks,
+            expires_at,
+            ttl: expires_at,
+        }
+    }
+}
+
+/// One use of a signature (`SIGNATURE#{replay key}`), kept until the signature expires.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SignatureUseItem {
+    pub pk: String,
+    pub sk: String,
+    pub entity: Entity,
+    pub ttl: i64,
+}
+
+impl SignatureUseItem {
+    pub fn new(replay_key: &str, until: i64) -> Self {
+        Self {
+            pk: format!("SIGNATURE#{replay_key}"),
+            sk: "SIGNATURE".to_owned(),
+            entity: Entity::SignatureUse,
+            ttl: until,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -228,6 +288,10 @@ pub struct ResultItem {
     pub ja4: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<crate::detect::Agent>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub allowed: bool,
 }
 
 impl ResultItem {
@@ -259,6 +323,8 @@ impl ResultItem {
                 .as_ref()
                 .and_then(|e| e.device.as_ref())
                 .map(|d| d.as_str().to_owned()),
+            agent: r.evaluation.as_ref().map(|e| e.agent.clone()),
+            allowed: r.evaluation.as_ref().is_some_and(|e| e.allowed),
         }
     }
 
@@ -281,6 +347,8 @@ impl ResultItem {
             engine_version: self.engine_version,
             ja4: self.ja4,
             device: self.device,
+            agent: self.agent,
+            allowed: self.allowed,
         }
     }
 }
@@ -316,6 +384,13 @@ pub struct SessionItem {
     /// The devices index's partition key ([`device_pk`]), beside `device`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device_pk: Option<String>,
+    /// The agent status of the session's latest evaluated event (`verified`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<crate::detect::agents::Status>,
+    /// The session's `scoreBot` counting only events of agents the project does not allow
+    /// (absent on summaries written before: `scoreBot`); `bot_detect` crosses on it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub score_bot_counted: Option<Score>,
 }
 
 impl SessionItem {
@@ -331,6 +406,17 @@ impl SessionItem {
             .and_then(|e| e.device.as_ref())
             .map(|d| d.as_str().to_owned())
             .or_else(|| previous.and_then(|p| p.device.clone()));
+        let counted = if r.evaluation.as_ref().is_some_and(|e| e.allowed) {
+            Score::ZERO
+        } else {
+            r.result.score_bot
+        };
+        let score_bot_counted = previous.map_or(counted, |p| p.bot_counted().max(counted));
+        let agent = r
+            .evaluation
+            .as_ref()
+            .map(|e| e.agent.status)
+            .or_else(|| previous.and_then(|p| p.agent));
         let last_seen_at = previous
             .map(SessionItem::last_seen)
             .filter(|t| *t > r.result.created_at)
@@ -354,7 +440,14 @@ impl SessionItem {
             seen: Some(seen_key(last_seen_at, &r.session_id)),
             device_pk: device.as_deref().map(|d| device_pk(&r.project_id, d)),
             device,
+            agent,
+            score_bot_counted: Some(score_bot_counted),
         }
+    }
+
+    /// The session's `scoreBot` without the events of allowed agents.
+    pub fn bot_counted(&self) -> Score {
+        self.score_bot_counted.unwrap_or(self.score_bot)
     }
 
     pub fn last_seen(&self) -> Timestamp {
@@ -370,6 +463,7 @@ impl SessionItem {
             score_proxy_vpn: self.score_proxy_vpn,
             events: self.seq,
             last_reasons: self.last_reasons,
+            agent: self.agent,
         }
     }
 
@@ -794,6 +888,7 @@ mod tests {
             disabled: false,
             require_session_token: true,
             webhook_legacy_signature: true,
+            agents: Default::default(),
             created_at: "2026-11-21T00:00:00Z".parse().unwrap(),
         };
         let item = ProjectItem::from(&project);

@@ -110,6 +110,43 @@ pub trait KeyStore: ItemStore {
     }
 }
 
+/// What Web Bot Auth verification keeps across instances: key directories by their cache
+/// lifetime, and the signatures already seen (replays). Called for signed requests only.
+pub trait AgentStore: ItemStore {
+    /// A directory's keys as cached, if still within their lifetime at `now`.
+    fn cached_directory(
+        &self,
+        url: &str,
+        now: i64,
+    ) -> impl Future<Output = Res<Option<items::DirectoryItem>>> + Send {
+        async move {
+            let item: Option<items::DirectoryItem> = self
+                .item(
+                    &items::directory_pk(url),
+                    items::DIRECTORY_SK,
+                    Read::Eventual,
+                )
+                .await?;
+            Ok(item.filter(|d| d.expires_at > now && d.url == url))
+        }
+    }
+
+    fn cache_directory(&self, item: &items::DirectoryItem) -> impl Future<Output = Res<()>> + Send {
+        async move { write::put_item(self, "directory", item).await }
+    }
+
+    /// Records a signature's use; false when it was used before and has not expired at `now`
+    /// (the same nonce, or the same signature bytes).
+    fn first_use(
+        &self,
+        replay_key: &str,
+        until: i64,
+        now: i64,
+    ) -> impl Future<Output = Res<bool>> + Send {
+        async move { write::put_once(self, &items::SignatureUseItem::new(replay_key, until), now).await }
+    }
+}
+
 pub trait AccountStore: ItemStore {
     fn account(&self, id: &AccountId) -> impl Future<Output = Res<Option<Account>>> + Send {
         async move {
@@ -544,6 +581,7 @@ pub trait Store:
     + IdempotencyStore
     + InsightStore
     + VelocityStore
+    + AgentStore
     + 'static
 {
 }
@@ -560,6 +598,7 @@ impl<T> Store for T where
         + IdempotencyStore
         + InsightStore
         + VelocityStore
+        + AgentStore
         + 'static
 {
 }

@@ -459,3 +459,34 @@ pub async fn update_delivery<S: ItemStore + ?Sized>(
     let plan = WritePlan::new().put("delivery", &DeliveryItem::from(delivery), when)?;
     Ok(s.apply(plan).await? == Applied::Done)
 }
+
+// ---- Agents
+
+/// Writes `item` whole, whatever stood at its key.
+pub async fn put_item<S: ItemStore + ?Sized, T: serde::Serialize>(
+    s: &S,
+    step: &'static str,
+    item: &T,
+) -> Res<()> {
+    let plan = WritePlan::new().put(step, item, When::Always)?;
+    match s.apply(plan).await? {
+        Applied::Done => Ok(()),
+        Applied::Refused { step, .. } => Err(refused("an unconditional put", step)),
+    }
+}
+
+const ONCE: &str = "first use";
+
+/// Writes `item` unless an unexpired one stands at its key; whether it was written.
+pub async fn put_once<S: ItemStore + ?Sized, T: serde::Serialize>(
+    s: &S,
+    item: &T,
+    now: i64,
+) -> Res<bool> {
+    let plan = WritePlan::new().put(ONCE, item, When::AbsentOrExpired(now))?;
+    match s.apply(plan).await? {
+        Applied::Done => Ok(true),
+        Applied::Refused { step: ONCE, .. } => Ok(false),
+        Applied::Refused { step, .. } => Err(refused("a first use", step)),
+    }
+}

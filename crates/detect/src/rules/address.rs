@@ -10,12 +10,10 @@ pub fn reasons(engine: &Engine, v: &Visit<'_>, out: &mut Vec<Reason>) {
     let (ip, agent_lower) = (v.evidence.ip_address, v.agent_lower.as_deref());
 
     let label = ip.and_then(|ip| engine.ranges.lookup(ip));
-    let claimed = agent_lower.and_then(|lower| {
-        OPERATORS
-            .iter()
-            .find(|(token, _)| lower.contains(token))
-            .map(|(_, operator)| *operator)
-    });
+    // A crawler that names itself, of an operator that publishes its ranges (the catalogue).
+    let claimed = agent_lower
+        .and_then(|lower| engine.agents.range_claim(lower))
+        .and_then(|known| known.ranges.as_deref());
     if let (Some(operator), Some(_)) = (claimed, ip) {
         match label {
             Some(l) if l.kind == Kind::Crawler && l.provider == operator => {
@@ -80,24 +78,3 @@ pub fn reasons(engine: &Engine, v: &Visit<'_>, out: &mut Vec<Reason>) {
         }
     }
 }
-
-/// Crawlers that publish their ranges: a user-agent token, and the range provider it must come
-/// from.
-const OPERATORS: &[(&str, &str)] = &[
-    ("googlebot", "Googlebot"),
-    ("google-inspectiontool", "Googlebot"),
-    ("bingbot", "Bingbot"),
-    ("gptbot", "GPTBot"),
-    ("chatgpt-user", "GPTBot"),
-    ("oai-searchbot", "GPTBot"),
-    ("claudebot", "ClaudeBot"),
-    ("applebot", "Applebot"),
-    ("duckduckbot", "DuckDuckBot"),
-    ("duckassistbot", "DuckDuckBot"),
-    ("perplexitybot", "PerplexityBot"),
-    ("amazonbot", "Amazonbot"),
-    ("facebookexternalhit", "Meta"),
-    ("meta-externalagent", "Meta"),
-    ("ccbot", "Common Crawl"),
-    ("archive.org_bot", "Internet Archive"),
-];

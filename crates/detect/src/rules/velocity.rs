@@ -205,7 +205,14 @@ mod tests {
             }),
             ..Evidence::default()
         };
-        let v = Visit::with(&crate::tests::ENGINE, &e, Some(&vel));
+        let v = Visit::with(
+            &crate::tests::ENGINE,
+            &e,
+            crate::Beyond {
+                velocity: Some(&vel),
+                signature: None,
+            },
+        );
         let mut out = Vec::new();
         reasons(&crate::tests::ENGINE, &v, &mut out);
         out

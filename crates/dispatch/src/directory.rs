@@ -1,0 +1,116 @@
+//! Fetching Web Bot Auth key directories, under the same guard as webhook deliveries: public
+//! addresses only (every resolved address checked, the connection made to a checked one), no
+//! redirects, 5 s in all, at most 64 KiB read. Loopback plain-http directories only when the
+//! process allows them (`vigil serve --allow-loopback-directories`, for tests and development).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::deliver::{GuardedResolver, Resolver};
+use crate::detect::Headers;
+use crate::detect::signature::MAX_DIRECTORY_BYTES;
+use crate::domain::{UrlPolicy, WebhookUrl};
+use crate::service::agents::{DirectoryFetcher, FetchFuture, Fetched};
+
+/// A directory answers within this, connection included, or is unreachable.
+pub const DIRECTORY_TIMEOUT: Duration = Duration::from_secs(5);
+
+pub struct HttpDirectories {
+    client: reqwest::Client,
+    policy: UrlPolicy,
+}
+
+impl HttpDirectories {
+    pub fn new(policy: UrlPolicy, resolver: Arc<dyn Resolver>) -> Result<Self, reqwest::Error> {
+        let client = reqwest::Client::builder()
+            .dns_resolver(Arc::new(GuardedResolver::new(resolver, policy)))
+            .redirect(reqwest::redirect::Policy::none())
+            .connect_timeout(DIRECTORY_TIMEOUT)
+            .timeout(DIRECTORY_TIMEOUT)
+            .no_proxy()
+            .https_only(!policy.allow_loopback)
+            .user_agent(concat!("Vigil-WebBotAuth/", env!("CARGO_PKG_VERSION")))
+            .build()?;
+        Ok(Self { client, policy })
+    }
+
+    async fn get(&self, url: &str) -> Result<Fetched, String> {
+        // The URL rules of webhooks: https (or loopback http when allowed), no credentials,
+        // and IP literals checked here, since they never reach the resolver.
+        let checked = WebhookUrl::parse(url, self.policy).map_err(|e| e.to_string())?;
+        let authority = match checked.url().port() {
+            Some(port) => format!("{}:{port}", checked.url().host_str().unwrap_or_default()),
+            None => checked.url().host_str().unwrap_or_default().to_owned(),
+        };
+        let mut res = self
+            .client
+            .get(checked.url().clone())
+            .header(
+                http::header::ACCEPT,
+                "application/http-message-signatures-directory+json",
+            )
+            .send()
+            .await
+            .map_err(|e| {
+                if e.is_timeout() {
+                    "timed out".to_owned()
+                } else {
+                    "connection failed".to_owned()
+                }
+            })?;
+        if !res.status().is_success() {
+            return Err(format!("it answered {}", res.status()));
+        }
+        let headers = Headers::from_pairs(
+            res.headers()
+                .iter()
+                .filter_map(|(k, v)| Some((k.as_str().to_owned(), v.to_str().ok()?.to_owned()))),
+        );
+        let max_age = headers.get("cache-control").and_then(max_age);
+        let mut body = Vec::new();
+        while let Some(chunk) = res
+            .chunk()
+            .await
+            .map_err(|_| "the answer broke off".to_owned())?
+        {
+            body.extend_from_slice(&chunk);
+            if body.len() > MAX_DIRECTORY_BYTES {
+                return Err("it is larger than 64 KiB".into());
+            }
+        }
+        Ok(Fetched {
+            authority,
+            headers,
+            body,
+            max_age,
+        })
+    }
+}
+
+impl DirectoryFetcher for HttpDirectories {
+    fn fetch<'a>(&'a self, url: &'a str) -> FetchFuture<'a> {
+        Box::pin(self.get(url))
+    }
+}
+
+/// `max-age=N` of a `Cache-Control` value.
+fn max_age(value: &str) -> Option<i64> {
+    value.split(',').find_map(|d| {
+        let (k, v) = d.trim().split_once('=')?;
+        k.trim()
+            .eq_ignore_ascii_case("max-age")
+            .then(|| v.trim().parse().ok())?
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn max_age_is_read_from_cache_control() {
+        assert_eq!(max_age("public, max-age=600"), Some(600));
+        assert_eq!(max_age("no-store"), None);
+        assert_eq!(max_age("max-age=x"), None);
+    }
+}
