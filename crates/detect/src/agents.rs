@@ -236,19 +236,18 @@ pub fn judge(catalogue: &Catalogue, v: &Visit<'_>, out: &mut Vec<Reason>) -> Age
     if let Some(check) = v.signature {
         return judge_signature(catalogue, check, claimed, out);
     }
-    if out.iter().any(|r| r.code == Code::VerifiedBot) {
+    // The address rule's range check: the claim it judged is the catalogue's range claim.
+    let ranged = out.iter().find_map(|r| match r.code {
+        Code::VerifiedBot => Some(Status::Verified),
+        Code::SpoofedBot => Some(Status::Spoofed),
+        _ => None,
+    });
+    if let Some(status) = ranged {
         let known = v
             .agent_lower
             .as_deref()
             .and_then(|l| catalogue.range_claim(l));
-        return Agent::of(Status::Verified, known.or(claimed), Via::IpRange);
-    }
-    if out.iter().any(|r| r.code == Code::SpoofedBot) {
-        let known = v
-            .agent_lower
-            .as_deref()
-            .and_then(|l| catalogue.range_claim(l));
-        return Agent::of(Status::Spoofed, known.or(claimed), Via::IpRange);
+        return Agent::of(status, known.or(claimed), Via::IpRange);
     }
     let Some(known) = claimed else {
         return Agent::NONE;

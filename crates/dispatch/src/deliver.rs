@@ -47,15 +47,33 @@ struct Refused(String);
 /// Resolves, then refuses the whole name if any of its addresses is in a blocked range: a name
 /// that points inward even partly is not a public receiver. The addresses it returns are the ones
 /// the client connects to, so a second lookup cannot swap in another (no DNS rebinding).
-pub(crate) struct GuardedResolver {
+struct GuardedResolver {
     inner: Arc<dyn Resolver>,
     policy: UrlPolicy,
 }
 
-impl GuardedResolver {
-    pub(crate) fn new(inner: Arc<dyn Resolver>, policy: UrlPolicy) -> Self {
-        Self { inner, policy }
-    }
+/// A client that reaches only what `policy` allows: every resolved address checked and the
+/// checked one connected to, no redirects, no proxy, https unless loopback is allowed. Webhook
+/// deliveries and key directory fetches both go out through one.
+pub(crate) fn guarded_client(
+    policy: UrlPolicy,
+    resolver: Arc<dyn Resolver>,
+    connect: Duration,
+    total: Duration,
+    user_agent: &'static str,
+) -> Result<reqwest::Client, reqwest::Error> {
+    reqwest::Client::builder()
+        .dns_resolver(Arc::new(GuardedResolver {
+            inner: resolver,
+            policy,
+        }))
+        .redirect(reqwest::redirect::Policy::none())
+        .connect_timeout(connect)
+        .timeout(total)
+        .no_proxy()
+        .https_only(!policy.allow_loopback)
+        .user_agent(user_agent)
+        .build()
 }
 
 impl Resolve for GuardedResolver {
@@ -100,18 +118,13 @@ pub struct Sender {
 
 impl Sender {
     pub fn new(policy: UrlPolicy, resolver: Arc<dyn Resolver>) -> Result<Self, reqwest::Error> {
-        let client = reqwest::Client::builder()
-            .dns_resolver(Arc::new(GuardedResolver {
-                inner: resolver,
-                policy,
-            }))
-            .redirect(reqwest::redirect::Policy::none())
-            .connect_timeout(CONNECT_TIMEOUT)
-            .timeout(TOTAL_TIMEOUT)
-            .no_proxy()
-            .https_only(!policy.allow_loopback)
-            .user_agent(concat!("Vigil-Webhooks/", env!("CARGO_PKG_VERSION")))
-            .build()?;
+        let client = guarded_client(
+            policy,
+            resolver,
+            CONNECT_TIMEOUT,
+            TOTAL_TIMEOUT,
+            concat!("Vigil-Webhooks/", env!("CARGO_PKG_VERSION")),
+        )?;
         Ok(Self { client, policy })
     }
 

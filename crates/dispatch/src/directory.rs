@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::deliver::{GuardedResolver, Resolver};
+use crate::deliver::{Resolver, guarded_client};
 use crate::detect::Headers;
 use crate::detect::signature::MAX_DIRECTORY_BYTES;
 use crate::domain::{UrlPolicy, WebhookUrl};
@@ -22,15 +22,13 @@ pub struct HttpDirectories {
 
 impl HttpDirectories {
     pub fn new(policy: UrlPolicy, resolver: Arc<dyn Resolver>) -> Result<Self, reqwest::Error> {
-        let client = reqwest::Client::builder()
-            .dns_resolver(Arc::new(GuardedResolver::new(resolver, policy)))
-            .redirect(reqwest::redirect::Policy::none())
-            .connect_timeout(DIRECTORY_TIMEOUT)
-            .timeout(DIRECTORY_TIMEOUT)
-            .no_proxy()
-            .https_only(!policy.allow_loopback)
-            .user_agent(concat!("Vigil-WebBotAuth/", env!("CARGO_PKG_VERSION")))
-            .build()?;
+        let client = guarded_client(
+            policy,
+            resolver,
+            DIRECTORY_TIMEOUT,
+            DIRECTORY_TIMEOUT,
+            concat!("Vigil-WebBotAuth/", env!("CARGO_PKG_VERSION")),
+        )?;
         Ok(Self { client, policy })
     }
 
