@@ -75,6 +75,15 @@ pub fn directory_ttl(max_age: Option<i64>) -> i64 {
 impl<S: AgentStore, D> Vigil<S, D> {
     /// The check of a visit's Web Bot Auth signature; None when it carries none.
     pub(super) async fn check_signature(&self, evidence: &Evidence) -> Option<SignatureCheck> {
+        if !signature::is_signed(evidence) {
+            return None;
+        }
+        // Boxed: with the directory's fetch inside, this future is large, and it sits beside the
+        // visit's other reads in one join; only signed visits pay for the allocation.
+        Box::pin(self.check_signed(evidence)).await
+    }
+
+    async fn check_signed(&self, evidence: &Evidence) -> Option<SignatureCheck> {
         let signed = signature::read(evidence)?;
         let signed = match signed {
             Ok(s) => s,
