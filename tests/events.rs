@@ -22,6 +22,8 @@ mod lambda {
         e["engineVersion"] = Value::Null;
         e["ja4"] = Value::Null;
         e["device"] = Value::Null;
+        e["agent"] = Value::Null;
+        e["allowed"] = json!(false);
         e
     }
 
@@ -369,8 +371,8 @@ mod black_box {
             .collect();
         assert_eq!(
             keys.len(),
-            10,
-            "id, sessionId, createdAt, ipAddress, scores, reasons, engineVersion, ja4, device: {keys:?}"
+            12,
+            "id, sessionId, createdAt, ipAddress, scores, reasons, engineVersion, ja4, device, agent, allowed: {keys:?}"
         );
         assert_eq!(event["ja4"], Value::Null, "no wire in the evidence");
         assert_eq!(
@@ -478,7 +480,7 @@ mod black_box {
         (json!({"ipAddress": "203.0.113.7", "headers": []}), "`headers`: invalid type: sequence, expected a map"),
         (json!({"ipAddress": "203.0.113.7", "signals": {"plugins": "five"}}), "`signals.plugins`: invalid type: string \"five\", expected a JSON number"),
         (json!({"ipAddress": "203.0.113.7", "signals": {"webdriver": "yes"}}), "`signals.webdriver`: invalid type: string \"yes\", expected a boolean"),
-        (json!({"ipAddress": "203.0.113.7", "scoreBot": 1}), "Unknown field `scoreBot`: only `ipAddress`, `userAgent`, `headers`, `signals` and `wire` are allowed"),
+        (json!({"ipAddress": "203.0.113.7", "scoreBot": 1}), "Unknown field `scoreBot`: only `ipAddress`, `userAgent`, `headers`, `signals`, `wire` and `request` are allowed"),
         (json!({"ipAddress": "203.0.113.7", "wire": {"ja4": "chrome"}}), "`wire.ja4`: expected a JA4 fingerprint such as t13d1516h2_8daaf6152771_d8a2da3f94cd"),
         (json!({"ipAddress": "203.0.113.7", "wire": {"httpVersion": "9"}}), "`wire.httpVersion`: expected an HTTP version: 1.0, 1.1, 2 or 3"),
         (json!({"ipAddress": "203.0.113.7", "wire": {"headerOrder": ["user agent"]}}), "`wire.headerOrder`: expected header names (HTTP tokens)"),

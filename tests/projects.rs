@@ -29,6 +29,7 @@ mod lambda {
                 "disabled": false,
                 "requireSessionToken": false,
                 "webhookLegacySignature": true,
+                "agents": {"allow": []},
                 "createdAt": "2026-11-21T00:00:00.000Z"
             }})
         );
@@ -115,7 +116,7 @@ mod black_box {
         let prj_2 = json!({"id": "prj_2", "name": "Other", "apiKeyPublic": "pk_other",
         "apiKeyPrivate": "sk_other", "domain": "other.example", "disabled": true,
         "requireSessionToken": false, "webhookLegacySignature": true,
-        "createdAt": "2026-11-21T10:00:00.500Z"});
+        "agents": {"allow": []}, "createdAt": "2026-11-21T10:00:00.500Z"});
         srv.get(KEY2, "/v1/projects/prj_2")
             .await
             .expect(200, json!({ "data": prj_2 }));
@@ -136,7 +137,7 @@ mod black_box {
             created.header_value("location"),
             format!("/v1/projects/{id}")
         );
-        assert_eq!(p.as_object().unwrap().len(), 9, "{p}");
+        assert_eq!(p.as_object().unwrap().len(), 10, "{p}");
         assert_eq!(p["requireSessionToken"], true, "on for new projects");
         assert_eq!(
             p["webhookLegacySignature"], true,
@@ -315,12 +316,12 @@ mod black_box {
         for (body, message) in [
             (
                 "{}",
-                "Request body must set at least one of `name`, `domain`, `disabled`, `requireSessionToken` and `webhookLegacySignature`",
+                "Request body must set at least one of `name`, `domain`, `disabled`, `requireSessionToken`, `webhookLegacySignature` and `agents`",
             ),
             ("{\"disabled\":\"yes\"}", "`disabled` must be true or false"),
             (
                 "{\"id\":\"prj_x\"}",
-                "Unknown field `id`: only `name`, `domain`, `disabled`, `requireSessionToken` and `webhookLegacySignature` are allowed",
+                "Unknown field `id`: only `name`, `domain`, `disabled`, `requireSessionToken`, `webhookLegacySignature` and `agents` are allowed",
             ),
             (
                 "{\"domain\":\"bad domain\"}",

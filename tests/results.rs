@@ -154,7 +154,8 @@ mod lambda {
                 "scoreProxyVpn": 0.91,
                 "lastSeenAt": "2026-11-21T10:00:00.000Z",
                 "events": 1,
-                "lastReasons": []
+                "lastReasons": [],
+                "agent": null
             }]})
         );
         assert_eq!(listed.header(header::LINK), None);

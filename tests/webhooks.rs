@@ -370,7 +370,7 @@ mod black_box {
             "Request body must be a JSON object",
         );
         let (unknown_type, media) = (
-            "`type` must be one of: proxy_vpn_detect",
+            "`type` must be one of: proxy_vpn_detect, bot_detect",
             "Content-Type must be application/json",
         );
 
@@ -392,7 +392,7 @@ mod black_box {
         (json, r#"{"type":"proxy_vpn_detect","url":null}"#, 400, "`url` is required"),
         (json, r#"{"type":1,"url":"https://hooks.example.com/x"}"#, 400, "`type` must be a string"),
         (json, r#"{"type":"proxy_vpn_detect","url":["https://hooks.example.com/x"]}"#, 400, "`url` must be a string"),
-        (json, r#"{"type":"bot_detect","url":"https://hooks.example.com/x"}"#, 400, unknown_type),
+        (json, r#"{"type":"captcha_solved","url":"https://hooks.example.com/x"}"#, 400, unknown_type),
         (json, r#"{"type":"PROXY_VPN_DETECT","url":"https://hooks.example.com/x"}"#, 400, unknown_type),
         (json, r#"{"type":"proxy_vpn_detect","url":"https://hooks.example.com/x","secret":"s"}"#, 400,
             "Unknown field `secret`: only `type` and `url` are allowed"),

@@ -55,7 +55,9 @@ pub struct Verdict {
     pub score_bot: f64,
     pub score_proxy_vpn: f64,
     pub reasons: Vec<Reason>,
-    /// Who the visit says it is, and whether that holds.
+    /// Who the visit says it is, and whether that holds. Events show it; `vigil evaluate`'s lines
+    /// keep their documented three members.
+    #[serde(skip)]
     pub agent: Agent,
 }
 
