@@ -32,9 +32,17 @@ pub async fn dynamo_client(
     aws_sdk_dynamodb::Client::from_conf(customise(builder).build())
 }
 
-/// A store on a new table of its own in the emulator.
+/// A store on a new table of its own in the emulator. Its attempts may take 30 s: the production
+/// timeouts (2 s an attempt) are for DynamoDB, and one emulator process serving every parallel
+/// test on two cores can take longer, when the SDK would retry a write the emulator has already
+/// applied and the exact-counter tests would count it twice.
 pub async fn fresh_dynamo(name: &str) -> DynamoStore {
-    let client = dynamo_client(&emulator(), |b| b).await;
+    let patient = aws_sdk_dynamodb::config::timeout::TimeoutConfig::builder()
+        .connect_timeout(std::time::Duration::from_secs(5))
+        .operation_attempt_timeout(std::time::Duration::from_secs(30))
+        .operation_timeout(std::time::Duration::from_secs(60))
+        .build();
+    let client = dynamo_client(&emulator(), |b| b.timeout_config(patient)).await;
     let store = DynamoStore::new(client, unique_table(name));
     store.create_table().await.unwrap();
     store
