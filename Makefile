@@ -117,6 +117,7 @@ bench: ## Benchmarks: vigil serve req/s, webhook latency and dispatch, detection
 	benches/serve_rps.sh 10 32
 	cargo bench --bench webhook_latency
 	cargo bench --bench detect
+	cargo bench --bench agents
 	benches/evaluate_vs_isbot.sh 300000
 
 bench-agent: $(VENV_BROWSER)/.installed ## The agent's collection time over N visits (default 20) by a disguised Chromium (AGENT=file tries a variant) or a person's (PERSON=1)
