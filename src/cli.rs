@@ -73,6 +73,8 @@ pub enum CliError {
     Output(#[source] serde_json::Error),
     #[error(transparent)]
     Service(#[from] ServiceError),
+    #[error(transparent)]
+    Agents(#[from] crate::agents::AgentsError),
 }
 
 #[derive(Debug, Parser)]
@@ -194,6 +196,54 @@ pub enum Command {
         #[command(subcommand)]
         action: SessionsAction,
     },
+    /// A test Web Bot Auth agent: serve its signed key directory, sign requests as evidence.
+    Agents {
+        #[command(subcommand)]
+        action: AgentsAction,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AgentsAction {
+    /// Serve the test key's directory, signed, on plain HTTP (for `vigil serve
+    /// --allow-loopback-directories`); runs until stopped.
+    Directory {
+        #[arg(long, default_value = "127.0.0.1:8089")]
+        addr: SocketAddr,
+        /// The phrase the test key is derived from (SHA-256); `sign` must use the same.
+        #[arg(long, default_value = "vigil test agent")]
+        key_phrase: String,
+    },
+    /// Print the events-route body of a request signed with the test key, for
+    /// `POST /v1/projects/{projectId}/sessions/{sessionId}/events`.
+    Sign {
+        /// The agent's origin, where its directory is served (`Signature-Agent`).
+        #[arg(long)]
+        agent: String,
+        /// The host the signed request was addressed to (`@authority`).
+        #[arg(long)]
+        authority: String,
+        #[arg(long, default_value = "GET")]
+        method: String,
+        #[arg(long, default_value = "/")]
+        path: String,
+        #[arg(
+            long,
+            default_value = "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; Claude-User/1.0; +Claude-User@anthropic.com)"
+        )]
+        user_agent: String,
+        /// The visitor's address as the backend saw it.
+        #[arg(long, default_value = "203.0.113.9")]
+        ip: IpAddr,
+        /// `dictionary` (`agent1="https://..."`, the current drafts) or `plain` (older drafts).
+        #[arg(long, default_value = "dictionary", value_parser = ["dictionary", "plain"])]
+        form: String,
+        /// How long the signature is valid (at most 24h).
+        #[arg(long, default_value = "5m", value_parser = humantime::parse_duration)]
+        validity: std::time::Duration,
+        #[arg(long, default_value = "vigil test agent")]
+        key_phrase: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -274,6 +324,9 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
     } = &cli.command
     {
         return evaluate(file.as_deref(), *format, data.as_deref(), *summary);
+    }
+    if let Command::Agents { action } = cli.command {
+        return agents(action).await;
     }
     let config = Config::from_env()?;
     if cli.store.dynamodb {
@@ -362,7 +415,7 @@ async fn run_on<S: Store + ChangeFeed>(
         }
         Command::Table { .. } => Err(CliError::TableNeedsDynamo),
         // Answered before any store is opened.
-        Command::Evaluate { .. } => Ok(()),
+        Command::Evaluate { .. } | Command::Agents { .. } => Ok(()),
         Command::Projects { action } => {
             let app = crate::root::service(store, UrlPolicy::default(), config);
             projects(&app, action).await
@@ -407,6 +460,54 @@ async fn run_on<S: Store + ChangeFeed>(
             println!(
                 "added result {} to {}/{}",
                 at.seq, result.project_id, result.session_id
+            );
+            Ok(())
+        }
+    }
+}
+
+/// `vigil agents`: needs no store or configuration.
+async fn agents(action: AgentsAction) -> Result<(), CliError> {
+    use crate::agents::{SignRequest, key, serve_directory, signed_evidence};
+    match action {
+        AgentsAction::Directory { addr, key_phrase } => {
+            Ok(serve_directory(key(&key_phrase), addr).await?)
+        }
+        AgentsAction::Sign {
+            agent,
+            authority,
+            method,
+            path,
+            user_agent,
+            ip,
+            form,
+            validity,
+            key_phrase,
+        } => {
+            let form = if form == "plain" {
+                crate::detect::signature::sign::AgentForm::Plain
+            } else {
+                crate::detect::signature::sign::AgentForm::Dictionary
+            };
+            let request = crate::detect::RequestLine {
+                method: Some(method),
+                authority: Some(authority),
+                path: Some(path),
+            };
+            let body = signed_evidence(
+                &key(&key_phrase),
+                &SignRequest {
+                    agent: &agent,
+                    request,
+                    user_agent: &user_agent,
+                    ip_address: ip,
+                    form,
+                    validity,
+                },
+            )?;
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&body).map_err(CliError::Output)?
             );
             Ok(())
         }

@@ -11,6 +11,7 @@
 //! - [`dispatch`] (`vigil-dispatch`): webhook delivery;
 //! - [`http`] (`vigil-http`): the route table, the pipeline, the endpoints, and the local server.
 
+pub mod agents;
 pub mod cli;
 pub mod lambda;
 pub mod root;

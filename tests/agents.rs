@@ -342,3 +342,99 @@ async fn an_allowed_category_is_no_bot_and_fires_no_bot_detect() {
     );
     assert!(!got.iter().any(|b| b.contains("s_allowed")), "{got:?}");
 }
+
+/// The README's worked example, with the commands it names: `vigil agents directory` serves the
+/// test key's signed directory, `vigil agents sign` prints the evidence, the events route verifies
+/// it; the same body posted again is a replay.
+#[tokio::test]
+async fn the_readme_worked_example_runs_with_the_cli() {
+    let srv = server();
+    // A free loopback port for the directory.
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    // Stopped however the test ends.
+    struct Killed(std::process::Child);
+    impl Drop for Killed {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let _directory = Killed(
+        std::process::Command::new(env!("CARGO_BIN_EXE_vigil"))
+            .args(["agents", "directory", "--addr", &addr])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let origin = format!("http://{addr}");
+    let mut up = false;
+    for _ in 0..100 {
+        if std::net::TcpStream::connect(&addr).is_ok() {
+            up = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(up, "the directory did not start");
+
+    let out = srv.cli(&[
+        "agents",
+        "sign",
+        "--agent",
+        &origin,
+        "--authority",
+        "shop.example",
+        "--path",
+        "/checkout",
+    ]);
+    assert_ok(&out);
+    let body: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(body["request"]["path"], "/checkout");
+    let e = post(&srv, "readme-1", &body).await;
+    assert_eq!(e["agent"]["status"], "verified", "{e}");
+    assert_eq!(e["agent"]["via"], "signature");
+    assert_eq!(e["agent"]["operator"], addr.as_str());
+    assert!(codes(&e).contains(&"signed_agent".to_owned()), "{e}");
+
+    // The same body again: its nonce is spent.
+    let e = post(&srv, "readme-2", &body).await;
+    assert_eq!(e["agent"]["status"], "spoofed", "{e}");
+    assert!(codes(&e).contains(&"spoofed_agent".to_owned()), "{e}");
+
+    // The older plain form verifies too.
+    let out = srv.cli(&[
+        "agents",
+        "sign",
+        "--agent",
+        &origin,
+        "--authority",
+        "shop.example",
+        "--form",
+        "plain",
+    ]);
+    assert_ok(&out);
+    let body: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let e = post(&srv, "readme-3", &body).await;
+    assert_eq!(e["agent"]["status"], "verified", "{e}");
+
+    // Another key's signature under this directory does not verify.
+    let out = srv.cli(&[
+        "agents",
+        "sign",
+        "--agent",
+        &origin,
+        "--authority",
+        "shop.example",
+        "--key-phrase",
+        "someone else",
+    ]);
+    assert_ok(&out);
+    let body: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let e = post(&srv, "readme-4", &body).await;
+    assert_ne!(e["agent"]["status"], "verified", "{e}");
+}
