@@ -20,7 +20,7 @@ TOOLS_ENV     := PATH="$(CURDIR)/$(VENV_TOOLS)/bin:$$PATH" SAM_CLI_TELEMETRY=0
 # `sam validate` and `sam build` need a region but no account or credentials.
 SAM_OFFLINE   := $(TOOLS_ENV) AWS_REGION=us-east-1 AWS_DEFAULT_REGION=us-east-1
 
-.PHONY: help run test test-unit test-browser test-api lint fmt build sizes sam-build deploy tools clean bench bench-agent data wire-data eval cost
+.PHONY: help run test test-unit test-browser test-api lint fmt build sizes sam-build deploy tools clean bench bench-agent data wire-data eval cost links
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -83,11 +83,26 @@ $(VENV_TOOLS)/.installed: requirements-tools.txt
 tools: $(VENV_TOOLS)/.installed ## Install the deploy tools (SAM CLI, cargo-lambda, zig) and the arm64 Rust target
 	@rustup target list --installed | grep -qx '$(LAMBDA_TARGET)' || rustup target add $(LAMBDA_TARGET)
 
-lint: $(VENV_TOOLS)/.installed ## rustfmt check, clippy (warnings are errors), sam validate + cfn-lint
+lint: $(VENV_TOOLS)/.installed $(DOCS_LINT)/.installed ## rustfmt check, clippy (warnings are errors), sam validate + cfn-lint, OpenAPI, the docs' links
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets --locked -- -D warnings
 	$(SAM_OFFLINE) sam validate --lint
 	$(VENV_TOOLS)/bin/openapi-spec-validator openapi.yaml
+	$(MAKE) --no-print-directory links
+
+# The docs' relative links, files and headings (a moved heading fails), offline: remark with
+# remark-validate-links, pinned by scripts/docs-lint/package-lock.json; URLs are not fetched.
+DOCS_LINT := $(CACHE)/docs-lint
+$(DOCS_LINT)/.installed: scripts/docs-lint/package.json scripts/docs-lint/package-lock.json
+	mkdir -p $(DOCS_LINT)
+	cp scripts/docs-lint/package.json scripts/docs-lint/package-lock.json $(DOCS_LINT)/
+	cd $(DOCS_LINT) && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+links: $(DOCS_LINT)/.installed ## Check the README's and docs/'s relative links and headings, offline
+	$(DOCS_LINT)/node_modules/.bin/remark --no-config --frail --quiet --no-stdout --no-color \
+	  --use "$(CURDIR)/$(DOCS_LINT)/node_modules/remark-validate-links/index.js=repository:false" \
+	  README.md docs/
 
 build: tools ## Cross-compile the Lambda functions for arm64: target/lambda/<name>/bootstrap
 	$(TOOLS_ENV) cargo lambda build --release --arm64 --locked $(addprefix --bin ,$(LAMBDAS))
