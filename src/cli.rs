@@ -625,6 +625,7 @@ async fn serve<S: Store + ChangeFeed>(
         println!("certificate SHA-256: {}", tls.cert_sha256());
     }
     println!("dashboard: {scheme}://{local}/dashboard");
+    println!("API reference: {scheme}://{local}/docs");
     if let Some(key) = demo_key {
         print_demo(scheme, &local, &key, limits.demo);
     }

@@ -252,6 +252,15 @@ pub async fn run_dashboard() -> Result<(), Error> {
     .await
 }
 
+/// Runs the API reference's function: the page, its renderer and `openapi.yaml`; no key, no table.
+pub async fn run_reference() -> Result<(), Error> {
+    init_tracing();
+    lambda_http::run(service_fn(|req: Request| async move {
+        Ok::<_, std::convert::Infallible>(crate::http::reference::reference(&req))
+    }))
+    .await
+}
+
 /// Runs the TOKEN authorizer. An unknown key is answered with the error `Unauthorized`, which API
 /// Gateway turns into 401; a storage failure is any other error (500).
 pub async fn run_authorizer() -> Result<(), Error> {

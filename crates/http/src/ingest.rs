@@ -371,16 +371,7 @@ fn served_agent(source: &str) -> String {
 /// GET /agent.js: the agent script, public and cacheable (no key, no plan: it carries no data).
 pub fn agent_script(req: &Request) -> Response<Body> {
     let (script, etag) = (&AGENT.0, AGENT.1.as_str());
-    let fresh = req
-        .headers()
-        .get_all(header::IF_NONE_MATCH)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .any(|t| {
-            let t = t.trim();
-            t == "*" || t.trim_start_matches("W/") == etag
-        });
+    let fresh = crate::reference::not_modified(req, etag);
     let (status, body) = if fresh {
         (StatusCode::NOT_MODIFIED, Body::Empty)
     } else if req.method() == Method::HEAD {

@@ -15,6 +15,7 @@ pub mod ingest;
 pub mod insight;
 pub mod paths;
 pub mod pipeline;
+pub mod reference;
 pub mod reply;
 pub mod routes;
 pub mod server;

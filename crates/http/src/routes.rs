@@ -54,11 +54,13 @@ macro_rules! route_enum {
             /// The dashboard: a static page, outside the pipeline; its script calls the API with
             /// the key a person types in.
             Dashboard,
+            /// The API reference: its page, its renderer and `openapi.yaml`, static and public.
+            Reference,
         }
 
         impl Route {
             pub const ALL: &[Route] =
-                &[$(Route::$name,)* Route::Collect, Route::AgentScript, Route::Dashboard];
+                &[$(Route::$name,)* Route::Collect, Route::AgentScript, Route::Dashboard, Route::Reference];
         }
     };
 }
@@ -103,18 +105,37 @@ pub const ROUTES: &[(Method, &str, Route)] = &[
     (Method::HEAD,   "/agent.js",                                                         Route::AgentScript),
     (Method::GET,    DASHBOARD_ALIAS,                                                     Route::Dashboard),
     (Method::HEAD,   DASHBOARD_ALIAS,                                                     Route::Dashboard),
+    (Method::GET,    REFERENCE_ALIAS,                                                     Route::Reference),
+    (Method::HEAD,   REFERENCE_ALIAS,                                                     Route::Reference),
+    (Method::GET,    crate::reference::RENDERER_PATH,                                     Route::Reference),
+    (Method::HEAD,   crate::reference::RENDERER_PATH,                                     Route::Reference),
+    (Method::GET,    crate::reference::OPENAPI_PATH,                                      Route::Reference),
+    (Method::HEAD,   crate::reference::OPENAPI_PATH,                                      Route::Reference),
 ];
 
 impl Route {
     /// Whether the route is called without a developer key: the collect route (public key and
     /// origin instead) and the agent script. API Gateway runs them without the authorizer.
     pub fn is_public(self) -> bool {
-        matches!(self, Route::Collect | Route::AgentScript | Route::Dashboard)
+        matches!(
+            self,
+            Route::Collect | Route::AgentScript | Route::Dashboard | Route::Reference
+        )
     }
 }
 
 /// The dashboard's path, under the base and at the root.
 pub const DASHBOARD_ALIAS: &str = "/dashboard";
+/// The API reference's path, under the base and, with its renderer and document, at the root.
+pub const REFERENCE_ALIAS: &str = "/docs";
+
+/// The paths `vigil serve` also answers at its root, where a person would look for them.
+const ROOT_ALIASES: &[&str] = &[
+    DASHBOARD_ALIAS,
+    REFERENCE_ALIAS,
+    crate::reference::RENDERER_PATH,
+    crate::reference::OPENAPI_PATH,
+];
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Resolved {
@@ -178,9 +199,9 @@ impl Router {
     pub fn resolve_full(&self, method: &Method, path: &str) -> Resolved {
         match path.strip_prefix(BASE) {
             Some(rest) if rest.starts_with('/') => self.resolve(method, rest),
-            // The dashboard also answers at the site's root, where a person would look for it
-            // (under API Gateway it is the stage's: /v1/dashboard).
-            _ if path == DASHBOARD_ALIAS => self.resolve(method, DASHBOARD_ALIAS),
+            // The dashboard and the reference also answer at the site's root, where a person
+            // would look for them (under API Gateway they are the stage's: /v1/dashboard).
+            _ if ROOT_ALIASES.contains(&path) => self.resolve(method, path),
             _ => Resolved::NotFound,
         }
     }
@@ -224,6 +245,12 @@ mod tests {
                 "/agent.js",
                 "/dashboard",
                 "/dashboard",
+                "/docs",
+                "/docs",
+                "/docs/redoc.standalone.js",
+                "/docs/redoc.standalone.js",
+                "/openapi.yaml",
+                "/openapi.yaml",
             ]
         );
     }
@@ -257,7 +284,9 @@ mod tests {
                 .iter()
                 .filter(|m| matches!(**m, &Method::OPTIONS | &Method::HEAD))
                 .count();
-            assert_eq!(methods.len() - extra, 1, "{r:?}");
+            // The reference serves three static paths: its page, its renderer, the document.
+            let paths = if *r == Route::Reference { 3 } else { 1 };
+            assert_eq!(methods.len() - extra, paths, "{r:?}");
             assert!(extra == 0 || r.is_public(), "{r:?}");
         }
     }

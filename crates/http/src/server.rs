@@ -411,6 +411,7 @@ async fn route_to<S: Store>(
                 Route::Collect => crate::ingest::collect(app, &ctx, &req).await,
                 Route::AgentScript => crate::ingest::agent_script(&req),
                 Route::Dashboard => crate::insight::dashboard(&req),
+                Route::Reference => crate::reference::reference(&req),
             }
         };
     }

@@ -1,0 +1,195 @@
+//! The API reference: `GET /docs` renders `openapi.yaml` in the browser with Redoc, vendored from
+//! npm at a pinned version (`reference/vendor`, `scripts/vendor-redoc.sh`); no CDN, nothing built
+//! at run time. Three static answers, public like the dashboard: the page, the renderer, the
+//! document.
+
+use std::sync::LazyLock;
+
+use http::{HeaderValue, Method, StatusCode, header};
+use lambda_http::{Body, Request, Response};
+use sha2::{Digest, Sha256};
+
+const PAGE: &str = include_str!("../../../reference/index.html");
+const RENDERER: &str = include_str!("../../../reference/vendor/redoc.standalone.js");
+/// The document the service is tested against, as committed.
+pub const OPENAPI: &str = include_str!("../../../openapi.yaml");
+
+/// The renderer's path, relative to the base; the page names it relatively.
+pub const RENDERER_PATH: &str = "/docs/redoc.standalone.js";
+/// The document's path, relative to the base.
+pub const OPENAPI_PATH: &str = "/openapi.yaml";
+
+/// The page's Content-Security-Policy, as strict as the dashboard's: its one inline script by
+/// hash and the renderer from this origin; styles inline (the renderer injects them); the
+/// document fetched from this origin; search runs in a worker the renderer makes from a blob.
+static PAGE_CSP: LazyLock<String> = LazyLock::new(|| {
+    let script = PAGE
+        .split_once("<script>")
+        .and_then(|(_, rest)| rest.split_once("</script>"))
+        .map_or("", |(s, _)| s);
+    format!(
+        "default-src 'none'; script-src 'self' '{}'; style-src 'unsafe-inline'; \
+         connect-src 'self'; img-src 'self' data:; font-src 'self' data:; worker-src blob:; \
+         base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+        sha256_source(script)
+    )
+});
+
+fn sha256_source(text: &str) -> String {
+    use base64::Engine;
+    format!(
+        "sha256-{}",
+        base64::engine::general_purpose::STANDARD.encode(Sha256::digest(text.as_bytes()))
+    )
+}
+
+/// An entity tag for a static text: its SHA-256, shortened.
+fn etag(text: &str) -> String {
+    format!(
+        "\"{}\"",
+        hex::encode(&Sha256::digest(text.as_bytes())[..12])
+    )
+}
+
+static RENDERER_ETAG: LazyLock<String> = LazyLock::new(|| etag(RENDERER));
+static OPENAPI_ETAG: LazyLock<String> = LazyLock::new(|| etag(OPENAPI));
+
+/// Whether the request's `If-None-Match` names `etag` (or `*`).
+pub(crate) fn not_modified(req: &Request, etag: &str) -> bool {
+    req.headers()
+        .get_all(header::IF_NONE_MATCH)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|t| {
+            let t = t.trim();
+            t == "*" || t.trim_start_matches("W/") == etag
+        })
+}
+
+/// GET (and HEAD) /docs, /docs/redoc.standalone.js and /openapi.yaml, told apart by the path's
+/// end (the router sends only these three here).
+pub fn reference(req: &Request) -> Response<Body> {
+    let path = req.uri().path();
+    if path.ends_with(RENDERER_PATH) {
+        asset(
+            req,
+            RENDERER,
+            &RENDERER_ETAG,
+            "text/javascript; charset=utf-8",
+        )
+    } else if path.ends_with(OPENAPI_PATH) {
+        asset(req, OPENAPI, &OPENAPI_ETAG, "text/yaml; charset=utf-8")
+    } else {
+        page(req)
+    }
+}
+
+fn body(req: &Request, text: &'static str) -> Body {
+    if req.method() == Method::HEAD {
+        Body::Empty
+    } else {
+        Body::Text(text.to_owned())
+    }
+}
+
+fn page(req: &Request) -> Response<Body> {
+    let mut res = Response::new(body(req, PAGE));
+    let h = res.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=utf-8"),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    if let Ok(v) = HeaderValue::from_str(&PAGE_CSP) {
+        h.insert(header::CONTENT_SECURITY_POLICY, v);
+    }
+    res
+}
+
+fn asset(req: &Request, text: &'static str, etag: &str, kind: &'static str) -> Response<Body> {
+    let fresh = not_modified(req, etag);
+    let mut res = Response::new(if fresh { Body::Empty } else { body(req, text) });
+    if fresh {
+        *res.status_mut() = StatusCode::NOT_MODIFIED;
+    }
+    let h = res.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(kind));
+    // Revalidated after an hour: a deploy changes them, and the ETag makes that cheap.
+    h.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("public, max-age=3600, stale-while-revalidate=86400"),
+    );
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    if let Ok(v) = HeaderValue::from_str(etag) {
+        h.insert(header::ETAG, v);
+    }
+    res
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn get(path: &str, headers: &[(&str, &str)]) -> Response<Body> {
+        let mut b = http::Request::builder().method("GET").uri(path);
+        for (k, v) in headers {
+            b = b.header(*k, *v);
+        }
+        reference(&b.body(Body::Empty).unwrap())
+    }
+
+    #[test]
+    fn the_page_allows_its_own_script_and_renderer_only() {
+        let r = get("/v1/docs", &[]);
+        assert_eq!(r.status(), 200);
+        let csp = r.headers()[header::CONTENT_SECURITY_POLICY]
+            .to_str()
+            .unwrap();
+        assert!(csp.starts_with("default-src 'none'; script-src 'self' 'sha256-"));
+        assert!(
+            !csp.contains("unsafe-eval") && !csp.contains("http"),
+            "{csp}"
+        );
+        let Body::Text(html) = r.body() else { panic!() };
+        assert!(html.contains(r#"<script src="docs/redoc.standalone.js">"#));
+        // One inline script: the CSP's hash covers it all.
+        assert_eq!(html.matches("<script>").count(), 1);
+    }
+
+    #[test]
+    fn the_renderer_and_the_document_are_cached_by_etag() {
+        for (path, kind) in [
+            ("/v1/docs/redoc.standalone.js", "text/javascript"),
+            ("/openapi.yaml", "text/yaml"),
+        ] {
+            let r = get(path, &[]);
+            assert_eq!(r.status(), 200);
+            assert!(
+                r.headers()[header::CONTENT_TYPE]
+                    .to_str()
+                    .unwrap()
+                    .starts_with(kind)
+            );
+            let tag = r.headers()[header::ETAG].to_str().unwrap().to_owned();
+            let again = get(path, &[("if-none-match", &tag)]);
+            assert_eq!(again.status(), 304);
+            assert!(matches!(again.body(), Body::Empty));
+        }
+        let Body::Text(yaml) = get("/v1/openapi.yaml", &[]).into_body() else {
+            panic!()
+        };
+        assert!(yaml.starts_with("openapi: 3.1"));
+    }
+}
