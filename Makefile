@@ -12,7 +12,8 @@ PY         ?= python3
 LAMBDAS       := list-results session-score get-plan get-project create-webhook list-webhooks \
                  delete-webhook list-deliveries create-project list-projects update-project get-usage \
                  create-event list-events get-event collect agent-script list-sessions get-stats dashboard \
-                 authorizer fallback webhook-dispatch webhook-sweep
+                 get-webhook-secret rotate-webhook-secret test-webhook redeliver list-device-sessions \
+                 api-reference authorizer fallback webhook-dispatch webhook-sweep
 LAMBDA_TARGET := aarch64-unknown-linux-gnu
 # The tools venv first on PATH: cargo finds `cargo lambda` there, cargo-lambda finds zig
 # (`python3 -m ziglang`), and SAM's rust-cargolambda builder finds cargo-lambda.
@@ -58,7 +59,7 @@ $(NODE_BROWSER)/.installed: tests/browser/package.json tests/browser/package-loc
 	cd $(NODE_BROWSER) && PUPPETEER_SKIP_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-test-browser: $(VENV_BROWSER)/.installed ## Real browsers and clients: the detection matrix (bots and people), thirty sessions of one person's Chromium (velocity), the wire matrix over HTTPS, patchright/nodriver/undetected-chromedriver against people at an action, and the dashboard
+test-browser: $(VENV_BROWSER)/.installed ## Real browsers and clients: the detection matrix (bots and people), thirty sessions of one person's Chromium (velocity), the wire matrix over HTTPS, patchright/nodriver/undetected-chromedriver against people at an action, the dashboard, and the API reference page
 	scripts/browser-deps.sh
 	$(MAKE) --no-print-directory $(NODE_BROWSER)/.installed
 	cargo build --bin vigil --locked
@@ -67,6 +68,7 @@ test-browser: $(VENV_BROWSER)/.installed ## Real browsers and clients: the detec
 	$(VENV_BROWSER)/bin/python tests/browser/wire.py
 	$(VENV_BROWSER)/bin/python tests/browser/automation.py
 	$(VENV_BROWSER)/bin/python tests/browser/dashboard.py
+	$(VENV_BROWSER)/bin/python tests/browser/reference.py
 
 test-api: $(VENV_TEST)/.installed ## Schemathesis against vigil serve on SQLite and on the emulator (every check, stateful links)
 	cargo build --bin vigil --locked
@@ -88,6 +90,7 @@ lint: $(VENV_TOOLS)/.installed $(DOCS_LINT)/.installed ## rustfmt check, clippy 
 	cargo clippy --workspace --all-targets --locked -- -D warnings
 	$(SAM_OFFLINE) sam validate --lint
 	$(VENV_TOOLS)/bin/openapi-spec-validator openapi.yaml
+	scripts/vendor-redoc.sh --check
 	$(MAKE) --no-print-directory links
 
 # The docs' relative links, files and headings (a moved heading fails), offline: remark with

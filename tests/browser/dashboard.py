@@ -35,15 +35,26 @@ def iso(t):
     return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}Z"
 
 
-def seed_file(path, now):
-    """An account with a known key, one project, and RESULTS plain results over the last day."""
+def seed_file(path, now, name="Shop <img src=x onerror=alert(1)> &amp;", realistic=False):
+    """An account with a known key, one project, and RESULTS plain results over the last day
+    (`realistic`: a shop's daily curve, session ids as a shop makes them, and some bot and proxy
+    traffic, for the docs' picture)."""
     rng = random.Random(7)
     results = []
     for i in range(RESULTS):
-        at = now - dt.timedelta(seconds=rng.randrange(1, 23 * 3600))
+        if realistic:
+            # More visits in the afternoon and evening than at night.
+            hour = rng.choices(range(23), weights=[2 + 8 * max(0, 1 - abs(h - 17) / 9) for h in range(23)])[0]
+            at = now - dt.timedelta(hours=22 - hour, seconds=rng.randrange(1, 3600))
+            bot = round(rng.choice([0.96, 0.99]) if rng.random() < 0.06 else rng.random() * 0.25, 2)
+            proxy = round(rng.choice([0.9, 0.94]) if rng.random() < 0.04 else rng.random() * 0.2, 2)
+            sid = f"{rng.getrandbits(48):012x}"
+        else:
+            at = now - dt.timedelta(seconds=rng.randrange(1, 23 * 3600))
+            bot, proxy, sid = round(rng.random() * 0.3, 2), round(rng.random() * 0.3, 2), f"s{i % 2500:04d}"
         results.append({
-            "projectId": PROJECT, "sessionId": f"s{i % 2500:04d}",
-            "scoreBot": round(rng.random() * 0.3, 2), "scoreProxyVpn": round(rng.random() * 0.3, 2),
+            "projectId": PROJECT, "sessionId": sid,
+            "scoreBot": bot, "scoreProxyVpn": proxy,
             "ipAddress": f"198.51.100.{i % 250 + 1}", "createdAt": iso(at),
         })
     seed = {
@@ -54,7 +65,7 @@ def seed_file(path, now):
                      "subscribedAt": "2026-01-01T00:00:00.000Z", "status": "active", "unsubscribedAt": None},
         }],
         "projects": [{
-            "id": PROJECT, "accountId": "acc_shop", "name": "Shop <img src=x onerror=alert(1)> &amp;", "domain": "shop.example",
+            "id": PROJECT, "accountId": "acc_shop", "name": name, "domain": "shop.example",
             "apiKeyPublic": "pk_shop", "apiKeyPrivate": "sk_shop", "disabled": False,
             "createdAt": "2026-01-01T00:00:00.000Z",
         }],
@@ -241,7 +252,36 @@ def main():
     if failures:
         print("FAILED:\n  " + "\n  ".join(failures))
         sys.exit(1)
+    picture()
     print(f"dashboard OK; screenshots in {SHOTS}")
+
+
+def picture():
+    """The docs' picture (docs/dashboard.png is a copy of target/browser/dashboard-demo.png): the
+    dashboard over a day of a shop's traffic, with evaluated visits whose reasons are real."""
+    now = dt.datetime.now(dt.timezone.utc)
+    with tempfile.TemporaryDirectory() as tmp:
+        seed = Path(tmp) / "seed.json"
+        seed_file(seed, now, name="Acme Outdoor", realistic=True)
+        proc, port = start_server(tmp, seed)
+        try:
+            api = Api(port)
+            rng = random.Random(11)
+            for i in range(3):
+                for _, body in EVENTS:
+                    api.call("POST", f"/projects/{PROJECT}/sessions/{rng.getrandbits(48):012x}/events", body)
+            with sync_playwright() as pw:
+                browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=QUIET)
+                page = browser.new_page(viewport={"width": 1280, "height": 1000})
+                page.goto(f"http://localhost:{port}/dashboard")
+                page.fill("#key", KEY)
+                page.click("button[type=submit]")
+                page.wait_for_selector("#status[data-state=done]", timeout=30_000)
+                page.screenshot(path=str(SHOTS / "dashboard-demo.png"), full_page=True)
+                browser.close()
+        finally:
+            proc.kill()
+            proc.wait()
 
 
 if __name__ == "__main__":
