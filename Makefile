@@ -6,6 +6,7 @@ CACHE      := .cache
 VENV_TEST  := $(CACHE)/venv-test
 VENV_TOOLS := $(CACHE)/venv-tools
 VENV_BROWSER := $(CACHE)/venv-browser
+DOCS_LINT  := $(CACHE)/docs-lint
 PY         ?= python3
 
 # The Lambda functions: one binary each (src/bin/), one function each in template.yaml.
@@ -95,7 +96,6 @@ lint: $(VENV_TOOLS)/.installed $(DOCS_LINT)/.installed ## rustfmt check, clippy 
 
 # The docs' relative links, files and headings (a moved heading fails), offline: remark with
 # remark-validate-links, pinned by scripts/docs-lint/package-lock.json; URLs are not fetched.
-DOCS_LINT := $(CACHE)/docs-lint
 $(DOCS_LINT)/.installed: scripts/docs-lint/package.json scripts/docs-lint/package-lock.json
 	mkdir -p $(DOCS_LINT)
 	cp scripts/docs-lint/package.json scripts/docs-lint/package-lock.json $(DOCS_LINT)/
@@ -136,6 +136,7 @@ bench: ## Benchmarks: vigil serve req/s, webhook latency and dispatch, detection
 	cargo bench --bench webhook_latency
 	cargo bench --bench detect
 	cargo bench --bench agents
+	cargo bench -p vigil-store-sqlite --bench velocity
 	benches/evaluate_vs_isbot.sh 300000
 
 bench-agent: $(VENV_BROWSER)/.installed ## The agent's collection time over N visits (default 20) by a disguised Chromium (AGENT=file tries a variant) or a person's (PERSON=1)

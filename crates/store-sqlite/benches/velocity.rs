@@ -1,4 +1,4 @@
-//! What the velocity counters cost and how exact they are (`cargo bench --bench velocity`).
+//! What the velocity counters cost and how exact they are (`cargo bench -p vigil-store-sqlite --bench velocity`).
 //!
 //! 1. Exactness at 1,000,000 events: a million visits spread over addresses and devices of known
 //!    traffic (a few heavy, many light) go through the layout's own updates ([`Tick::work`]),
@@ -14,10 +14,13 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::{Duration, Instant};
 
-use vigil::detect::velocity::Span;
-use vigil::domain::velocity::{CounterWork, Counters, Tick, estimate};
-use vigil::domain::{CheckResult, DeviceKey, NewResult, ProjectId, Score, SessionId, Timestamp};
-use vigil::store::{ResultStore, SqliteStore, VelocityStore};
+use vigil_core::domain::velocity::{CounterWork, Counters, Tick, estimate};
+use vigil_core::domain::{
+    CheckResult, DeviceKey, NewResult, ProjectId, Score, SessionId, Timestamp,
+};
+use vigil_core::store::{ResultStore, VelocityStore};
+use vigil_detect::velocity::Span;
+use vigil_store_sqlite::SqliteStore;
 
 fn apply(store: &mut HashMap<String, Counters>, work: &CounterWork) -> Vec<Counters> {
     work.updates
@@ -164,7 +167,7 @@ fn exactness(events: u64) {
 
 /// Linear counting's standard error, in members, for `n` distinct in the sketch's buckets.
 fn standard_error(n: u64) -> f64 {
-    let m = vigil::domain::velocity::SKETCH_BUCKETS as f64;
+    let m = vigil_core::domain::velocity::SKETCH_BUCKETS as f64;
     let t = n as f64 / m;
     (m * (t.exp() - t - 1.0)).sqrt()
 }
