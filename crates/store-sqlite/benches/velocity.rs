@@ -243,9 +243,18 @@ fn sqlite_cost(visits: i64) {
 fn main() {
     // `cargo bench` passes `--bench`; `cargo test --all-targets` does not: then a small smoke run
     // of the same checks.
-    if std::env::args().any(|a| a == "--bench") {
-        exactness(1_000_000);
-        sqlite_cost(3_000);
+    // `-- cost` or `-- exactness` runs one part alone.
+    let args: Vec<String> = std::env::args().collect();
+    let only = |part: &str| {
+        !args.iter().any(|a| a == "cost" || a == "exactness") || args.iter().any(|a| a == part)
+    };
+    if args.iter().any(|a| a == "--bench") {
+        if only("exactness") {
+            exactness(1_000_000);
+        }
+        if only("cost") {
+            sqlite_cost(3_000);
+        }
     } else {
         exactness(20_000);
         sqlite_cost(200);

@@ -3,6 +3,7 @@
 
 mod feed;
 pub mod sqlite;
+mod velocity_body;
 
 pub use sqlite::SqliteStore;
 

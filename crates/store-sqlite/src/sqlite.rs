@@ -119,7 +119,15 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 #[derive(Clone)]
 pub struct SqliteStore {
     pool: Pool<SqliteConnectionManager>,
+    /// Held by every clone; the checkpointer stops when the last one is dropped.
+    _alive: std::sync::Arc<()>,
 }
+
+/// How often the WAL is checkpointed off the request path.
+const CHECKPOINT_EVERY: Duration = Duration::from_millis(500);
+/// The WAL size (pages) at which a commit checkpoints by itself: a safety net, far above what the
+/// background checkpointer lets the WAL grow to, so that requests do not pay for it.
+const AUTOCHECKPOINT_PAGES: u32 = 16_384;
 
 /// A failure inside this adapter: SQLite's and the pool's errors and the store's own, so that `?`
 /// works on all three; it leaves the adapter as the [`StoreError`] it carries.
@@ -167,6 +175,7 @@ impl SqliteStore {
             c.busy_timeout(BUSY_TIMEOUT)?;
             c.pragma_update(None, "journal_mode", "WAL")?;
             c.pragma_update(None, "synchronous", "NORMAL")?;
+            c.pragma_update(None, "wal_autocheckpoint", AUTOCHECKPOINT_PAGES)?;
             Ok(())
         });
         let pool = Pool::builder()
@@ -184,7 +193,12 @@ impl SqliteStore {
             // A database from before the sessions index: index the summaries it already has.
             conn.execute_batch(BACKFILL_SESSIONS)?;
         }
-        Ok(Self { pool })
+        let alive = std::sync::Arc::new(());
+        checkpoint_in_background(pool.clone(), std::sync::Arc::downgrade(&alive));
+        Ok(Self {
+            pool,
+            _alive: alive,
+        })
     }
 
     /// Runs blocking database work off the async executor.
@@ -628,7 +642,7 @@ impl VelocityStore for SqliteStore {
                         .or_default()
                         .insert(member.clone());
                 }
-                let body = serde_json::to_string(&item).map_err(corrupt)?;
+                let body = crate::velocity_body::encode(&item).map_err(corrupt)?;
                 tx.prepare_cached(
                     "INSERT INTO velocity (pk, sk, body, expires) VALUES (?1, ?2, ?3, ?4)
                      ON CONFLICT (pk, sk) DO UPDATE SET body = ?3, expires = max(expires, ?4)",
@@ -653,6 +667,31 @@ impl VelocityStore for SqliteStore {
     }
 }
 
+/// Checkpoints the WAL from a thread of its own, so that no request's commit pays for copying
+/// the WAL into the database and syncing it (SQLite's automatic checkpoint runs inside the commit
+/// that crosses the threshold: it made the p99 of a visit's writes 18 ms against a p50 of 0.3).
+/// PASSIVE never waits for, nor blocks, readers and writers. Runs until the store is dropped.
+fn checkpoint_in_background(pool: Pool<SqliteConnectionManager>, alive: std::sync::Weak<()>) {
+    let spawned = std::thread::Builder::new()
+        .name("sqlite-checkpoint".into())
+        .spawn(move || {
+            while alive.strong_count() > 0 {
+                std::thread::sleep(CHECKPOINT_EVERY);
+                let done = pool.get().map_err(|e| e.to_string()).and_then(|c| {
+                    c.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
+                        .map_err(|e| e.to_string())
+                });
+                if let Err(e) = done {
+                    tracing::warn!(error = %e, "WAL checkpoint failed; the next one retries");
+                }
+            }
+        });
+    if let Err(e) = spawned {
+        // The automatic checkpoint still bounds the WAL.
+        tracing::warn!(error = %e, "no checkpoint thread");
+    }
+}
+
 /// The unexpired velocity items at `sks`, by sort key, in one query.
 fn velocity_items(
     c: &Connection,
@@ -671,7 +710,7 @@ fn velocity_items(
     let mut out = HashMap::new();
     for row in rows {
         let (sk, body) = row?;
-        out.insert(sk, serde_json::from_str(&body).map_err(corrupt)?);
+        out.insert(sk, crate::velocity_body::decode(&body).map_err(corrupt)?);
     }
     Ok(out)
 }
