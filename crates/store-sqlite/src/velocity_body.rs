@@ -15,6 +15,13 @@ use crate::domain::velocity::{Counters, SKETCH_BUCKETS};
 
 const BYTES: usize = SKETCH_BUCKETS as usize / 8;
 
+/// The bucket numbers in the order of their decimal strings (`0`, `1`, `10`, `100`, `1000`, ...).
+static LEXICOGRAPHIC: std::sync::LazyLock<Vec<u16>> = std::sync::LazyLock::new(|| {
+    let mut all: Vec<u16> = (0..(BYTES * 8) as u16).collect();
+    all.sort_by_cached_key(u16::to_string);
+    all
+});
+
 #[derive(Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 struct Compact {
@@ -81,16 +88,14 @@ pub fn decode(body: &str) -> Result<Counters, String> {
         if bytes.len() != BYTES {
             return Err(format!("{attr}: a bitmap of {} bytes", bytes.len()));
         }
-        let mut set = BTreeSet::new();
-        for (i, byte) in bytes.iter().enumerate() {
-            let mut rest = *byte;
-            while rest != 0 {
-                let bit = rest.trailing_zeros() as usize;
-                set.insert((i * 8 + bit).to_string());
-                rest &= rest - 1;
-            }
-        }
-        sets.insert(attr, set);
+        // Members in the set's own (lexicographic) order: the set is then built in one pass
+        // instead of by a search per member, which was most of a busy item's decoding.
+        let members: Vec<String> = LEXICOGRAPHIC
+            .iter()
+            .filter(|&&b| bytes[usize::from(b) / 8] & (1 << (b % 8)) != 0)
+            .map(u16::to_string)
+            .collect();
+        sets.insert(attr, members.into_iter().collect());
     }
     Ok(Counters {
         numbers: compact.numbers,
