@@ -343,7 +343,7 @@ async fn an_allowed_category_is_no_bot_and_fires_no_bot_detect() {
     assert!(!got.iter().any(|b| b.contains("s_allowed")), "{got:?}");
 }
 
-/// The README's worked example, with the commands it names: `vigil agents directory` serves the
+/// docs/detection.md's worked example, with the commands it names: `vigil agents directory` serves the
 /// test key's signed directory, `vigil agents sign` prints the evidence, the events route verifies
 /// it; the same body posted again is a replay.
 #[tokio::test]

@@ -850,7 +850,7 @@ mod black_box {
 
 mod abuse {
     //! The public surface under attack, black-box against `vigil serve`: each attack that holding a
-    //! page's public key once allowed, replayed, refused as the README's security model says, with
+    //! page's public key once allowed, replayed, refused as docs/security.md says, with
     //! legitimate use (an allowed origin, a valid session token, the demo page) still working.
     //! The visit budget is proved on both stores by the conformance suite
     //! (`visits_have_their_own_budget`); here it is proved through the whole service.
@@ -883,7 +883,7 @@ mod abuse {
             .as_secs() as i64
     }
 
-    /// The README's recipe, written here independently of Vigil's code.
+    /// docs/integrate.md's recipe, written here independently of Vigil's code.
     fn token(private_key: &str, project: &str, session: &str, expiry: i64) -> String {
         let mut mac = Hmac::<Sha256>::new_from_slice(private_key.as_bytes()).unwrap();
         mac.update(format!("{project}:{session}:{expiry}").as_bytes());
@@ -1013,7 +1013,7 @@ mod abuse {
             .await
             .expect_error(404, "Session not found");
 
-        // The backend's token, from the README's recipe and from `vigil sessions token`, works.
+        // The backend's token, from docs/integrate.md's recipe and from `vigil sessions token`, works.
         let r = collect(
             &srv,
             bot("victim", Some(token("sk_shop", "prj_1", "victim", later))),

@@ -5,7 +5,7 @@ proxies with their reasons). Debian's Chromium opens /dashboard, a person's key 
 the page must show exactly what the API returns: the totals, each series of the chart bucket by
 bucket, the top reasons, the flagged sessions and, opened, a session's events. It also measures
 the first paint and the time until the data is on screen, and keeps screenshots in
-target/browser/ (dashboard.png is the README's picture).
+target/browser/ (dashboard-demo.png, over a shop's day of traffic, is the docs' picture).
 """
 
 import datetime as dt
