@@ -236,8 +236,8 @@ pub enum AgentsAction {
         #[arg(long, default_value = "203.0.113.9")]
         ip: IpAddr,
         /// `dictionary` (`agent1="https://..."`, the current drafts) or `plain` (older drafts).
-        #[arg(long, default_value = "dictionary", value_parser = ["dictionary", "plain"])]
-        form: String,
+        #[arg(long, default_value = "dictionary", value_parser = parse_agent_form)]
+        form: crate::detect::signature::sign::AgentForm,
         /// How long the signature is valid (at most 24h).
         #[arg(long, default_value = "5m", value_parser = humantime::parse_duration)]
         validity: std::time::Duration,
@@ -305,6 +305,15 @@ pub enum ResultsAction {
         #[arg(long)]
         created_at: Option<Timestamp>,
     },
+}
+
+fn parse_agent_form(s: &str) -> Result<crate::detect::signature::sign::AgentForm, String> {
+    use crate::detect::signature::sign::AgentForm;
+    match s {
+        "dictionary" => Ok(AgentForm::Dictionary),
+        "plain" => Ok(AgentForm::Plain),
+        _ => Err("must be dictionary or plain".to_owned()),
+    }
 }
 
 fn parse_score(s: &str) -> Result<Score, String> {
@@ -484,11 +493,6 @@ async fn agents(action: AgentsAction) -> Result<(), CliError> {
             validity,
             key_phrase,
         } => {
-            let form = if form == "plain" {
-                crate::detect::signature::sign::AgentForm::Plain
-            } else {
-                crate::detect::signature::sign::AgentForm::Dictionary
-            };
             let request = crate::detect::RequestLine {
                 method: Some(method),
                 authority: Some(authority),

@@ -382,18 +382,22 @@ async fn the_readme_worked_example_runs_with_the_cli() {
     }
     assert!(up, "the directory did not start");
 
-    let out = srv.cli(&[
-        "agents",
-        "sign",
-        "--agent",
-        &origin,
-        "--authority",
-        "shop.example",
-        "--path",
-        "/checkout",
-    ]);
-    assert_ok(&out);
-    let body: Value = serde_json::from_slice(&out.stdout).unwrap();
+    // `vigil agents sign --agent ORIGIN --authority shop.example EXTRA...`'s body.
+    let sign = |extra: &[&str]| -> Value {
+        let mut args = vec![
+            "agents",
+            "sign",
+            "--agent",
+            &origin,
+            "--authority",
+            "shop.example",
+        ];
+        args.extend_from_slice(extra);
+        let out = srv.cli(&args);
+        assert_ok(&out);
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let body = sign(&["--path", "/checkout"]);
     assert_eq!(body["request"]["path"], "/checkout");
     let e = post(&srv, "readme-1", &body).await;
     assert_eq!(e["agent"]["status"], "verified", "{e}");
@@ -407,34 +411,10 @@ async fn the_readme_worked_example_runs_with_the_cli() {
     assert!(codes(&e).contains(&"spoofed_agent".to_owned()), "{e}");
 
     // The older plain form verifies too.
-    let out = srv.cli(&[
-        "agents",
-        "sign",
-        "--agent",
-        &origin,
-        "--authority",
-        "shop.example",
-        "--form",
-        "plain",
-    ]);
-    assert_ok(&out);
-    let body: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let e = post(&srv, "readme-3", &body).await;
+    let e = post(&srv, "readme-3", &sign(&["--form", "plain"])).await;
     assert_eq!(e["agent"]["status"], "verified", "{e}");
 
     // Another key's signature under this directory does not verify.
-    let out = srv.cli(&[
-        "agents",
-        "sign",
-        "--agent",
-        &origin,
-        "--authority",
-        "shop.example",
-        "--key-phrase",
-        "someone else",
-    ]);
-    assert_ok(&out);
-    let body: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let e = post(&srv, "readme-4", &body).await;
+    let e = post(&srv, "readme-4", &sign(&["--key-phrase", "someone else"])).await;
     assert_ne!(e["agent"]["status"], "verified", "{e}");
 }

@@ -7,7 +7,6 @@ use http::{HeaderValue, Method, StatusCode, header};
 use lambda_http::{Body, Request, Response};
 use serde::Serialize;
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
 use super::ApiError;
 use super::context::Context;
@@ -352,8 +351,7 @@ const AGENT_SOURCE: &str = include_str!("../../../agent/vigil.js");
 /// indentation stay in the source (ES5 without template literals: no line can be inside a string).
 static AGENT: LazyLock<(String, String)> = LazyLock::new(|| {
     let body = served_agent(AGENT_SOURCE);
-    let digest = Sha256::digest(body.as_bytes());
-    let etag = format!("\"{}\"", hex::encode(&digest[..12]));
+    let etag = crate::statics::etag(&body);
     (body, etag)
 });
 
@@ -370,34 +368,7 @@ fn served_agent(source: &str) -> String {
 
 /// GET /agent.js: the agent script, public and cacheable (no key, no plan: it carries no data).
 pub fn agent_script(req: &Request) -> Response<Body> {
-    let (script, etag) = (&AGENT.0, AGENT.1.as_str());
-    let fresh = crate::reference::not_modified(req, etag);
-    let (status, body) = if fresh {
-        (StatusCode::NOT_MODIFIED, Body::Empty)
-    } else if req.method() == Method::HEAD {
-        (StatusCode::OK, Body::Empty)
-    } else {
-        (StatusCode::OK, Body::Text(script.clone()))
-    };
-    let mut res = Response::new(body);
-    *res.status_mut() = status;
-    let h = res.headers_mut();
-    h.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/javascript; charset=utf-8"),
-    );
-    h.insert(
-        header::CACHE_CONTROL,
-        HeaderValue::from_static("public, max-age=3600, stale-while-revalidate=86400"),
-    );
-    h.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
-    if let Ok(v) = HeaderValue::from_str(etag) {
-        h.insert(header::ETAG, v);
-    }
-    res
+    crate::statics::asset(req, &AGENT.0, &AGENT.1, "text/javascript; charset=utf-8")
 }
 
 #[cfg(test)]

@@ -1,7 +1,6 @@
 //! A project's sessions and statistics, and the dashboard page that shows them.
 
 use crate::detect::agents::Status;
-use http::{HeaderValue, Method, StatusCode, header};
 use lambda_http::{Body, Request, Response};
 
 use super::ApiError;
@@ -227,52 +226,23 @@ const DASHBOARD_HTML: &str = include_str!("../../../dashboard/index.html");
 
 /// The page's Content-Security-Policy: its one inline script by hash, its own API only.
 static DASHBOARD_CSP: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
-    use base64::Engine;
-    use sha2::{Digest, Sha256};
-    let script = DASHBOARD_HTML
-        .split_once("<script>")
-        .and_then(|(_, rest)| rest.split_once("</script>"))
-        .map_or("", |(s, _)| s);
-    let hash = base64::engine::general_purpose::STANDARD.encode(Sha256::digest(script.as_bytes()));
     format!(
-        "default-src 'none'; script-src 'sha256-{hash}'; style-src 'unsafe-inline'; \
+        "default-src 'none'; script-src {}; style-src 'unsafe-inline'; \
          connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; \
-         frame-ancestors 'none'"
+         frame-ancestors 'none'",
+        crate::statics::inline_script_source(DASHBOARD_HTML)
     )
 });
 
 /// GET /dashboard (and HEAD): the page, the same for everyone; it holds no data.
 pub fn dashboard(req: &Request) -> Response<Body> {
-    let body = if req.method() == Method::HEAD {
-        Body::Empty
-    } else {
-        Body::Text(DASHBOARD_HTML.to_owned())
-    };
-    let mut res = Response::new(body);
-    *res.status_mut() = StatusCode::OK;
-    let h = res.headers_mut();
-    h.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/html; charset=utf-8"),
-    );
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    h.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
-    h.insert(
-        header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
-    );
-    if let Ok(v) = HeaderValue::from_str(&DASHBOARD_CSP) {
-        h.insert(header::CONTENT_SECURITY_POLICY, v);
-    }
-    res
+    crate::statics::page(req, DASHBOARD_HTML, &DASHBOARD_CSP)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use http::{StatusCode, header};
     use lambda_http::RequestExt;
     use std::collections::HashMap;
 

@@ -19,6 +19,7 @@ pub mod reference;
 pub mod reply;
 pub mod routes;
 pub mod server;
+pub mod statics;
 pub mod tls;
 
 // The layers below, named as the modules here name them.

@@ -5,9 +5,9 @@
 
 use std::sync::LazyLock;
 
-use http::{HeaderValue, Method, StatusCode, header};
 use lambda_http::{Body, Request, Response};
-use sha2::{Digest, Sha256};
+
+use crate::statics::{asset, etag, inline_script_source, page};
 
 const PAGE: &str = include_str!("../../../reference/index.html");
 const RENDERER: &str = include_str!("../../../reference/vendor/redoc.standalone.js");
@@ -23,49 +23,16 @@ pub const OPENAPI_PATH: &str = "/openapi.yaml";
 /// hash and the renderer from this origin; styles inline (the renderer injects them); the
 /// document fetched from this origin; search runs in a worker the renderer makes from a blob.
 static PAGE_CSP: LazyLock<String> = LazyLock::new(|| {
-    let script = PAGE
-        .split_once("<script>")
-        .and_then(|(_, rest)| rest.split_once("</script>"))
-        .map_or("", |(s, _)| s);
     format!(
-        "default-src 'none'; script-src 'self' '{}'; style-src 'unsafe-inline'; \
+        "default-src 'none'; script-src 'self' {}; style-src 'unsafe-inline'; \
          connect-src 'self'; img-src 'self' data:; font-src 'self' data:; worker-src blob:; \
          base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
-        sha256_source(script)
+        inline_script_source(PAGE)
     )
 });
 
-fn sha256_source(text: &str) -> String {
-    use base64::Engine;
-    format!(
-        "sha256-{}",
-        base64::engine::general_purpose::STANDARD.encode(Sha256::digest(text.as_bytes()))
-    )
-}
-
-/// An entity tag for a static text: its SHA-256, shortened.
-fn etag(text: &str) -> String {
-    format!(
-        "\"{}\"",
-        hex::encode(&Sha256::digest(text.as_bytes())[..12])
-    )
-}
-
 static RENDERER_ETAG: LazyLock<String> = LazyLock::new(|| etag(RENDERER));
 static OPENAPI_ETAG: LazyLock<String> = LazyLock::new(|| etag(OPENAPI));
-
-/// Whether the request's `If-None-Match` names `etag` (or `*`).
-pub(crate) fn not_modified(req: &Request, etag: &str) -> bool {
-    req.headers()
-        .get_all(header::IF_NONE_MATCH)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .any(|t| {
-            let t = t.trim();
-            t == "*" || t.trim_start_matches("W/") == etag
-        })
-}
 
 /// GET (and HEAD) /docs, /docs/redoc.standalone.js and /openapi.yaml, told apart by the path's
 /// end (the router sends only these three here).
@@ -81,66 +48,14 @@ pub fn reference(req: &Request) -> Response<Body> {
     } else if path.ends_with(OPENAPI_PATH) {
         asset(req, OPENAPI, &OPENAPI_ETAG, "text/yaml; charset=utf-8")
     } else {
-        page(req)
+        page(req, PAGE, &PAGE_CSP)
     }
-}
-
-fn body(req: &Request, text: &'static str) -> Body {
-    if req.method() == Method::HEAD {
-        Body::Empty
-    } else {
-        Body::Text(text.to_owned())
-    }
-}
-
-fn page(req: &Request) -> Response<Body> {
-    let mut res = Response::new(body(req, PAGE));
-    let h = res.headers_mut();
-    h.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/html; charset=utf-8"),
-    );
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    h.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
-    h.insert(
-        header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
-    );
-    if let Ok(v) = HeaderValue::from_str(&PAGE_CSP) {
-        h.insert(header::CONTENT_SECURITY_POLICY, v);
-    }
-    res
-}
-
-fn asset(req: &Request, text: &'static str, etag: &str, kind: &'static str) -> Response<Body> {
-    let fresh = not_modified(req, etag);
-    let mut res = Response::new(if fresh { Body::Empty } else { body(req, text) });
-    if fresh {
-        *res.status_mut() = StatusCode::NOT_MODIFIED;
-    }
-    let h = res.headers_mut();
-    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(kind));
-    // Revalidated after an hour: a deploy changes them, and the ETag makes that cheap.
-    h.insert(
-        header::CACHE_CONTROL,
-        HeaderValue::from_static("public, max-age=3600, stale-while-revalidate=86400"),
-    );
-    h.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
-    if let Ok(v) = HeaderValue::from_str(etag) {
-        h.insert(header::ETAG, v);
-    }
-    res
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use http::header;
 
     fn get(path: &str, headers: &[(&str, &str)]) -> Response<Body> {
         let mut b = http::Request::builder().method("GET").uri(path);
