@@ -98,11 +98,12 @@ async fn latency(crossings: usize) {
         .stderr(Stdio::null())
         .spawn()
         .expect("start vigil serve");
+    let mut out = BufReader::new(server.stdout.take().unwrap());
     let mut first = String::new();
-    BufReader::new(server.stdout.take().unwrap())
-        .read_line(&mut first)
-        .unwrap();
+    out.read_line(&mut first).unwrap();
     assert!(first.starts_with("vigil listening on "), "{first:?}");
+    // Keep reading the rest of the banner, as a terminal would.
+    std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
 
     let mut latencies = Vec::with_capacity(crossings);
     let mut writer = Vec::with_capacity(crossings);

@@ -1,6 +1,7 @@
 //! The `vigil` command: the local server, seeding, table creation and writing results, on either
 //! store.
 
+use std::io::Write as _;
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -624,15 +625,20 @@ async fn serve<S: Store + ChangeFeed>(
     } else {
         "http"
     };
-    println!("vigil listening on {scheme}://{local}/v1");
+    // The banner goes out in one write whose failure is ignored: a server whose starter stopped
+    // reading stdout (a script that read the address line and closed the pipe) keeps serving.
+    let mut banner = format!("vigil listening on {scheme}://{local}/v1\n");
     if let Some(tls) = &limits.tls {
-        println!("certificate SHA-256: {}", tls.cert_sha256());
+        banner.push_str(&format!("certificate SHA-256: {}\n", tls.cert_sha256()));
     }
-    println!("dashboard: {scheme}://{local}/dashboard");
-    println!("API reference: {scheme}://{local}/docs");
+    banner.push_str(&format!("dashboard: {scheme}://{local}/dashboard\n"));
+    banner.push_str(&format!("API reference: {scheme}://{local}/docs\n"));
     if let Some(key) = demo_key {
-        print_demo(scheme, &local, &key, limits.demo);
+        banner.push_str(&demo_text(scheme, &local, &key, limits.demo));
     }
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(banner.as_bytes()).and_then(|()| out.flush());
+    drop(out);
     tokio::spawn(store.follow(crate::dispatch::Following(dispatcher.clone())));
     tokio::spawn(sweep_forever(dispatcher, SWEEP_EVERY));
     let shutdown = async {
@@ -643,10 +649,10 @@ async fn serve<S: Store + ChangeFeed>(
         .map_err(CliError::Serve)
 }
 
-fn print_demo(scheme: &str, addr: &SocketAddr, key: &ApiKey, page: bool) {
+fn demo_text(scheme: &str, addr: &SocketAddr, key: &ApiKey, page: bool) -> String {
     let key = key.as_str();
     let base = format!("{scheme}://{addr}/v1");
-    println!(
+    let mut text = format!(
         "\nCreated a demo account. Its developer key (shown only now):\n\n  {key}\n\nTry:\n\
          curl -s -H 'Authorization: Bearer {key}' {base}/plan\n\
          curl -s -H 'Authorization: Bearer {key}' {base}/projects/prj_demo\n\
@@ -663,17 +669,18 @@ fn print_demo(scheme: &str, addr: &SocketAddr, key: &ApiKey, page: bool) {
          -d '{{\"name\":\"Blog\",\"domain\":\"blog.example\"}}' {base}/projects\n\
          curl -si -H 'Authorization: Bearer {key}' -H 'Content-Type: application/json' \\\n  \
          -d '{{\"ipAddress\":\"185.220.101.1\",\"userAgent\":\"curl/8.5.0\"}}' {base}/projects/prj_demo/sessions/sess_new/events\n\
-         vigil sessions token --project prj_demo --session sess_new\n"
+         vigil sessions token --project prj_demo --session sess_new\n\n"
     );
-    println!(
-        "The dashboard (paste the key above): {scheme}://localhost:{}/dashboard\n",
+    text.push_str(&format!(
+        "The dashboard (paste the key above): {scheme}://localhost:{}/dashboard\n\n",
         addr.port()
-    );
+    ));
     if page {
-        println!(
+        text.push_str(&format!(
             "Open the demo page, which sends your own browser's visit with the agent:\n\n  \
-             {scheme}://localhost:{}/demo\n",
+             {scheme}://localhost:{}/demo\n\n",
             addr.port()
-        );
+        ));
     }
+    text
 }

@@ -61,6 +61,41 @@ async fn serve_without_seed_creates_a_demo_account_once() {
     assert!(!lines.iter().any(|l| l.contains("vgl_")), "{lines:#?}");
 }
 
+/// A starter that stops reading stdout (a script that took the address and closed the pipe) must
+/// not take the server down: its banner write fails, and it keeps serving.
+#[tokio::test]
+async fn serve_keeps_serving_when_its_stdout_is_closed() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port();
+    let mut child = vigil_command(&dir.path().join("vigil.db"))
+        .args(["serve", "--addr", &format!("127.0.0.1:{port}")])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Closed before the server has written anything.
+    drop(child.stdout.take());
+    let client = reqwest::Client::new();
+    let url = format!("http://127.0.0.1:{port}/v1/plan");
+    let mut status = None;
+    for _ in 0..300 {
+        if let Ok(r) = client.get(&url).bearer_auth("vgl_unknown").send().await {
+            status = Some(r.status().as_u16());
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let exited = child.try_wait().unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(status, Some(401), "the server answered");
+    assert!(exited.is_none(), "the server exited: {exited:?}");
+}
+
 #[tokio::test]
 async fn results_add_while_serving_is_visible_through_the_api() {
     let old = res(0.5, 0.1, "192.0.2.1", "2026-11-21T10:00:00.000Z");
