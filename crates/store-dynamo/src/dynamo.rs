@@ -26,7 +26,7 @@ use super::{
 };
 use crate::domain::insight::{Bucket, SessionPage, SessionPosition, SessionQuery, StatsRange};
 use crate::domain::plan::{Counted, MAX_COUNTER_SHARDS, Period, Spread, VisitCount};
-use crate::domain::velocity::{CounterUpdate, CounterWork, Counters};
+use crate::domain::velocity::{CounterUpdate, CounterWork, Counters, Sketch, is_sketch};
 use crate::domain::{
     AccountId, Delivery, Project, ProjectId, ResultPosition, SessionId, Timestamp, Webhook,
     WebhookId,
@@ -684,11 +684,13 @@ impl DynamoStore {
             values.insert(format!(":n{i}"), AttributeValue::N(n.to_string()));
             adds.push(format!("#n{i} :n{i}"));
         }
+        // Sketch buckets go into string sets as their decimal numbers, as exact members do.
         let mut sets: Vec<(&str, Vec<String>)> = Vec::new();
-        for (attr, member) in &u.members {
+        let members = u.buckets.iter().map(|(a, b)| (a, b.to_string()));
+        for (attr, member) in members.chain(u.members.iter().map(|(a, m)| (a, m.clone()))) {
             match sets.iter_mut().find(|(a, _)| *a == attr.as_str()) {
-                Some((_, m)) => m.push(member.clone()),
-                None => sets.push((attr.as_str(), vec![member.clone()])),
+                Some((_, m)) => m.push(member),
+                None => sets.push((attr.as_str(), vec![member])),
             }
         }
         for (i, (attr, mut members)) in sets.into_iter().enumerate() {
@@ -782,6 +784,10 @@ fn counters_of(item: &Item) -> Counters {
                 if let Ok(n) = n.parse() {
                     c.numbers.insert(name.clone(), n);
                 }
+            }
+            AttributeValue::Ss(members) if is_sketch(name) => {
+                let sketch = members.iter().filter_map(|m| Sketch::parse_bucket(m));
+                c.sketches.insert(name.clone(), sketch.collect());
             }
             AttributeValue::Ss(members) => {
                 c.sets

@@ -27,12 +27,7 @@ fn apply(store: &mut HashMap<String, Counters>, work: &CounterWork) -> Vec<Count
         .iter()
         .map(|u| {
             let item = store.entry(u.sk.clone()).or_default();
-            for (a, n) in &u.adds {
-                *item.numbers.entry(a.clone()).or_default() += n;
-            }
-            for (a, m) in &u.members {
-                item.sets.entry(a.clone()).or_default().insert(m.clone());
-            }
+            item.apply(u);
             item.clone()
         })
         .collect()

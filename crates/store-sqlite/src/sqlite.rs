@@ -633,15 +633,7 @@ impl VelocityStore for SqliteStore {
             let mut updated = Vec::with_capacity(work.updates.len());
             for u in &work.updates {
                 let mut item = found.remove(&u.sk).unwrap_or_default();
-                for (attr, n) in &u.adds {
-                    *item.numbers.entry(attr.clone()).or_default() += n;
-                }
-                for (attr, member) in &u.members {
-                    item.sets
-                        .entry(attr.clone())
-                        .or_default()
-                        .insert(member.clone());
-                }
+                item.apply(u);
                 let body = crate::velocity_body::encode(&item).map_err(corrupt)?;
                 tx.prepare_cached(
                     "INSERT INTO velocity (pk, sk, body, expires) VALUES (?1, ?2, ?3, ?4)

@@ -55,24 +55,161 @@ pub struct CounterUpdate {
     pub expires: i64,
     /// Numbers added to attributes.
     pub adds: Vec<(String, u64)>,
-    /// Members added to set attributes.
+    /// Buckets filled in sketch attributes (see [`is_sketch`]).
+    pub buckets: Vec<(String, u16)>,
+    /// Members added to exact set attributes.
     pub members: Vec<(String, String)>,
 }
 
-/// A counter item as stored: its numbers and its sets.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+/// The filled buckets of one distinct-count sketch, as a bitmap: bucket `i` is bit `i % 64` of
+/// word `i / 64`. Counting and merging are popcounts and ORs over 128 bytes, with no allocation
+/// (a visit reads up to eighteen sketches, some of a thousand buckets).
+#[derive(Clone, Copy, PartialEq, Eq, Default)]
+pub struct Sketch([u64; WORDS]);
+
+const WORDS: usize = SKETCH_BUCKETS as usize / 64;
+
+impl Sketch {
+    /// The bitmap's size in bytes.
+    pub const BYTES: usize = WORDS * 8;
+
+    pub fn insert(&mut self, bucket: u16) {
+        let b = usize::from(bucket) % SKETCH_BUCKETS as usize;
+        self.0[b / 64] |= 1 << (b % 64);
+    }
+
+    pub fn contains(&self, bucket: u16) -> bool {
+        let b = usize::from(bucket);
+        b < SKETCH_BUCKETS as usize && self.0[b / 64] & (1 << (b % 64)) != 0
+    }
+
+    /// Filled buckets.
+    pub fn len(&self) -> usize {
+        self.0.iter().map(|w| w.count_ones() as usize).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.iter().all(|&w| w == 0)
+    }
+
+    /// Filled buckets of the union with `other`.
+    pub fn union_len(&self, other: &Sketch) -> usize {
+        self.0
+            .iter()
+            .zip(&other.0)
+            .map(|(a, b)| (a | b).count_ones() as usize)
+            .sum()
+    }
+
+    /// The filled buckets, in order.
+    pub fn buckets(&self) -> impl Iterator<Item = u16> + '_ {
+        (0..SKETCH_BUCKETS as u16).filter(|&b| self.contains(b))
+    }
+
+    /// Bucket `i` is bit `i % 8` of byte `i / 8`.
+    pub fn to_bytes(&self) -> [u8; Self::BYTES] {
+        let mut out = [0u8; Self::BYTES];
+        for (chunk, w) in out.chunks_exact_mut(8).zip(&self.0) {
+            chunk.copy_from_slice(&w.to_le_bytes());
+        }
+        out
+    }
+
+    /// The sketch [`Sketch::to_bytes`] wrote, or none for another length.
+    pub fn from_bytes(bytes: &[u8]) -> Option<Sketch> {
+        if bytes.len() != Self::BYTES {
+            return None;
+        }
+        let mut s = Sketch::default();
+        for (w, chunk) in s.0.iter_mut().zip(bytes.chunks_exact(8)) {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            *w = u64::from_le_bytes(word);
+        }
+        Some(s)
+    }
+
+    /// A bucket written as a set member (its decimal number, as DynamoDB's string sets hold it),
+    /// when canonical and in range.
+    pub fn parse_bucket(member: &str) -> Option<u16> {
+        let n: u16 = member.parse().ok()?;
+        (u64::from(n) < SKETCH_BUCKETS && (member == "0" || !member.starts_with('0'))).then_some(n)
+    }
+}
+
+impl FromIterator<u16> for Sketch {
+    fn from_iter<I: IntoIterator<Item = u16>>(iter: I) -> Self {
+        let mut s = Sketch::default();
+        for b in iter {
+            s.insert(b);
+        }
+        s
+    }
+}
+
+impl std::fmt::Debug for Sketch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_set().entries(self.buckets()).finish()
+    }
+}
+
+/// Whether a set attribute is a sketch (sessions, addresses, devices) rather than an exact set
+/// (countries): by its set letter, its name's first character.
+pub fn is_sketch(attr: &str) -> bool {
+    matches!(attr.as_bytes().first(), Some(b's' | b'a' | b'v'))
+}
+
+/// A counter item as stored: its numbers, its sketches and its exact sets.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Counters {
     pub numbers: BTreeMap<String, u64>,
+    pub sketches: BTreeMap<String, Sketch>,
     pub sets: BTreeMap<String, BTreeSet<String>>,
 }
+
+/// The item that was never written.
+static EMPTY: Counters = Counters {
+    numbers: BTreeMap::new(),
+    sketches: BTreeMap::new(),
+    sets: BTreeMap::new(),
+};
 
 impl Counters {
     fn number(&self, attr: &str) -> u64 {
         self.numbers.get(attr).copied().unwrap_or(0)
     }
 
-    fn set(&self, attr: &str) -> Option<&BTreeSet<String>> {
-        self.sets.get(attr)
+    /// Adds `u`'s numbers and members, as a store's atomic update does.
+    pub fn apply(&mut self, u: &CounterUpdate) {
+        for (attr, n) in &u.adds {
+            match self.numbers.get_mut(attr) {
+                Some(v) => *v += n,
+                None => {
+                    self.numbers.insert(attr.clone(), *n);
+                }
+            }
+        }
+        for (attr, b) in &u.buckets {
+            match self.sketches.get_mut(attr) {
+                Some(s) => s.insert(*b),
+                None => {
+                    self.sketches
+                        .insert(attr.clone(), [*b].into_iter().collect());
+                }
+            }
+        }
+        for (attr, m) in &u.members {
+            match self.sets.get_mut(attr) {
+                Some(set) => {
+                    if !set.contains(m) {
+                        set.insert(m.clone());
+                    }
+                }
+                None => {
+                    self.sets.insert(attr.clone(), BTreeSet::from([m.clone()]));
+                }
+            }
+        }
     }
 }
 
@@ -107,11 +244,12 @@ pub fn address_subject(ip: IpAddr) -> String {
 }
 
 /// The bucket of a sketch that `member` fills.
-pub fn bucket(member: &str) -> String {
+pub fn bucket(member: &str) -> u16 {
     let digest = Sha256::digest(member.as_bytes());
     let mut first = [0u8; 8];
     first.copy_from_slice(&digest[..8]);
-    (u64::from_be_bytes(first) % SKETCH_BUCKETS).to_string()
+    // Below SKETCH_BUCKETS (1,024), so it fits.
+    (u64::from_be_bytes(first) % SKETCH_BUCKETS) as u16
 }
 
 /// The distinct members a sketch with `filled` buckets has seen (linear counting).
@@ -144,6 +282,9 @@ fn floor(t: i64, step: i64) -> i64 {
     t.div_euclid(step) * step
 }
 
+/// A visit's sketch buckets and exact-set members for one subject, by set letter.
+type Members<'a> = (Vec<(char, u16)>, Vec<(char, &'a str)>);
+
 impl Tick<'_> {
     fn subjects(&self) -> Vec<(Kind, String)> {
         let shard = super::super::store::items::stats_shard(self.session) % PROJECT_SHARDS;
@@ -160,24 +301,24 @@ impl Tick<'_> {
         out
     }
 
-    /// The members this visit adds to a subject's sets, by set letter.
-    fn members(&self, kind: Kind) -> Vec<(char, String)> {
-        let mut out = vec![('s', bucket(self.session.as_str()))];
+    /// The buckets this visit fills in a subject's sketches and the members it adds to its
+    /// exact sets, by set letter.
+    fn members(&self, kind: Kind) -> Members<'_> {
+        let session = ('s', bucket(self.session.as_str()));
         match kind {
             Kind::Address => {
+                let mut buckets = vec![session];
                 if let Some(d) = self.device {
-                    out.push(('v', bucket(d.as_str())));
+                    buckets.push(('v', bucket(d.as_str())));
                 }
+                (buckets, Vec::new())
             }
-            Kind::Device => {
-                out.push(('a', bucket(&address_subject(self.address))));
-                if let Some(c) = self.country {
-                    out.push(('c', c.to_owned()));
-                }
-            }
-            Kind::Project => out.clear(),
+            Kind::Device => (
+                vec![session, ('a', bucket(&address_subject(self.address)))],
+                self.country.map(|c| ('c', c)).into_iter().collect(),
+            ),
+            Kind::Project => (Vec::new(), Vec::new()),
         }
-        out
     }
 
     /// What the visit writes and reads: each subject's current hour and day items, added to,
@@ -189,29 +330,33 @@ impl Tick<'_> {
         let mut updates = Vec::new();
         let mut reads = Vec::new();
         for (kind, name) in self.subjects() {
-            let members = self.members(kind);
-            let hour_members = members
-                .iter()
-                .flat_map(|(set, m)| {
-                    [
-                        (format!("{set}{slot}"), m.clone()),
-                        (format!("{set}h"), m.clone()),
-                    ]
-                })
-                .collect();
+            let (buckets, members) = self.members(kind);
+            // Each member goes into the slot's, the hour's and the day's set.
+            let hourly = |set: char| [format!("{set}{slot}"), format!("{set}h")];
             updates.push(CounterUpdate {
                 sk: hour_sk(&name, hour),
                 expires: hour + 2 * HOUR + GRACE,
                 adds: vec![(format!("e{slot}"), 1), ("eh".to_owned(), 1)],
-                members: hour_members,
+                buckets: buckets
+                    .iter()
+                    .flat_map(|&(set, b)| hourly(set).map(|a| (a, b)))
+                    .collect(),
+                members: members
+                    .iter()
+                    .flat_map(|&(set, m)| hourly(set).map(|a| (a, m.to_owned())))
+                    .collect(),
             });
             updates.push(CounterUpdate {
                 sk: day_sk(&name, day),
                 expires: day + 2 * DAY + GRACE,
                 adds: vec![("ed".to_owned(), 1)],
+                buckets: buckets
+                    .iter()
+                    .map(|&(set, b)| (format!("{set}d"), b))
+                    .collect(),
                 members: members
                     .iter()
-                    .map(|(set, m)| (format!("{set}d"), m.clone()))
+                    .map(|&(set, m)| (format!("{set}d"), m.to_owned()))
                     .collect(),
             });
             reads.push(hour_sk(&name, hour - HOUR));
@@ -226,41 +371,39 @@ impl Tick<'_> {
 
     /// The velocity the engine reads, from the items `work` named: `updated` as they stand after
     /// this visit's additions (in `work.updates`' order) and `read` (in `work.reads`' order).
-    pub fn velocity(&self, updated: &[Counters], read: &[Counters]) -> Velocity {
+    pub fn velocity<'a>(&self, updated: &'a [Counters], read: &'a [Counters]) -> Velocity {
         let t = self.at.unix_seconds();
         let hour = floor(t, HOUR);
         let slot = (t - hour) / SLOT_SECONDS;
         let mut v = Velocity::default();
         for (i, (kind, _)) in self.subjects().into_iter().enumerate() {
-            let get = |items: &'_ [Counters], j: usize| -> Counters {
-                items.get(j).cloned().unwrap_or_default()
-            };
+            let get = |items: &'a [Counters], j: usize| items.get(j).unwrap_or(&EMPTY);
             let (cur_hour, cur_day) = (get(updated, 2 * i), get(updated, 2 * i + 1));
             let (prev_hour, prev_day) = (get(read, 2 * i), get(read, 2 * i + 1));
             // The 5-minute window's previous bucket is the slot before, in the hour before at :00.
             let (prev_slot_item, prev_slot) = if slot == 0 {
-                (&prev_hour, 11)
+                (prev_hour, 11)
             } else {
-                (&cur_hour, slot - 1)
+                (cur_hour, slot - 1)
             };
             let five = Window {
-                current: &cur_hour,
+                current: cur_hour,
                 current_tag: slot.to_string(),
                 previous: prev_slot_item,
                 previous_tag: prev_slot.to_string(),
                 elapsed: (t - hour - slot * SLOT_SECONDS) as f64 / SLOT_SECONDS as f64,
             };
             let hourly = Window {
-                current: &cur_hour,
+                current: cur_hour,
                 current_tag: "h".into(),
-                previous: &prev_hour,
+                previous: prev_hour,
                 previous_tag: "h".into(),
                 elapsed: (t - hour) as f64 / HOUR as f64,
             };
             let daily = Window {
-                current: &cur_day,
+                current: cur_day,
                 current_tag: "d".into(),
-                previous: &prev_day,
+                previous: prev_day,
                 previous_tag: "d".into(),
                 elapsed: (t - floor(t, DAY)) as f64 / DAY as f64,
             };
@@ -311,9 +454,31 @@ impl Window<'_> {
         cur + (prev as f64 * self.weight()).round() as u64
     }
 
+    /// A sketch's filled buckets in the current bucket, and in the union with the previous one.
+    fn sketches(&self, set: char) -> (usize, usize) {
+        let cur = self
+            .current
+            .sketches
+            .get(&format!("{set}{}", self.current_tag));
+        let prev = self
+            .previous
+            .sketches
+            .get(&format!("{set}{}", self.previous_tag));
+        match (cur, prev) {
+            (Some(c), Some(p)) => (c.len(), c.union_len(p)),
+            (Some(c), None) => (c.len(), c.len()),
+            (None, Some(p)) => (0, p.len()),
+            (None, None) => (0, 0),
+        }
+    }
+
+    /// An exact set's members in the current bucket, and in the union with the previous one.
     fn sets(&self, set: char) -> (usize, usize) {
-        let cur = self.current.set(&format!("{set}{}", self.current_tag));
-        let prev = self.previous.set(&format!("{set}{}", self.previous_tag));
+        let cur = self.current.sets.get(&format!("{set}{}", self.current_tag));
+        let prev = self
+            .previous
+            .sets
+            .get(&format!("{set}{}", self.previous_tag));
         let now = cur.map_or(0, BTreeSet::len);
         let union = match (cur, prev) {
             (Some(c), Some(p)) => c.union(p).count(),
@@ -326,7 +491,7 @@ impl Window<'_> {
 
     /// The members of the current bucket, and of the previous one's not in it, weighted.
     fn distinct(&self, set: char) -> u64 {
-        let (now, union) = self.sets(set);
+        let (now, union) = self.sketches(set);
         let (a, b) = (estimate(now), estimate(union));
         a + ((b - a) as f64 * self.weight()).round() as u64
     }
@@ -346,12 +511,7 @@ mod tests {
         let mut out = Vec::new();
         for u in &work.updates {
             let item = store.entry(u.sk.clone()).or_default();
-            for (a, n) in &u.adds {
-                *item.numbers.entry(a.clone()).or_default() += n;
-            }
-            for (a, m) in &u.members {
-                item.sets.entry(a.clone()).or_default().insert(m.clone());
-            }
+            item.apply(u);
             out.push(item.clone());
         }
         out
@@ -403,10 +563,34 @@ mod tests {
         assert_eq!(estimate(0), 0);
         assert_eq!(estimate(1), 1);
         assert_eq!(estimate(20), 20);
-        let filled: BTreeSet<String> = (0..1000).map(|i| bucket(&format!("s{i}"))).collect();
+        let filled: Sketch = (0..1000).map(|i| bucket(&format!("s{i}"))).collect();
         let n = estimate(filled.len());
         assert!((950..=1050).contains(&n), "{n}");
         assert_eq!(estimate(SKETCH_BUCKETS as usize), SKETCH_CAP);
+    }
+
+    #[test]
+    fn a_sketch_is_a_bitmap_that_round_trips() {
+        let s: Sketch = [0u16, 7, 8, 63, 64, 512, 1023].into_iter().collect();
+        assert_eq!(s.len(), 7);
+        assert_eq!(
+            s.buckets().collect::<Vec<_>>(),
+            [0, 7, 8, 63, 64, 512, 1023]
+        );
+        let bytes = s.to_bytes();
+        assert_eq!(bytes[0], 0b1000_0001);
+        assert_eq!(bytes[1], 0b0000_0001);
+        assert_eq!(bytes[127], 0b1000_0000);
+        assert_eq!(Sketch::from_bytes(&bytes), Some(s));
+        assert_eq!(Sketch::from_bytes(&bytes[1..]), None);
+        let t: Sketch = [8u16, 9].into_iter().collect();
+        assert_eq!((s.union_len(&t), t.union_len(&s)), (8, 8));
+        assert_eq!(format!("{t:?}"), "{8, 9}");
+        assert_eq!(Sketch::parse_bucket("1023"), Some(1023));
+        for bad in ["1024", "007", "-1", "", "x"] {
+            assert_eq!(Sketch::parse_bucket(bad), None, "{bad}");
+        }
+        assert!(is_sketch("sh") && is_sketch("a3") && is_sketch("vd") && !is_sketch("cd"));
     }
 
     #[test]
