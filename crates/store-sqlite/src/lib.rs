@@ -4,6 +4,7 @@
 mod feed;
 pub mod sqlite;
 mod velocity_body;
+mod writer;
 
 pub use sqlite::SqliteStore;
 

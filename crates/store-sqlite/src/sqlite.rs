@@ -12,7 +12,7 @@ use std::time::Duration;
 use aws_lambda_events::dynamodb::{EventRecord, StreamRecord, StreamViewType};
 use r2d2::{Pool, PooledConnection};
 use r2d2_sqlite::SqliteConnectionManager;
-use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
+use rusqlite::{Connection, OptionalExtension, params};
 use serde::de::DeserializeOwned;
 
 use super::items::*;
@@ -30,6 +30,7 @@ use crate::domain::{
     AccountId, Delivery, Project, ProjectId, ResultPosition, Score, SessionId, Timestamp, Webhook,
     WebhookId,
 };
+use crate::writer::{Done, Job, Writer, in_savepoint};
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS items (
@@ -119,12 +120,11 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 #[derive(Clone)]
 pub struct SqliteStore {
     pool: Pool<SqliteConnectionManager>,
-    /// The one connection this process writes through. Writers queue on its lock instead of
-    /// racing for SQLite's: a `BEGIN IMMEDIATE` that finds the file locked waits in SQLite's busy
-    /// handler, which sleeps in steps of up to 100 ms, and with eight pooled writers that made a
-    /// burst of visits' p99 hundreds of milliseconds. Another process still meets the file lock
-    /// and waits for it as before.
-    writer: std::sync::Arc<std::sync::Mutex<Connection>>,
+    /// Every write goes through this queue and its one connection, in batches (group commit; see
+    /// [`crate::writer`]). Pooled connections racing for the file's lock waited in SQLite's busy
+    /// handler, which sleeps in steps of up to 100 ms: a burst of visits had a p99 of hundreds
+    /// of milliseconds.
+    writer: Writer,
     /// Held by every clone; the checkpointer stops when the last one is dropped.
     _alive: std::sync::Arc<()>,
 }
@@ -166,6 +166,17 @@ impl From<Db> for StoreError {
     }
 }
 
+impl From<String> for Db {
+    fn from(e: String) -> Self {
+        Db(StoreError::Backend(OpFailed::cause("sqlite write", e)))
+    }
+}
+
+/// An error of the writer's own transaction, for each write it carried.
+fn failed(op: &'static str, e: &rusqlite::Error) -> Db {
+    Db(StoreError::Backend(OpFailed::cause(op, e.to_string())))
+}
+
 fn corrupt(e: impl Into<Cause>) -> Db {
     Db(StoreError::Corrupt(e.into()))
 }
@@ -184,9 +195,8 @@ impl SqliteStore {
             c.pragma_update(None, "wal_autocheckpoint", AUTOCHECKPOINT_PAGES)?;
             Ok(())
         });
-        let writer = r2d2::ManageConnection::connect(&manager).map_err(|e| {
-            Db(StoreError::Backend(OpFailed::cause("sqlite open", e)))
-        })?;
+        let writer = r2d2::ManageConnection::connect(&manager)
+            .map_err(|e| Db(StoreError::Backend(OpFailed::cause("sqlite open", e))))?;
         let pool = Pool::builder()
             .max_size(8)
             .connection_timeout(BUSY_TIMEOUT)
@@ -204,9 +214,15 @@ impl SqliteStore {
         }
         let alive = std::sync::Arc::new(());
         checkpoint_in_background(pool.clone(), std::sync::Arc::downgrade(&alive));
+        let writer = Writer::start(writer).map_err(|e| {
+            Db(StoreError::Backend(OpFailed::cause(
+                "sqlite writer thread",
+                e,
+            )))
+        })?;
         Ok(Self {
             pool,
-            writer: std::sync::Arc::new(std::sync::Mutex::new(writer)),
+            writer,
             _alive: alive,
         })
     }
@@ -231,7 +247,7 @@ impl SqliteStore {
     async fn write<T, F>(&self, f: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
-        F: FnOnce(&Transaction<'_>) -> DbResult<T> + Send + 'static,
+        F: FnOnce(&Connection) -> DbResult<T> + Send + 'static,
     {
         self.write_unless(move |tx| f(tx).map(Ok)).await
     }
@@ -240,26 +256,35 @@ impl SqliteStore {
     async fn write_unless<T, F>(&self, f: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
-        F: FnOnce(&Transaction<'_>) -> DbResult<Result<T, T>> + Send + 'static,
+        F: FnOnce(&Connection) -> DbResult<Result<T, T>> + Send + 'static,
     {
-        let writer = self.writer.clone();
-        let done = tokio::task::spawn_blocking(move || -> DbResult<T> {
-            // A writer that panicked rolled its transaction back as it unwound: the connection
-            // is sound.
-            let mut conn = writer.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            match f(&tx)? {
-                Ok(out) => {
-                    tx.commit()?;
-                    Ok(out)
-                }
-                // Dropping the transaction rolls it back.
-                Err(refused) => Ok(refused),
-            }
-        })
-        .await
-        .map_err(|e| StoreError::Backend(OpFailed::cause("sqlite task", e)))?;
-        Ok(done?)
+        let (reply, answer) = tokio::sync::oneshot::channel::<DbResult<T>>();
+        let job: Job = Box::new(move |conn| {
+            let (sound, out) = match conn {
+                Ok(c) => in_savepoint(c, f),
+                Err(e) => (true, Err(failed("sqlite begin", e))),
+            };
+            let done: Done = Box::new(move |commit: Option<&rusqlite::Error>| {
+                let out = match (out, commit) {
+                    // Its writes went with the batch.
+                    (Ok(Ok(_)), Some(e)) => Err(failed("sqlite commit", e)),
+                    // Refused: it wrote nothing, whatever became of the batch.
+                    (Ok(Ok(v) | Err(v)), _) => Ok(v),
+                    (Err(e), _) => Err(e),
+                };
+                // The caller may have gone (its request was cancelled): nothing to tell.
+                let _ = reply.send(out);
+            });
+            (sound, done)
+        });
+        let gone = || {
+            StoreError::Backend(OpFailed::cause(
+                "sqlite writer",
+                "the writer thread stopped",
+            ))
+        };
+        self.writer.send(job).map_err(|_| gone())?;
+        Ok(answer.await.map_err(|_| gone())??)
     }
 
     /// Change-feed records after `after` (exclusive), oldest first, at most `limit`.
@@ -339,7 +364,7 @@ fn prefix_end(prefix: &str) -> String {
 
 /// Appends one stream-shaped record to the change feed.
 fn record_change(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     pk: &str,
     sk: &str,
     old: Option<serde_dynamo::Item>,
@@ -375,7 +400,7 @@ fn image(item: &Attributes) -> Result<serde_dynamo::Item, Db> {
 /// Writes `new` at (pk, sk) over `old` (read in this transaction), with its change record and the
 /// tables that index some kinds of item: the sessions index and the due index.
 fn put(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     pk: &str,
     sk: &str,
     old: Option<&Attributes>,
@@ -392,7 +417,7 @@ fn put(
     }
 }
 
-fn delete(tx: &Transaction<'_>, pk: &str, sk: &str, old: &Attributes) -> Result<(), Db> {
+fn delete(tx: &Connection, pk: &str, sk: &str, old: &Attributes) -> Result<(), Db> {
     tx.prepare_cached("DELETE FROM items WHERE pk = ?1 AND sk = ?2")?
         .execute(params![pk, sk])?;
     record_change(tx, pk, sk, Some(image(old)?), None)?;
@@ -400,7 +425,7 @@ fn delete(tx: &Transaction<'_>, pk: &str, sk: &str, old: &Attributes) -> Result<
 }
 
 /// Keeps the due index in step with a delivery item (None: not due, or gone).
-fn index_due(tx: &Transaction<'_>, pk: &str, sk: &str, due_at: Option<&str>) -> Result<(), Db> {
+fn index_due(tx: &Connection, pk: &str, sk: &str, due_at: Option<&str>) -> Result<(), Db> {
     match due_at {
         Some(at) => tx
             .prepare_cached("INSERT OR REPLACE INTO due (pk, sk, due_at) VALUES (?1, ?2, ?3)")?
@@ -415,7 +440,7 @@ fn index_due(tx: &Transaction<'_>, pk: &str, sk: &str, due_at: Option<&str>) -> 
 /// Adds numbers to a statistics item (created as `blank`), kept in its own table: statistics feed
 /// nothing.
 fn add_stats(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     pk: &str,
     sk: &str,
     blank: Attributes,
@@ -443,7 +468,7 @@ fn add_stats(
 }
 
 /// One step inside the plan's transaction: its refusal, or None when it was applied.
-fn apply_step(tx: &Transaction<'_>, step: Step) -> Result<Option<Applied>, Db> {
+fn apply_step(tx: &Connection, step: Step) -> Result<Option<Applied>, Db> {
     let Step { name, pk, sk, op } = step;
     if let Op::Add { blank, adds } = op {
         add_stats(tx, &pk, &sk, blank, &adds)?;
@@ -768,7 +793,7 @@ impl ResultStore for SqliteStore {
 }
 
 /// Keeps the sessions index up to date with a summary just written.
-fn index_session(tx: &Transaction<'_>, s: &SessionItem) -> Result<(), Db> {
+fn index_session(tx: &Connection, s: &SessionItem) -> Result<(), Db> {
     let seen = s
         .seen
         .clone()

@@ -1,0 +1,222 @@
+//! Group commit: a store's writes go through one thread and one connection, and the writes that
+//! queue while a transaction runs share the next one, each in a savepoint of its own.
+//!
+//! Why: every authenticated request counts its plan in a write transaction, and every visit adds
+//! its velocity counters and its event in two more. Writers serialise on the file whatever we do;
+//! what a transaction costs beyond its statements (taking the lock, writing each touched page to
+//! the WAL once, committing) is then paid once per batch instead of once per write, and pooled
+//! connections no longer race for the lock and sleep in SQLite's busy handler.
+//!
+//! What stays as it was: a write sees everything written before it (earlier writes of its batch
+//! included, on the same connection), so the counters' guarded upserts stay exact; a write that
+//! refuses or fails rolls back to its savepoint and leaves the others' writes alone; nothing is
+//! answered before its batch has committed, and a failed commit fails every write in the batch.
+//! Another process on the same file still meets SQLite's lock and waits for it.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::mpsc;
+
+use rusqlite::Connection;
+
+/// The most writes one transaction carries: a bound on how long the first of them waits for the
+/// last.
+const MAX_BATCH: usize = 64;
+
+/// What a queued write is told once its batch's fate is known: `None` when it committed, or why
+/// it did not.
+pub type Done = Box<dyn FnOnce(Option<&rusqlite::Error>) + Send>;
+
+/// One queued write. It runs against the batch's open transaction (or is told why the transaction
+/// could not begin) and returns whether the transaction is still sound, and what to answer.
+pub type Job = Box<dyn FnOnce(Result<&Connection, &rusqlite::Error>) -> (bool, Done) + Send>;
+
+/// The queue into a store's writer thread; the thread ends when the last sender is dropped.
+#[derive(Clone)]
+pub struct Writer(mpsc::Sender<Job>);
+
+impl Writer {
+    /// Starts the thread that writes through `conn`.
+    pub fn start(conn: Connection) -> std::io::Result<Self> {
+        let (send, receive) = mpsc::channel::<Job>();
+        std::thread::Builder::new()
+            .name("sqlite-writer".into())
+            .spawn(move || serve(conn, receive))?;
+        Ok(Self(send))
+    }
+
+    /// Queues `job`; gives it back if the writer thread is gone.
+    pub fn send(&self, job: Job) -> Result<(), Job> {
+        self.0.send(job).map_err(|e| e.0)
+    }
+}
+
+fn serve(conn: Connection, jobs: mpsc::Receiver<Job>) {
+    while let Ok(first) = jobs.recv() {
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH {
+            match jobs.try_recv() {
+                Ok(job) => batch.push(job),
+                Err(_) => break,
+            }
+        }
+        if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
+            for job in batch {
+                let (_, done) = job(Err(&e));
+                done(Some(&e));
+            }
+            continue;
+        }
+        let mut sound = true;
+        let mut answers = Vec::with_capacity(batch.len());
+        for job in batch {
+            let (ok, done) = job(Ok(&conn));
+            sound &= ok;
+            answers.push(done);
+        }
+        let outcome = if sound {
+            conn.execute_batch("COMMIT")
+        } else {
+            Err(rusqlite::Error::SqliteFailure(
+                rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_ABORT),
+                Some("a write left its savepoint unresolved; the batch was rolled back".into()),
+            ))
+        };
+        if outcome.is_err() {
+            // Still in the transaction after a failed COMMIT (or an unsound write): undo it all.
+            let _ = conn.execute_batch("ROLLBACK");
+        }
+        for done in answers {
+            done(outcome.as_ref().err());
+        }
+    }
+}
+
+/// Runs `f` in a savepoint of the open transaction: kept when it returns `Ok(Ok(_))`, rolled back
+/// when it refuses (`Ok(Err(_))`), fails or panics. The flag is false when the savepoint itself
+/// could not be resolved, and the batch must not commit.
+pub fn in_savepoint<T, E, F>(conn: &Connection, f: F) -> (bool, Result<Result<T, T>, E>)
+where
+    F: FnOnce(&Connection) -> Result<Result<T, T>, E>,
+    E: From<rusqlite::Error> + From<String>,
+{
+    if let Err(e) = conn.execute_batch("SAVEPOINT job") {
+        return (true, Err(e.into()));
+    }
+    let out = catch_unwind(AssertUnwindSafe(|| f(conn)))
+        .unwrap_or_else(|_| Err(E::from("a write panicked".to_owned())));
+    let resolved = match out {
+        Ok(Ok(_)) => conn.execute_batch("RELEASE job"),
+        _ => conn.execute_batch("ROLLBACK TO job; RELEASE job"),
+    };
+    match resolved {
+        Ok(()) => (true, out),
+        Err(e) => (false, Err(e.into())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug)]
+    struct Failed(String);
+    impl From<rusqlite::Error> for Failed {
+        fn from(e: rusqlite::Error) -> Self {
+            Failed(e.to_string())
+        }
+    }
+    impl From<String> for Failed {
+        fn from(e: String) -> Self {
+            Failed(e)
+        }
+    }
+
+    fn conn() -> Connection {
+        let c = Connection::open_in_memory().unwrap();
+        c.execute_batch("CREATE TABLE t (k TEXT PRIMARY KEY, n INTEGER NOT NULL)")
+            .unwrap();
+        c
+    }
+
+    fn count(c: &Connection) -> i64 {
+        c.query_row("SELECT count(*) FROM t", [], |r| r.get(0))
+            .unwrap()
+    }
+
+    fn put(c: &Connection, k: &str) -> Result<(), Failed> {
+        c.execute("INSERT INTO t VALUES (?1, 1)", [k])?;
+        Ok(())
+    }
+
+    fn insert(c: &Connection, k: &str) -> Result<Result<(), ()>, Failed> {
+        put(c, k).map(Ok)
+    }
+
+    #[test]
+    fn a_refusal_a_failure_and_a_panic_roll_back_only_themselves() {
+        let c = conn();
+        c.execute_batch("BEGIN IMMEDIATE").unwrap();
+        assert!(matches!(
+            in_savepoint(&c, |c| insert(c, "a")),
+            (true, Ok(Ok(())))
+        ));
+        let refused = in_savepoint(&c, |c| {
+            put(c, "b")?;
+            Ok::<_, Failed>(Err(()))
+        });
+        assert!(matches!(refused, (true, Ok(Err(())))));
+        // The primary key refuses a second "a": an error, and "c" before it is undone.
+        let failed = in_savepoint(&c, |c| {
+            put(c, "c")?;
+            insert(c, "a")
+        });
+        assert!(matches!(failed, (true, Err(_))));
+        let panicked = in_savepoint(&c, |c| -> Result<Result<(), ()>, Failed> {
+            put(c, "d")?;
+            panic!("a bug in a write")
+        });
+        assert!(matches!(panicked, (true, Err(Failed(m))) if m.contains("panicked")));
+        c.execute_batch("COMMIT").unwrap();
+        let keys: Vec<String> = c
+            .prepare("SELECT k FROM t")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(keys, ["a"]);
+    }
+
+    #[test]
+    fn queued_writes_are_answered_after_their_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("w.db");
+        let c = Connection::open(&path).unwrap();
+        c.execute_batch("CREATE TABLE t (k TEXT PRIMARY KEY, n INTEGER NOT NULL)")
+            .unwrap();
+        let writer = Writer::start(c).unwrap();
+        let (tx, rx) = mpsc::channel();
+        for i in 0..200 {
+            let tx = tx.clone();
+            let job: Job = Box::new(move |c| {
+                let (sound, out) = match c {
+                    Ok(c) => in_savepoint(c, |c| insert(c, &format!("k{i}"))),
+                    Err(e) => (true, Err(Failed(e.to_string()))),
+                };
+                (
+                    sound,
+                    Box::new(move |failed: Option<&rusqlite::Error>| {
+                        let _ = tx.send(failed.is_none() && out.is_ok());
+                    }),
+                )
+            });
+            assert!(writer.send(job).is_ok());
+        }
+        drop(tx);
+        let answers: Vec<bool> = rx.iter().collect();
+        assert_eq!(answers.len(), 200);
+        assert!(answers.iter().all(|&ok| ok));
+        // Answered only after the commit: another connection sees every row.
+        assert_eq!(count(&Connection::open(&path).unwrap()), 200);
+    }
+}
