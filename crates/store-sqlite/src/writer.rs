@@ -59,7 +59,7 @@ fn serve(conn: Connection, jobs: mpsc::Receiver<Job>) {
                 Err(_) => break,
             }
         }
-        if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
+        if let Err(e) = run(&conn, "BEGIN IMMEDIATE") {
             for job in batch {
                 let (_, done) = job(Err(&e));
                 done(Some(&e));
@@ -74,7 +74,7 @@ fn serve(conn: Connection, jobs: mpsc::Receiver<Job>) {
             answers.push(done);
         }
         let outcome = if sound {
-            conn.execute_batch("COMMIT")
+            run(&conn, "COMMIT")
         } else {
             Err(rusqlite::Error::SqliteFailure(
                 rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_ABORT),
@@ -83,12 +83,18 @@ fn serve(conn: Connection, jobs: mpsc::Receiver<Job>) {
         };
         if outcome.is_err() {
             // Still in the transaction after a failed COMMIT (or an unsound write): undo it all.
-            let _ = conn.execute_batch("ROLLBACK");
+            let _ = run(&conn, "ROLLBACK");
         }
         for done in answers {
             done(outcome.as_ref().err());
         }
     }
+}
+
+/// Runs one of the writer's own statements, prepared once per connection (they run several times
+/// per write).
+fn run(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(sql)?.execute([]).map(drop)
 }
 
 /// Runs `f` in a savepoint of the open transaction: kept when it returns `Ok(Ok(_))`, rolled back
@@ -99,14 +105,14 @@ where
     F: FnOnce(&Connection) -> Result<Result<T, T>, E>,
     E: From<rusqlite::Error> + From<String>,
 {
-    if let Err(e) = conn.execute_batch("SAVEPOINT job") {
+    if let Err(e) = run(conn, "SAVEPOINT job") {
         return (true, Err(e.into()));
     }
     let out = catch_unwind(AssertUnwindSafe(|| f(conn)))
         .unwrap_or_else(|_| Err(E::from("a write panicked".to_owned())));
     let resolved = match out {
-        Ok(Ok(_)) => conn.execute_batch("RELEASE job"),
-        _ => conn.execute_batch("ROLLBACK TO job; RELEASE job"),
+        Ok(Ok(_)) => run(conn, "RELEASE job"),
+        _ => run(conn, "ROLLBACK TO job").and_then(|()| run(conn, "RELEASE job")),
     };
     match resolved {
         Ok(()) => (true, out),
