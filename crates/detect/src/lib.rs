@@ -3,6 +3,7 @@
 //! ranges, countries, zones; see `scripts/data.py`) is read once, by [`Engine::load`], per
 //! process or Lambda cold start.
 
+use std::borrow::Cow;
 use std::path::Path;
 
 use serde::Serialize;
@@ -16,6 +17,7 @@ pub mod places;
 pub mod reasons;
 mod rules;
 pub mod signature;
+pub mod table;
 pub mod ua;
 pub mod velocity;
 mod visit;
@@ -30,6 +32,7 @@ pub use wire::Wire;
 
 use networks::Networks;
 use places::{Geo, Ranges};
+use table::Table;
 use ua::BotPatterns;
 use wire::Fingerprints;
 
@@ -115,37 +118,49 @@ impl Engine {
     }
 
     /// The engine over the data committed under `data/`, built into the binary: a Lambda function
-    /// carries its data with it, and nothing is read from disk at a cold start.
+    /// carries its data with it, and nothing is read from disk or parsed at a cold start that
+    /// the build could do: the address tables are laid out by `build.rs`, and the country
+    /// database is read where it lies in the binary.
     pub fn embedded() -> Result<Self, DataError> {
         const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/");
-        Self::from_data(
-            include_str!(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/../../data/bot-patterns.tsv"
-            )),
-            include_str!(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/../../data/ip-ranges.tsv"
-            )),
-            include_str!(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/../../data/asn-hosting.tsv"
-            )),
-            include_bytes!(concat!(
+        macro_rules! data {
+            ($file:literal) => {
+                include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/", $file))
+            };
+        }
+        macro_rules! built {
+            ($file:literal) => {
+                include_bytes!(concat!(env!("OUT_DIR"), "/", $file))
+            };
+        }
+        let table = |v4, v6, file: &str| {
+            Table::from_static(v4, v6)
+                .ok_or_else(|| DataError::Format(format!("{file}: a table of partial records")))
+        };
+        let ranges = Ranges::new(
+            include_str!(concat!(env!("OUT_DIR"), "/ranges.meta")),
+            table(built!("ranges.v4"), built!("ranges.v6"), "ip-ranges.tsv")?,
+        )?;
+        let networks = Networks::new(
+            include_str!(concat!(env!("OUT_DIR"), "/networks.meta")),
+            table(
+                built!("networks.v4"),
+                built!("networks.v6"),
+                "asn-hosting.tsv",
+            )?,
+        )?;
+        Self::assemble(
+            data!("bot-patterns.tsv"),
+            ranges,
+            networks,
+            Cow::Borrowed(include_bytes!(concat!(
                 env!("CARGO_MANIFEST_DIR"),
                 "/../../data/country.mmdb"
-            ))
-            .to_vec(),
-            include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/zones.tsv")),
-            include_str!(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/../../data/wire-fingerprints.tsv"
-            )),
-            include_str!(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/../../data/agents.tsv"
-            )),
-            include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/MANIFEST")),
+            ))),
+            data!("zones.tsv"),
+            data!("wire-fingerprints.tsv"),
+            data!("agents.tsv"),
+            data!("MANIFEST"),
         )
         .map_err(|e| DataError::Format(format!("{DATA}: {e}")))
     }
@@ -156,6 +171,29 @@ impl Engine {
         ranges: &str,
         hosting: &str,
         mmdb: Vec<u8>,
+        zones: &str,
+        wire: &str,
+        agents: &str,
+        manifest: &str,
+    ) -> Result<Self, DataError> {
+        Self::assemble(
+            patterns,
+            Ranges::parse(ranges)?,
+            Networks::parse(hosting)?,
+            Cow::Owned(mmdb),
+            zones,
+            wire,
+            agents,
+            manifest,
+        )
+    }
+
+    #[allow(clippy::too_many_arguments)] // one per data file, each named at every call
+    fn assemble(
+        patterns: &str,
+        ranges: Ranges,
+        networks: Networks,
+        mmdb: Cow<'static, [u8]>,
         zones: &str,
         wire: &str,
         agents: &str,
@@ -173,8 +211,8 @@ impl Engine {
             .join(" ");
         Ok(Self {
             bots: BotPatterns::parse(patterns)?,
-            ranges: Ranges::parse(ranges)?,
-            networks: Networks::parse(hosting)?,
+            ranges,
+            networks,
             geo: Geo::load(mmdb, zones)?,
             fingerprints: Fingerprints::parse(wire)?,
             agents: Catalogue::parse(agents)?,
@@ -259,6 +297,39 @@ mod tests {
     use std::sync::LazyLock;
 
     use super::*;
+
+    #[test]
+    fn the_built_in_tables_are_the_data_directorys() {
+        let built = Engine::embedded().unwrap();
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data");
+        let loaded = Engine::load(&dir).unwrap();
+        assert!(built.ranges().len() > 20_000, "{}", built.ranges().len());
+        let a: Vec<_> = built.ranges().samples().collect();
+        let b: Vec<_> = loaded.ranges().samples().collect();
+        assert_eq!(a, b);
+        assert_eq!(built.networks().len(), loaded.networks().len());
+        // Every range's first address, and the one before it, finds the same network either way.
+        for (ip, _) in Table::parse(include_str!("../../../data/asn-hosting.tsv"))
+            .unwrap()
+            .starts()
+        {
+            let before = match ip {
+                std::net::IpAddr::V4(v4) => u32::from(v4)
+                    .checked_sub(1)
+                    .map(|x| std::net::IpAddr::from(std::net::Ipv4Addr::from(x))),
+                std::net::IpAddr::V6(v6) => u128::from(v6)
+                    .checked_sub(1)
+                    .map(|x| std::net::IpAddr::from(std::net::Ipv6Addr::from(x))),
+            };
+            for ip in std::iter::once(ip).chain(before) {
+                assert_eq!(
+                    built.networks().lookup(ip),
+                    loaded.networks().lookup(ip),
+                    "{ip}"
+                );
+            }
+        }
+    }
 
     /// The repository's data, loaded once for these tests (read-only).
     pub(crate) static ENGINE: LazyLock<Engine> = LazyLock::new(|| {

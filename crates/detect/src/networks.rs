@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::net::IpAddr;
 
 use super::DataError;
+use crate::table::Table;
 
 /// How a network came to be classified as hosting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,65 +25,51 @@ pub struct Network {
     pub name: String,
 }
 
-/// Non-overlapping ranges sorted by start, searched by bisection, each naming its network.
+/// Hosting networks (`#A` lines) and their ranges, each naming its network's ASN ([`Table`]).
 #[derive(Default)]
 pub struct Networks {
     networks: HashMap<u32, Network>,
-    v4: Vec<(u32, u32, u32)>,
-    v6: Vec<(u128, u128, u32)>,
+    table: Table,
 }
 
 impl Networks {
+    /// The networks of asn-hosting.tsv's text.
     pub fn parse(text: &str) -> Result<Self, DataError> {
-        let bad = |n: usize| DataError::Format(format!("asn-hosting.tsv line {}", n + 1));
-        let mut out = Networks::default();
-        for (n, line) in text.lines().enumerate() {
-            let mut cols = line.split('\t');
-            match (cols.next(), cols.next(), cols.next(), cols.next()) {
-                (Some("#A"), Some(asn), Some(basis), Some(name)) => {
-                    let asn: u32 = asn.parse().map_err(|_| bad(n))?;
-                    let basis = match basis {
-                        "listed" => Basis::Listed,
-                        "named" => Basis::Named,
-                        _ => return Err(bad(n)),
-                    };
-                    let name = name.to_owned();
-                    out.networks.insert(asn, Network { asn, basis, name });
-                }
-                (Some(c), ..) if c.starts_with('#') => {}
-                (Some(start), Some(end), Some(asn), None) => {
-                    let asn: u32 = asn.parse().map_err(|_| bad(n))?;
-                    match (start.parse::<IpAddr>(), end.parse::<IpAddr>()) {
-                        (Ok(IpAddr::V4(s)), Ok(IpAddr::V4(e))) => {
-                            out.v4.push((u32::from(s), u32::from(e), asn));
-                        }
-                        (Ok(IpAddr::V6(s)), Ok(IpAddr::V6(e))) => {
-                            out.v6.push((u128::from(s), u128::from(e), asn));
-                        }
-                        _ => return Err(bad(n)),
-                    }
-                }
-                (Some(""), None, ..) => {}
-                _ => return Err(bad(n)),
+        let table = Table::parse(text)
+            .map_err(|n| DataError::Format(format!("asn-hosting.tsv line {n}")))?;
+        Self::new(text, table)
+    }
+
+    /// The networks of `meta` (the file's `#` lines, or all of it) over a table already laid out.
+    /// A range whose ASN no `#A` line names is in no hosting network.
+    pub fn new(meta: &str, table: Table) -> Result<Self, DataError> {
+        let mut networks = HashMap::new();
+        for (n, line) in meta.lines().enumerate() {
+            if !line.starts_with("#A\t") {
+                continue;
             }
+            let bad = || DataError::Format(format!("asn-hosting.tsv network line {}", n + 1));
+            let mut cols = line.split('\t').skip(1);
+            let (Some(asn), Some(basis), Some(name), None) =
+                (cols.next(), cols.next(), cols.next(), cols.next())
+            else {
+                return Err(bad());
+            };
+            let asn: u32 = asn.parse().map_err(|_| bad())?;
+            let basis = match basis {
+                "listed" => Basis::Listed,
+                "named" => Basis::Named,
+                _ => return Err(bad()),
+            };
+            let name = name.to_owned();
+            networks.insert(asn, Network { asn, basis, name });
         }
-        // Sorted by start for the bisection (the data comes sorted; this keeps a hand-edited
-        // file safe).
-        out.v4.sort_unstable();
-        out.v6.sort_unstable();
-        Ok(out)
+        Ok(Self { networks, table })
     }
 
     /// The hosting network `ip` belongs to, if any.
     pub fn lookup(&self, ip: IpAddr) -> Option<&Network> {
-        let asn = match ip {
-            IpAddr::V4(v4) => find(&self.v4, u32::from(v4)),
-            IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-                Some(v4) => find(&self.v4, u32::from(v4)),
-                None => find(&self.v6, u128::from(v6)),
-            },
-        }?;
-        self.networks.get(&asn)
+        self.networks.get(&self.table.find(ip)?)
     }
 
     pub fn len(&self) -> usize {
@@ -92,12 +79,6 @@ impl Networks {
     pub fn is_empty(&self) -> bool {
         self.networks.is_empty()
     }
-}
-
-fn find<T: Ord + Copy>(ranges: &[(T, T, u32)], x: T) -> Option<u32> {
-    let i = ranges.partition_point(|(start, ..)| *start <= x);
-    let (_, end, asn) = ranges.get(i.checked_sub(1)?)?;
-    (x <= *end).then_some(*asn)
 }
 
 #[cfg(test)]

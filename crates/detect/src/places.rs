@@ -2,6 +2,7 @@
 //! (data/country.mmdb), and which time zones and UTC offsets that country uses (data/zones.tsv
 //! with the tz database's offsets).
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::net::IpAddr;
 
@@ -9,6 +10,7 @@ use chrono::TimeZone;
 use serde::Deserialize;
 
 use super::DataError;
+use crate::table::{Table, label_ids, unlabelled};
 
 /// What an operator range is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,80 +29,61 @@ pub struct Label {
     pub provider: String,
 }
 
-/// Non-overlapping ranges sorted by start, searched by bisection.
+/// Operator ranges: their labels (`#L` lines) and the ranges naming them ([`Table`]).
 pub struct Ranges {
-    labels: Vec<Label>,
-    v4: Vec<(u32, u32, u16)>,
-    v6: Vec<(u128, u128, u16)>,
+    labels: HashMap<u32, Label>,
+    table: Table,
 }
 
 impl Ranges {
+    /// The ranges of ip-ranges.tsv's text.
     pub fn parse(text: &str) -> Result<Self, DataError> {
-        let bad = |n: usize| DataError::Format(format!("ip-ranges.tsv line {}", n + 1));
-        let mut index: HashMap<u16, u16> = HashMap::new();
-        let mut labels = Vec::new();
-        let (mut v4, mut v6) = (Vec::new(), Vec::new());
-        for (n, line) in text.lines().enumerate() {
-            let cols: Vec<&str> = line.split('\t').collect();
-            if let ["#L", i, kind, provider] = cols.as_slice() {
-                let kind = match *kind {
-                    "hosting" => Kind::Hosting,
-                    "cdn" => Kind::Cdn,
-                    "vpn" => Kind::Vpn,
-                    "tor" => Kind::Tor,
-                    "bot" => Kind::Crawler,
-                    _ => return Err(bad(n)),
-                };
-                let i: u16 = i.parse().map_err(|_| bad(n))?;
-                index.insert(i, u16::try_from(labels.len()).map_err(|_| bad(n))?);
-                labels.push(Label {
-                    kind,
-                    provider: (*provider).to_owned(),
-                });
-                continue;
-            }
-            if line.starts_with('#') || line.is_empty() {
-                continue;
-            }
-            let [start, end, label] = cols.as_slice() else {
-                return Err(bad(n));
-            };
-            let label = label
-                .parse::<u16>()
-                .ok()
-                .and_then(|l| index.get(&l).copied())
-                .ok_or_else(|| bad(n))?;
-            match (start.parse::<IpAddr>(), end.parse::<IpAddr>()) {
-                (Ok(IpAddr::V4(s)), Ok(IpAddr::V4(e))) => v4.push((s.into(), e.into(), label)),
-                (Ok(IpAddr::V6(s)), Ok(IpAddr::V6(e))) => v6.push((s.into(), e.into(), label)),
-                _ => return Err(bad(n)),
-            }
+        let table =
+            Table::parse(text).map_err(|n| DataError::Format(format!("ip-ranges.tsv line {n}")))?;
+        if let Some(tag) = unlabelled(&table, &label_ids(text)) {
+            return Err(DataError::Format(format!(
+                "ip-ranges.tsv: a range names label {tag}, which no #L line defines"
+            )));
         }
-        v4.sort_unstable();
-        v6.sort_unstable();
-        Ok(Self { labels, v4, v6 })
+        Self::new(text, table)
     }
 
-    fn find<T: Ord + Copy>(list: &[(T, T, u16)], ip: T) -> Option<u16> {
-        let i = list.partition_point(|(start, ..)| *start <= ip);
-        let (_, end, label) = *list.get(i.checked_sub(1)?)?;
-        (ip <= end).then_some(label)
+    /// The labels of `meta` (the file's `#` lines, or all of it) over a table already laid out.
+    /// That every range names a label is checked by [`Ranges::parse`] and, for the built-in
+    /// data, by the build (`build.rs`): not again at every cold start.
+    pub fn new(meta: &str, table: Table) -> Result<Self, DataError> {
+        let mut labels = HashMap::new();
+        for (n, line) in meta.lines().enumerate() {
+            let bad = || DataError::Format(format!("ip-ranges.tsv label line {}", n + 1));
+            if !line.starts_with("#L\t") {
+                continue;
+            }
+            let cols: Vec<&str> = line.split('\t').collect();
+            let ["#L", i, kind, provider] = cols.as_slice() else {
+                return Err(bad());
+            };
+            let kind = match *kind {
+                "hosting" => Kind::Hosting,
+                "cdn" => Kind::Cdn,
+                "vpn" => Kind::Vpn,
+                "tor" => Kind::Tor,
+                "bot" => Kind::Crawler,
+                _ => return Err(bad()),
+            };
+            let i: u32 = i.parse().map_err(|_| bad())?;
+            let provider = (*provider).to_owned();
+            labels.insert(i, Label { kind, provider });
+        }
+        Ok(Self { labels, table })
     }
 
     /// The operator range `ip` falls in, if any.
     pub fn lookup(&self, ip: IpAddr) -> Option<&Label> {
-        let label = match ip {
-            IpAddr::V4(v4) => Self::find(&self.v4, u32::from(v4)),
-            IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-                Some(v4) => Self::find(&self.v4, u32::from(v4)),
-                None => Self::find(&self.v6, u128::from(v6)),
-            },
-        }?;
-        self.labels.get(usize::from(label))
+        self.labels.get(&self.table.find(ip)?)
     }
 
     pub fn len(&self) -> usize {
-        self.v4.len() + self.v6.len()
+        self.table.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -109,16 +92,9 @@ impl Ranges {
 
     /// Every range with its label, for measuring accuracy on each category.
     pub fn samples(&self) -> impl Iterator<Item = (IpAddr, &Label)> {
-        let v4 = self
-            .v4
-            .iter()
-            .map(|(s, _, l)| (IpAddr::from(std::net::Ipv4Addr::from(*s)), *l));
-        let v6 = self
-            .v6
-            .iter()
-            .map(|(s, _, l)| (IpAddr::from(std::net::Ipv6Addr::from(*s)), *l));
-        v4.chain(v6)
-            .filter_map(|(ip, l)| self.labels.get(usize::from(l)).map(|l| (ip, l)))
+        self.table
+            .starts()
+            .filter_map(|(ip, tag)| self.labels.get(&tag).map(|l| (ip, l)))
     }
 }
 
@@ -144,7 +120,7 @@ pub struct ZoneInfo {
 }
 
 pub struct Geo {
-    countries: maxminddb::Reader<Vec<u8>>,
+    countries: maxminddb::Reader<Cow<'static, [u8]>>,
     zones: HashMap<String, ZoneInfo>,
     /// Every offset used in each country, in January or July.
     country_offsets: HashMap<Country, Vec<i32>>,
@@ -173,7 +149,8 @@ fn offsets(zone: &str) -> Option<[i32; 2]> {
 }
 
 impl Geo {
-    pub fn load(mmdb: Vec<u8>, zones_tsv: &str) -> Result<Self, DataError> {
+    /// `mmdb` is borrowed from the binary when the data is built in (no copy of its 7.8 MB).
+    pub fn load(mmdb: Cow<'static, [u8]>, zones_tsv: &str) -> Result<Self, DataError> {
         let countries = maxminddb::Reader::from_source(mmdb)
             .map_err(|e| DataError::Format(format!("country.mmdb: {e}")))?;
         let mut zones = HashMap::new();

@@ -1,0 +1,40 @@
+//! Lays out the committed data's address tables (data/ip-ranges.tsv, data/asn-hosting.tsv) as the
+//! engine searches them (see src/table.rs), so that a cold start reads them from the binary
+//! instead of parsing 70,000 lines of addresses. A malformed line fails the build.
+
+use std::error::Error;
+use std::path::{Path, PathBuf};
+
+// The engine reads tables too; this script only writes them.
+#[allow(dead_code)]
+#[path = "src/table.rs"]
+mod table;
+
+fn main() -> Result<(), Box<dyn Error>> {
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data");
+    let out = PathBuf::from(std::env::var_os("OUT_DIR").ok_or("OUT_DIR is not set")?);
+    for (file, name) in [("ip-ranges.tsv", "ranges"), ("asn-hosting.tsv", "networks")] {
+        let path = data.join(file);
+        println!("cargo::rerun-if-changed={}", path.display());
+        let text = std::fs::read_to_string(&path)?;
+        let table = table::Table::parse(&text).map_err(|n| format!("{file} line {n}"))?;
+        if name == "ranges"
+            && let Some(tag) = table::unlabelled(&table, &table::label_ids(&text))
+        {
+            return Err(
+                format!("{file}: a range names label {tag}, which no #L line defines").into(),
+            );
+        }
+        let (v4, v6) = table.bytes();
+        std::fs::write(out.join(format!("{name}.v4")), v4)?;
+        std::fs::write(out.join(format!("{name}.v6")), v6)?;
+        // The labels and networks (`#` lines): small, parsed at start.
+        let meta: String = text
+            .lines()
+            .filter(|l| l.starts_with('#'))
+            .flat_map(|l| [l, "\n"])
+            .collect();
+        std::fs::write(out.join(format!("{name}.meta")), meta)?;
+    }
+    Ok(())
+}
