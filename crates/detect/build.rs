@@ -19,7 +19,10 @@ fn main() -> Result<(), Box<dyn Error>> {
         let text = std::fs::read_to_string(&path)?;
         let table = table::Table::parse(&text).map_err(|n| format!("{file} line {n}"))?;
         if name == "ranges"
-            && let Some(tag) = table::unlabelled(&table, &table::label_ids(&text))
+            && let Some(tag) = table::unlabelled(&table, {
+                let ids = table::label_ids(&text);
+                move |tag| ids.contains(&tag)
+            })
         {
             return Err(
                 format!("{file}: a range names label {tag}, which no #L line defines").into(),

@@ -10,7 +10,7 @@ use chrono::TimeZone;
 use serde::Deserialize;
 
 use super::DataError;
-use crate::table::{Table, label_ids, unlabelled};
+use crate::table::{Table, unlabelled};
 
 /// What an operator range is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,12 +40,13 @@ impl Ranges {
     pub fn parse(text: &str) -> Result<Self, DataError> {
         let table =
             Table::parse(text).map_err(|n| DataError::Format(format!("ip-ranges.tsv line {n}")))?;
-        if let Some(tag) = unlabelled(&table, &label_ids(text)) {
+        let ranges = Self::new(text, table)?;
+        if let Some(tag) = unlabelled(&ranges.table, |tag| ranges.labels.contains_key(&tag)) {
             return Err(DataError::Format(format!(
                 "ip-ranges.tsv: a range names label {tag}, which no #L line defines"
             )));
         }
-        Self::new(text, table)
+        Ok(ranges)
     }
 
     /// The labels of `meta` (the file's `#` lines, or all of it) over a table already laid out.

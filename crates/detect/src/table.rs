@@ -49,22 +49,21 @@ impl Table {
         // file safe).
         v4.sort_unstable();
         v6.sort_unstable();
-        let mut t = Table::default();
-        let mut bytes = Vec::with_capacity(v4.len() * V4);
-        for (s, e, tag) in v4 {
-            bytes.extend_from_slice(&s.to_le_bytes());
-            bytes.extend_from_slice(&e.to_le_bytes());
-            bytes.extend_from_slice(&tag.to_le_bytes());
-        }
-        t.v4 = Cow::Owned(bytes);
-        let mut bytes = Vec::with_capacity(v6.len() * V6);
-        for (s, e, tag) in v6 {
-            bytes.extend_from_slice(&s.to_le_bytes());
-            bytes.extend_from_slice(&e.to_le_bytes());
-            bytes.extend_from_slice(&tag.to_le_bytes());
-        }
-        t.v6 = Cow::Owned(bytes);
-        Ok(t)
+        // Each record: start, end, tag, little-endian.
+        let v4 = v4.iter().flat_map(|(s, e, tag)| {
+            (s.to_le_bytes().into_iter())
+                .chain(e.to_le_bytes())
+                .chain(tag.to_le_bytes())
+        });
+        let v6 = v6.iter().flat_map(|(s, e, tag)| {
+            (s.to_le_bytes().into_iter())
+                .chain(e.to_le_bytes())
+                .chain(tag.to_le_bytes())
+        });
+        Ok(Table {
+            v4: Cow::Owned(v4.collect()),
+            v6: Cow::Owned(v6.collect()),
+        })
     }
 
     /// The layout [`Table::bytes`] wrote, read in place; none when a length is not whole records.
@@ -114,11 +113,8 @@ impl Table {
 }
 
 /// The first tag of `table` not in `known`, if any (a range naming a label no line defines).
-pub fn unlabelled(table: &Table, known: &std::collections::HashSet<u32>) -> Option<u32> {
-    table
-        .starts()
-        .map(|(_, tag)| tag)
-        .find(|tag| !known.contains(tag))
+pub fn unlabelled(table: &Table, known: impl Fn(u32) -> bool) -> Option<u32> {
+    table.starts().map(|(_, tag)| tag).find(|&tag| !known(tag))
 }
 
 /// The ids of a data file's `#L` lines (`#L<TAB>id<TAB>...`).

@@ -169,8 +169,7 @@ fn needs_lookaround(p: &str) -> bool {
 impl BotPatterns {
     /// Parses `source \t category \t pattern` lines (`#` comments).
     pub fn parse(text: &str) -> Result<Self, DataError> {
-        let (mut cased, mut cased_text, mut cased_text_category) =
-            (Vec::new(), Vec::new(), Vec::new());
+        let (mut cased_text, mut cased_text_category) = (Vec::new(), Vec::new());
         let (mut lower, mut lower_text) = (Vec::new(), Vec::new());
         let mut lookaround = Vec::new();
         // (category, its patterns that are not plain text), in order of first appearance.
@@ -214,10 +213,7 @@ impl BotPatterns {
                     cased_text.push(text);
                     cased_text_category.push(c);
                 }
-                None => {
-                    categories[c].1.push(pattern.clone());
-                    cased.push(pattern);
-                }
+                None => categories[c].1.push(pattern),
             }
         }
         let (mut alternations, mut cased_category) = (Vec::new(), Vec::new());
@@ -233,7 +229,8 @@ impl BotPatterns {
             .build()
             .map_err(|_| {
                 // Name the pattern at fault, not the whole set.
-                let bad = cased.iter().find(|p| Regex::new(p).is_err());
+                let bad = (categories.iter().flat_map(|(_, patterns)| patterns))
+                    .find(|p| Regex::new(p).is_err());
                 DataError::Format(format!("bot pattern {bad:?} is not a valid expression"))
             })?;
         Ok(Self {
