@@ -150,7 +150,7 @@ impl Engine {
             )?,
         )?;
         Self::assemble(
-            data!("bot-patterns.tsv"),
+            BotPatterns::embedded()?,
             ranges,
             networks,
             Cow::Borrowed(include_bytes!(concat!(
@@ -177,7 +177,7 @@ impl Engine {
         manifest: &str,
     ) -> Result<Self, DataError> {
         Self::assemble(
-            patterns,
+            BotPatterns::parse(patterns)?,
             Ranges::parse(ranges)?,
             Networks::parse(hosting)?,
             Cow::Owned(mmdb),
@@ -190,7 +190,7 @@ impl Engine {
 
     #[allow(clippy::too_many_arguments)] // one per data file, each named at every call
     fn assemble(
-        patterns: &str,
+        bots: BotPatterns,
         ranges: Ranges,
         networks: Networks,
         mmdb: Cow<'static, [u8]>,
@@ -210,7 +210,7 @@ impl Engine {
             .collect::<Vec<_>>()
             .join(" ");
         Ok(Self {
-            bots: BotPatterns::parse(patterns)?,
+            bots,
             ranges,
             networks,
             geo: Geo::load(mmdb, zones)?,

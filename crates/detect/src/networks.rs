@@ -2,8 +2,9 @@
 //! colocation (data/asn-hosting.tsv, made by `make data`), so that any address of such a network is
 //! known as one, not only the ranges operators publish.
 
-use std::collections::HashMap;
+use std::borrow::Cow;
 use std::net::IpAddr;
+use std::ops::Range;
 
 use super::DataError;
 use crate::table::Table;
@@ -17,18 +18,21 @@ pub enum Basis {
     Named,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Network {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Network<'a> {
     pub asn: u32,
     pub basis: Basis,
     /// The operator (listed) or the registered name (named).
-    pub name: String,
+    pub name: &'a str,
 }
 
 /// Hosting networks (`#A` lines) and their ranges, each naming its network's ASN ([`Table`]).
 #[derive(Default)]
 pub struct Networks {
-    networks: HashMap<u32, Network>,
+    /// The `#A` lines' text (borrowed from the binary when built in), and each network by ASN
+    /// with where its name lies in it: read at a cold start without a copy of any name.
+    meta: Cow<'static, str>,
+    networks: Vec<(u32, Basis, Range<usize>)>,
     table: Table,
 }
 
@@ -37,39 +41,68 @@ impl Networks {
     pub fn parse(text: &str) -> Result<Self, DataError> {
         let table = Table::parse(text)
             .map_err(|n| DataError::Format(format!("asn-hosting.tsv line {n}")))?;
-        Self::new(text, table)
+        let meta: String = (text.lines())
+            .filter(|l| l.starts_with('#'))
+            .flat_map(|l| [l, "\n"])
+            .collect();
+        Self::new(meta, table)
     }
 
-    /// The networks of `meta` (the file's `#` lines, or all of it) over a table already laid out.
-    /// A range whose ASN no `#A` line names is in no hosting network.
-    pub fn new(meta: &str, table: Table) -> Result<Self, DataError> {
-        let mut networks = HashMap::new();
-        for (n, line) in meta.lines().enumerate() {
-            if !line.starts_with("#A\t") {
+    /// The networks of `meta` (the file's `#` lines) over a table already laid out. A range
+    /// whose ASN no `#A` line names is in no hosting network.
+    pub fn new(meta: impl Into<Cow<'static, str>>, table: Table) -> Result<Self, DataError> {
+        let meta = meta.into();
+        let mut networks = Vec::new();
+        let mut at = 0;
+        for (n, line) in meta.split_inclusive('\n').enumerate() {
+            let start = at;
+            at += line.len();
+            let Some(fields) = line.trim_end_matches(['\n', '\r']).strip_prefix("#A\t") else {
                 continue;
-            }
+            };
             let bad = || DataError::Format(format!("asn-hosting.tsv network line {}", n + 1));
-            let mut cols = line.split('\t').skip(1);
+            let mut cols = fields.split('\t');
             let (Some(asn), Some(basis), Some(name), None) =
                 (cols.next(), cols.next(), cols.next(), cols.next())
             else {
                 return Err(bad());
             };
-            let asn: u32 = asn.parse().map_err(|_| bad())?;
             let basis = match basis {
                 "listed" => Basis::Listed,
                 "named" => Basis::Named,
                 _ => return Err(bad()),
             };
-            let name = name.to_owned();
-            networks.insert(asn, Network { asn, basis, name });
+            // The name is the last field.
+            let name_at = start + "#A\t".len() + fields.len() - name.len();
+            networks.push((
+                asn.parse().map_err(|_| bad())?,
+                basis,
+                name_at..name_at + name.len(),
+            ));
         }
-        Ok(Self { networks, table })
+        // By ASN, the last line of an ASN winning as a map would have it.
+        networks.reverse();
+        networks.sort_by_key(|(asn, _, _)| *asn);
+        networks.dedup_by_key(|(asn, _, _)| *asn);
+        Ok(Self {
+            meta,
+            networks,
+            table,
+        })
     }
 
     /// The hosting network `ip` belongs to, if any.
-    pub fn lookup(&self, ip: IpAddr) -> Option<&Network> {
-        self.networks.get(&self.table.find(ip)?)
+    pub fn lookup(&self, ip: IpAddr) -> Option<Network<'_>> {
+        let asn = self.table.find(ip)?;
+        let i = (self.networks)
+            .binary_search_by_key(&asn, |(asn, _, _)| *asn)
+            .ok()?;
+        let (asn, basis, name) = &self.networks[i];
+        Some(Network {
+            asn: *asn,
+            basis: *basis,
+            name: self.meta.get(name.clone())?,
+        })
     }
 
     pub fn len(&self) -> usize {
@@ -101,9 +134,22 @@ mod tests {
         assert_eq!(at("2600:1f18::1"), Some(16509));
         assert_eq!(at("2a00::1"), None);
         assert_eq!(
-            n.lookup("5.0.0.1".parse().unwrap()).unwrap().basis,
-            Basis::Named
+            n.lookup("5.0.0.1".parse().unwrap()),
+            Some(Network {
+                asn: 906,
+                basis: Basis::Named,
+                name: "DMIT Cloud Services"
+            })
         );
+        assert_eq!(n.len(), 2);
+    }
+
+    #[test]
+    fn a_network_named_twice_is_its_last_line() {
+        let n = Networks::parse("#A\t7\tlisted\tOld\r\n#A\t7\tnamed\tNew\n1.0.0.0\t1.0.0.9\t7\n")
+            .unwrap();
+        let found = n.lookup("1.0.0.1".parse().unwrap()).unwrap();
+        assert_eq!((found.name, found.basis, n.len()), ("New", Basis::Named, 1));
     }
 
     #[test]

@@ -1,127 +1,67 @@
 //! User agents: known bots by pattern (crawler-user-agents and isbot), and what a user agent
 //! claims to be (browser, engine, platform, mobile).
 //!
-//! Most patterns (1,566 of 1,705) are plain text: they are found together by one Aho-Corasick
-//! automaton, which builds in a fraction of the time a regular expression of a thousand
-//! alternatives compiles in (a cold start pays for it) and scans a user agent once. The rest are
-//! regular expressions: one alternation per source, and one per category for naming a match's
-//! category, all compiled when the engine is built. The few isbot patterns that need
-//! look-around, which the `regex` crate does not do, run on `fancy-regex`.
+//! Most patterns (1,566 of 1,705) are plain text: they are found together by Aho-Corasick
+//! automata (double-array, `daachorse`), which `build.rs` builds from the data and the binary
+//! carries, so that a cold start reads them instead of building them. The rest are regular
+//! expressions: one set for crawler-user-agents' categories and one alternation for isbot's,
+//! compiled when the engine is built, in ASCII mode (`\w`, `\d` and `\b` as ASCII: user agents
+//! are ASCII, and the Unicode classes cost most of the compilation). The few isbot patterns
+//! that need look-around, which the `regex` crate does not do, run on `fancy-regex`.
 
-use aho_corasick::AhoCorasick;
-use aho_corasick::AhoCorasickKind;
-use regex::{Regex, RegexBuilder, RegexSet, RegexSetBuilder};
+use daachorse::DoubleArrayAhoCorasick;
+use regex_automata::meta::{self, Regex};
+use regex_automata::nfa::thompson::WhichCaptures;
+use regex_automata::util::syntax;
+use regex_automata::{Input, MatchKind, PatternSet};
 
 use super::DataError;
+
+mod split;
+
+pub use split::{Split, split};
 
 /// The bot patterns of data/bot-patterns.tsv, each source matched as it means its patterns:
 /// crawler-user-agents' case-sensitively, isbot's case-insensitively (they are written in lower
 /// case and run on the lower-cased user agent, which keeps the automaton small).
 pub struct BotPatterns {
-    /// crawler-user-agents' plain-text patterns, and the category of each.
-    cased_text: Option<AhoCorasick>,
-    cased_text_category: Vec<usize>,
+    /// crawler-user-agents' plain-text patterns, each valued with its category.
+    cased_text: Option<DoubleArrayAhoCorasick<u32>>,
     /// Its other patterns: one alternation per category that has any, matched together (each
     /// pattern compiled once), with the category of each.
-    cased: RegexSet,
+    cased: Regex,
     cased_category: Vec<usize>,
     /// The categories' names, most telling first.
     categories: Vec<String>,
     /// isbot's patterns, in lower case: plain text, and the others.
-    lower_text: Option<AhoCorasick>,
+    lower_text: Option<DoubleArrayAhoCorasick<u32>>,
     lower: Option<Regex>,
     /// Look-around patterns, each with a literal it cannot match without: the backtracking
     /// engine runs only when the user agent contains it.
     lookaround: Vec<(Option<String>, fancy_regex::Regex)>,
 }
 
-/// The text a pattern matches when it has no operator (`\X`, for punctuation X, is X).
-fn plain_text(p: &str) -> Option<String> {
-    let mut out = String::with_capacity(p.len());
-    let mut chars = p.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            '\\' => match chars.next() {
-                Some(e) if e.is_ascii_punctuation() => out.push(e),
-                _ => return None,
-            },
-            '.' | '^' | '$' | '*' | '+' | '?' | '(' | ')' | '[' | ']' | '{' | '}' | '|' => {
-                return None;
-            }
-            c => out.push(c),
-        }
-    }
-    (!out.is_empty()).then_some(out)
-}
-
-/// One automaton over `texts`; None for none.
-fn automaton(texts: &[String]) -> Result<Option<AhoCorasick>, DataError> {
-    if texts.is_empty() {
-        return Ok(None);
-    }
-    // The non-contiguous form builds fastest (a cold start pays for the build) and searches a
-    // user agent's hundred bytes in about as little time as the denser ones.
-    AhoCorasick::builder()
-        .kind(Some(AhoCorasickKind::NoncontiguousNFA))
-        .build(texts)
-        .map(Some)
-        .map_err(|e| DataError::Format(format!("bot patterns: {e}")))
-}
-
-fn build(patterns: &[&str]) -> Result<Regex, regex::Error> {
-    RegexBuilder::new(&patterns.join("|"))
-        // Thousands of alternatives: room for the compiled program and the lazy DFA's cache.
-        .size_limit(64 << 20)
-        .dfa_size_limit(16 << 20)
-        .build()
-}
-
-/// The alternation of `patterns`; None for none (an empty alternation would match everything).
-fn build_named(patterns: &[String]) -> Result<Option<Regex>, DataError> {
-    if patterns.is_empty() {
-        return Ok(None);
-    }
-    let refs: Vec<&str> = patterns.iter().map(String::as_str).collect();
-    build(&refs).map(Some).map_err(|_| {
-        // Name the pattern at fault, not the whole alternation.
-        let bad = refs
-            .iter()
-            .find(|p| Regex::new(p).is_err())
-            .map_or("?", |p| *p);
-        DataError::Format(format!("bot pattern {bad:?} is not a valid expression"))
-    })
-}
-
-/// JavaScript reads `-` after a class escape inside brackets (`[\w\d-.]`) as a literal; the
-/// `regex` crate refuses it. Escaping that `-` keeps the JavaScript meaning.
-fn js_class_hyphens(p: &str) -> std::borrow::Cow<'_, str> {
-    if !p.contains('[') {
-        return p.into();
-    }
-    let mut out = String::with_capacity(p.len() + 4);
-    let (mut in_class, mut escaped, mut after_class_escape) = (false, false, false);
-    for c in p.chars() {
-        if escaped {
-            out.push(c);
-            escaped = false;
-            after_class_escape = in_class && c.is_ascii_alphabetic();
-            continue;
-        }
-        match c {
-            '\\' => escaped = true,
-            '[' if !in_class => in_class = true,
-            ']' if in_class => in_class = false,
-            '-' if in_class && after_class_escape => {
-                out.push_str("\\-");
-                after_class_escape = false;
-                continue;
-            }
-            _ => {}
-        }
-        after_class_escape = false;
-        out.push(c);
-    }
-    out.into()
+/// Expressions as the bot patterns are compiled: ASCII classes (`\w`, `\d`, `\b`) over bytes,
+/// with no captures and no literal prefilter. A prefilter would be an automaton of the
+/// patterns' literals built at every start (most of the compilation), to skip through a
+/// hundred bytes of user agent the lazy DFA reads as fast.
+fn compile(patterns: &[String], kind: MatchKind) -> Result<Regex, DataError> {
+    meta::Builder::new()
+        .configure(
+            meta::Config::new()
+                .match_kind(kind)
+                .which_captures(WhichCaptures::None)
+                .auto_prefilter(false)
+                .nfa_size_limit(Some(64 << 20))
+                .hybrid_cache_capacity(16 << 20),
+        )
+        .syntax(syntax::Config::new().unicode(false).utf8(false))
+        .build_many(patterns)
+        .map_err(|_| {
+            // Name the pattern at fault, not the whole set.
+            let bad = (patterns.iter()).find(|p| compile(std::slice::from_ref(p), kind).is_err());
+            DataError::Format(format!("bot pattern {bad:?} is not a valid expression"))
+        })
 }
 
 /// The longest run of letters and digits every match of `p` must contain (outside groups, classes
@@ -162,85 +102,62 @@ fn required_literal(p: &str) -> Option<String> {
     (best.len() >= 3).then_some(best)
 }
 
-fn needs_lookaround(p: &str) -> bool {
-    p.contains("(?=") || p.contains("(?!") || p.contains("(?<=") || p.contains("(?<!")
-}
-
 impl BotPatterns {
-    /// Parses `source \t category \t pattern` lines (`#` comments).
+    /// Parses `source \t category \t pattern` lines (`#` comments), building everything.
     pub fn parse(text: &str) -> Result<Self, DataError> {
-        let (mut cased_text, mut cased_text_category) = (Vec::new(), Vec::new());
-        let (mut lower, mut lower_text) = (Vec::new(), Vec::new());
-        let mut lookaround = Vec::new();
-        // (category, its patterns that are not plain text), in order of first appearance.
-        let mut categories: Vec<(String, Vec<String>)> = Vec::new();
-        for (n, line) in text.lines().enumerate() {
-            if line.starts_with('#') || line.trim().is_empty() {
-                continue;
-            }
-            let mut cols = line.splitn(3, '\t');
-            let (Some(source), Some(category), Some(pattern)) =
-                (cols.next(), cols.next(), cols.next())
-            else {
-                return Err(DataError::Format(format!(
-                    "bot-patterns.tsv line {}",
-                    n + 1
-                )));
-            };
-            let pattern = js_class_hyphens(pattern).into_owned();
-            if source == "isbot" {
-                let pattern = pattern.to_lowercase();
-                if needs_lookaround(&pattern) {
-                    let re = fancy_regex::Regex::new(&pattern)
-                        .map_err(|e| DataError::Format(format!("bot pattern {pattern:?}: {e}")))?;
-                    lookaround.push((required_literal(&pattern), re));
-                } else if let Some(text) = plain_text(&pattern) {
-                    lower_text.push(text);
-                } else {
-                    lower.push(pattern);
-                }
-                continue;
-            }
-            let c = match categories.iter().position(|(c, _)| c == category) {
-                Some(c) => c,
-                None => {
-                    categories.push((category.to_owned(), Vec::new()));
-                    categories.len() - 1
-                }
-            };
-            match plain_text(&pattern) {
-                Some(text) => {
-                    cased_text.push(text);
-                    cased_text_category.push(c);
-                }
-                None => categories[c].1.push(pattern),
-            }
-        }
+        let split = split(text).map_err(DataError::Format)?;
+        let cased_text = split.cased_automaton().map_err(DataError::Format)?;
+        let lower_text = split.lower_automaton().map_err(DataError::Format)?;
+        Self::compile(split, cased_text, lower_text)
+    }
+
+    /// The patterns of data/bot-patterns.tsv as the binary carries them: the automata and the
+    /// expressions `build.rs` split and built from it.
+    pub fn embedded() -> Result<Self, DataError> {
+        let split =
+            Split::from_expressions(include_str!(concat!(env!("OUT_DIR"), "/bots.expressions")))
+                .map_err(DataError::Format)?;
+        Self::compile(
+            split,
+            read(include_bytes!(concat!(env!("OUT_DIR"), "/bots.cased")))?,
+            read(include_bytes!(concat!(env!("OUT_DIR"), "/bots.lower")))?,
+        )
+    }
+
+    fn compile(
+        split: Split,
+        cased_text: Option<DoubleArrayAhoCorasick<u32>>,
+        lower_text: Option<DoubleArrayAhoCorasick<u32>>,
+    ) -> Result<Self, DataError> {
         let (mut alternations, mut cased_category) = (Vec::new(), Vec::new());
-        for (c, (_, patterns)) in categories.iter().enumerate() {
+        for (c, patterns) in split.cased.iter().enumerate() {
             if !patterns.is_empty() {
                 alternations.push(patterns.join("|"));
                 cased_category.push(c);
             }
         }
-        let cased = RegexSetBuilder::new(&alternations)
-            .size_limit(64 << 20)
-            .dfa_size_limit(16 << 20)
-            .build()
-            .map_err(|_| {
-                // Name the pattern at fault, not the whole set.
-                let bad = (categories.iter().flat_map(|(_, patterns)| patterns))
-                    .find(|p| Regex::new(p).is_err());
-                DataError::Format(format!("bot pattern {bad:?} is not a valid expression"))
-            })?;
+        // Every category that matches, not the first: the most telling of them is chosen.
+        let cased = compile(&alternations, MatchKind::All)?;
+        let lower = if split.lower.is_empty() {
+            // An empty alternation would match everything.
+            None
+        } else {
+            Some(compile(&[split.lower.join("|")], MatchKind::LeftmostFirst)?)
+        };
+        let lookaround = (split.lookaround.iter())
+            .map(|p| {
+                let re = fancy_regex::Regex::new(p)
+                    .map_err(|e| DataError::Format(format!("bot pattern {p:?}: {e}")))?;
+                Ok((required_literal(p), re))
+            })
+            .collect::<Result<_, DataError>>()?;
         Ok(Self {
-            cased_text: automaton(&cased_text)?,
-            cased_text_category,
+            cased_text,
             cased,
             cased_category,
-            categories: categories.into_iter().map(|(name, _)| name).collect(),
-            lower_text: automaton(&lower_text)?,
-            lower: build_named(&lower)?,
+            categories: split.categories,
+            lower_text,
+            lower,
             lookaround,
         })
     }
@@ -249,31 +166,36 @@ impl BotPatterns {
     /// "bot" when only a generic pattern matched). `lower` is `ua` in lower case.
     pub fn category(&self, ua: &str, lower: &str) -> Option<&str> {
         // The most telling category among the plain-text matches ...
-        let by_text = self.cased_text.as_ref().and_then(|ac| {
-            ac.find_overlapping_iter(ua)
-                .map(|m| self.cased_text_category[m.pattern().as_usize()])
-                .min()
-        });
+        let by_text = (self.cased_text.as_ref())
+            .and_then(|ac| ac.find_overlapping_iter(ua).map(|m| m.value()).min())
+            .map(|c| c as usize);
         // ... and among the expressions' matches: the most telling of both.
-        let by_expression = self
-            .cased
-            .matches(ua)
-            .iter()
-            .map(|i| self.cased_category[i])
-            .min();
+        let mut matched = PatternSet::new(self.cased.pattern_len());
+        self.cased
+            .which_overlapping_matches(&Input::new(ua), &mut matched);
+        let by_expression = matched.iter().map(|i| self.cased_category[i]).min();
         if let Some(c) = by_text.into_iter().chain(by_expression).min() {
             return Some(self.categories.get(c).map_or("bot", String::as_str));
         }
-        let generic = self
-            .lower_text
-            .as_ref()
-            .is_some_and(|ac| ac.is_match(lower))
-            || self.lower.as_ref().is_some_and(|re| re.is_match(lower))
+        let generic = (self.lower_text.as_ref())
+            .is_some_and(|ac| ac.find_iter(lower).next().is_some())
+            || (self.lower.as_ref()).is_some_and(|re| re.is_match(lower))
             || self.lookaround.iter().any(|(literal, re)| {
                 literal.as_ref().is_none_or(|l| lower.contains(l.as_str()))
                     && re.is_match(lower).unwrap_or(false)
             });
         generic.then_some("bot")
+    }
+}
+
+/// An automaton `build.rs` wrote (no bytes: no automaton), checked as it is read.
+fn read(bytes: &[u8]) -> Result<Option<DoubleArrayAhoCorasick<u32>>, DataError> {
+    if bytes.is_empty() {
+        return Ok(None);
+    }
+    match DoubleArrayAhoCorasick::deserialize(bytes) {
+        Ok((automaton, [])) => Ok(Some(automaton)),
+        _ => Err(DataError::Format("a built-in bot automaton".into())),
     }
 }
 
@@ -352,6 +274,7 @@ pub fn headless_marker(ua: &str) -> Option<&'static str> {
 
 #[cfg(test)]
 mod tests {
+    use super::split::{js_class_hyphens, needs_lookaround, plain_text};
     use super::*;
 
     const CHROME: &str = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36";
@@ -369,8 +292,8 @@ mod tests {
     }
 
     /// The layout before plain-text patterns went into an automaton: each category's patterns
-    /// as one alternation, tried in order, and isbot's as one.
-    struct Alternations(Vec<(String, Regex)>, Regex);
+    /// as one alternation, tried in order, and isbot's as one, in Unicode mode.
+    struct Alternations(Vec<(String, regex::Regex)>, regex::Regex);
 
     impl Alternations {
         fn new(text: &str) -> Self {
@@ -395,7 +318,12 @@ mod tests {
                     categories.push((category.to_owned(), vec![pattern]));
                 }
             }
-            let compile = |list: &[String]| build_named(list).unwrap().unwrap();
+            let compile = |list: &[String]| {
+                regex::RegexBuilder::new(&list.join("|"))
+                    .size_limit(64 << 20)
+                    .build()
+                    .unwrap()
+            };
             Alternations(
                 categories
                     .into_iter()
@@ -418,7 +346,8 @@ mod tests {
     #[test]
     fn the_automaton_answers_as_the_alternations_did() {
         let text = include_str!("../../../data/bot-patterns.tsv");
-        let engine = BotPatterns::parse(text).unwrap();
+        let parsed = BotPatterns::parse(text).unwrap();
+        let embedded = BotPatterns::embedded().unwrap();
         let before = Alternations::new(text);
         // Every plain-text pattern alone, inside a browser's user agent, and in other cases;
         // browsers' own user agents.
@@ -428,6 +357,11 @@ mod tests {
             "Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 \
              (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1"
                 .to_owned(),
+            // Beyond ASCII, where the Unicode and ASCII classes could part: a word character
+            // after a pattern's word boundary, and letters in a name.
+            "Mozilla/5.0 (compatible; Süßbot/1.0)".to_owned(),
+            "robot\u{e9} crawler/2".to_owned(),
+            "Ünïcödé-Spider/3.1 (+https://x.example)".to_owned(),
         ];
         for line in text.lines().filter(|l| !l.starts_with('#')) {
             if let Some(t) = line.splitn(3, '\t').nth(2).and_then(plain_text) {
@@ -441,18 +375,16 @@ mod tests {
         let mut compared = 0;
         for ua in &uas {
             let lower = ua.to_lowercase();
-            if engine
+            if parsed
                 .lookaround
                 .iter()
                 .any(|(_, re)| re.is_match(&lower).unwrap_or(false))
             {
                 continue;
             }
-            assert_eq!(
-                engine.category(ua, &lower).map(str::to_owned),
-                before.category(ua),
-                "{ua}"
-            );
+            let expected = before.category(ua);
+            assert_eq!(parsed.category(ua, &lower), expected.as_deref(), "{ua}");
+            assert_eq!(embedded.category(ua, &lower), expected.as_deref(), "{ua}");
             compared += 1;
         }
         assert!(compared > 2_500, "{compared}");

@@ -37,7 +37,7 @@ pub fn reasons(engine: &Engine, v: &Visit<'_>, out: &mut Vec<Reason>) {
                 Basis::Listed => "a hosting network",
                 Basis::Named => "a hosting network by its registered name",
             };
-            let name = visitor_text(&n.name, 60);
+            let name = visitor_text(n.name, 60);
             out.push(Reason::new(
                 Code::HostingIp,
                 format!("an address of AS{} {name}, {how}", n.asn),
@@ -51,7 +51,7 @@ pub fn reasons(engine: &Engine, v: &Visit<'_>, out: &mut Vec<Reason>) {
     };
     let p = &label.provider;
     let asn = network.map_or(String::new(), |n| {
-        format!(", AS{} {}", n.asn, visitor_text(&n.name, 60))
+        format!(", AS{} {}", n.asn, visitor_text(n.name, 60))
     });
     match label.kind {
         Kind::Tor => out.push(Reason::new(Code::TorExit, "a Tor exit node")),
