@@ -5,6 +5,7 @@
 //! agents: operator, name, category, user-agent tokens, the range provider whose published ranges
 //! it comes from, and the key directory it signs with.
 
+use daachorse::DoubleArrayAhoCorasick;
 use serde::{Deserialize, Serialize};
 
 use crate::signature::{Outcome, SignatureCheck};
@@ -153,9 +154,43 @@ pub struct Known {
 }
 
 /// The catalogue of known agents.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct Catalogue {
     agents: Vec<Known>,
+    /// Every agent's tokens, each valued with the first agent (in catalogue order) that lists
+    /// it; and the same over the agents with published ranges. One scan of a user agent finds
+    /// every token it contains, where a token-by-token search read it once per token.
+    tokens: Option<DoubleArrayAhoCorasick<u32>>,
+    ranged_tokens: Option<DoubleArrayAhoCorasick<u32>>,
+}
+
+impl std::fmt::Debug for Catalogue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Catalogue")
+            .field("agents", &self.agents)
+            .finish_non_exhaustive()
+    }
+}
+
+/// An automaton over the tokens of the agents `keep` chooses, each valued with the first such
+/// agent that lists it; None for none.
+fn token_automaton(
+    agents: &[Known],
+    keep: impl Fn(&Known) -> bool,
+) -> Result<Option<DoubleArrayAhoCorasick<u32>>, DataError> {
+    let mut tokens: Vec<(&str, u32)> = (agents.iter().zip(0u32..))
+        .filter(|(k, _)| keep(k))
+        .flat_map(|(k, i)| k.tokens.iter().map(move |t| (t.as_str(), i)))
+        .collect();
+    if tokens.is_empty() {
+        return Ok(None);
+    }
+    // A token two agents list names the first of them, as a search in catalogue order would.
+    tokens.sort_unstable();
+    tokens.dedup_by_key(|(t, _)| *t);
+    DoubleArrayAhoCorasick::with_values(tokens)
+        .map(Some)
+        .map_err(|e| DataError::Format(format!("agents.tsv tokens: {e}")))
 }
 
 impl Catalogue {
@@ -184,7 +219,24 @@ impl Catalogue {
                 directory: opt(directory).map(|d| origin_of(&d)),
             });
         }
-        Ok(Self { agents })
+        Ok(Self {
+            tokens: token_automaton(&agents, |_| true)?,
+            ranged_tokens: token_automaton(&agents, |k| k.ranges.is_some())?,
+            agents,
+        })
+    }
+
+    /// The first agent (in catalogue order) with a token in `lower`, of `automaton`'s agents.
+    fn first_named(
+        &self,
+        automaton: Option<&DoubleArrayAhoCorasick<u32>>,
+        lower: &str,
+    ) -> Option<&Known> {
+        let first = automaton?
+            .find_overlapping_iter(lower)
+            .map(|m| m.value())
+            .min()?;
+        self.agents.get(first as usize)
     }
 
     pub fn len(&self) -> usize {
@@ -197,9 +249,7 @@ impl Catalogue {
 
     /// The agent a lower-cased user agent names.
     pub fn by_user_agent(&self, lower: &str) -> Option<&Known> {
-        self.agents
-            .iter()
-            .find(|k| k.tokens.iter().any(|t| lower.contains(t.as_str())))
+        self.first_named(self.tokens.as_ref(), lower)
     }
 
     /// The agent whose key directory this is (a `Signature-Agent` URL, origin or full).
@@ -212,9 +262,7 @@ impl Catalogue {
 
     /// Operators with published ranges, by user-agent token (the address rule's crawler claims).
     pub fn range_claim(&self, lower: &str) -> Option<&Known> {
-        self.agents
-            .iter()
-            .find(|k| k.ranges.is_some() && k.tokens.iter().any(|t| lower.contains(t.as_str())))
+        self.first_named(self.ranged_tokens.as_ref(), lower)
     }
 }
 
@@ -364,6 +412,50 @@ fn host_of(url: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_token_automata_answer_as_a_search_in_catalogue_order() {
+        let text = include_str!("../../../data/agents.tsv");
+        let c = Catalogue::parse(text).unwrap();
+        let scan = |lower: &str, ranged: bool| {
+            (c.agents.iter())
+                .find(|k| {
+                    (!ranged || k.ranges.is_some())
+                        && k.tokens.iter().any(|t| lower.contains(t.as_str()))
+                })
+                .map(|k| k.name.as_str())
+        };
+        // Each token alone, inside a browser's user agent, and two agents' tokens together.
+        let tokens: Vec<&str> = (c.agents.iter())
+            .flat_map(|k| k.tokens.iter().map(String::as_str))
+            .collect();
+        let mut uas = vec!["mozilla/5.0 (x11; linux x86_64) firefox/133.0".to_owned()];
+        for (i, t) in tokens.iter().enumerate() {
+            uas.push(format!(
+                "mozilla/5.0 (compatible; {t}/1.0; +https://x.example)"
+            ));
+            uas.push(format!("{}; {t}", tokens[(i * 7 + 3) % tokens.len()]));
+        }
+        for ua in &uas {
+            assert_eq!(
+                c.by_user_agent(ua).map(|k| k.name.as_str()),
+                scan(ua, false),
+                "{ua}"
+            );
+            assert_eq!(
+                c.range_claim(ua).map(|k| k.name.as_str()),
+                scan(ua, true),
+                "{ua}"
+            );
+        }
+        assert!(uas.len() > 40, "{}", uas.len());
+        assert!(
+            Catalogue::parse("")
+                .unwrap()
+                .by_user_agent("gptbot")
+                .is_none()
+        );
+    }
 
     #[test]
     fn the_catalogue_parses_and_finds_agents_by_token_and_directory() {

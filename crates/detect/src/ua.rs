@@ -37,8 +37,9 @@ pub struct BotPatterns {
     lower_text: Option<DoubleArrayAhoCorasick<u32>>,
     lower: Option<Regex>,
     /// Look-around patterns, each with a literal it cannot match without: the backtracking
-    /// engine runs only when the user agent contains it.
-    lookaround: Vec<(Option<String>, fancy_regex::Regex)>,
+    /// engine runs only when the user agent contains it. The literals are found in one scan.
+    lookaround: Vec<(Option<(u32, String)>, fancy_regex::Regex)>,
+    required: Option<DoubleArrayAhoCorasick<u32>>,
 }
 
 /// Expressions as the bot patterns are compiled: ASCII classes (`\w`, `\d`, `\b`) over bytes,
@@ -144,13 +145,31 @@ impl BotPatterns {
         } else {
             Some(compile(&[split.lower.join("|")], MatchKind::LeftmostFirst)?)
         };
-        let lookaround = (split.lookaround.iter())
-            .map(|p| {
-                let re = fancy_regex::Regex::new(p)
-                    .map_err(|e| DataError::Format(format!("bot pattern {p:?}: {e}")))?;
-                Ok((required_literal(p), re))
-            })
-            .collect::<Result<_, DataError>>()?;
+        // Each look-around pattern, with the id of its literal among the distinct ones.
+        let mut literals: Vec<String> = Vec::new();
+        let mut lookaround = Vec::new();
+        for p in &split.lookaround {
+            let re = fancy_regex::Regex::new(p)
+                .map_err(|e| DataError::Format(format!("bot pattern {p:?}: {e}")))?;
+            let literal = required_literal(p).map(|l| {
+                let id = literals.iter().position(|x| *x == l).unwrap_or_else(|| {
+                    literals.push(l.clone());
+                    literals.len() - 1
+                });
+                (id as u32, l)
+            });
+            lookaround.push((literal, re));
+        }
+        let required = if literals.is_empty() {
+            None
+        } else {
+            Some(
+                DoubleArrayAhoCorasick::with_values(
+                    literals.iter().map(String::as_str).zip(0u32..),
+                )
+                .map_err(|e| DataError::Format(format!("bot patterns: {e}")))?,
+            )
+        };
         Ok(Self {
             cased_text,
             cased,
@@ -159,6 +178,7 @@ impl BotPatterns {
             lower_text,
             lower,
             lookaround,
+            required,
         })
     }
 
@@ -180,11 +200,29 @@ impl BotPatterns {
         let generic = (self.lower_text.as_ref())
             .is_some_and(|ac| ac.find_iter(lower).next().is_some())
             || (self.lower.as_ref()).is_some_and(|re| re.is_match(lower))
-            || self.lookaround.iter().any(|(literal, re)| {
-                literal.as_ref().is_none_or(|l| lower.contains(l.as_str()))
-                    && re.is_match(lower).unwrap_or(false)
-            });
+            || self.lookaround_match(lower);
         generic.then_some("bot")
+    }
+}
+
+impl BotPatterns {
+    /// Whether a look-around pattern matches `lower`: of those with a literal, only those whose
+    /// literal the one scan found.
+    fn lookaround_match(&self, lower: &str) -> bool {
+        let found = (self.required.iter())
+            .flat_map(|ac| ac.find_overlapping_iter(lower))
+            .fold(0u64, |bits, m| {
+                bits | 1u64.checked_shl(m.value()).unwrap_or(0)
+            });
+        self.lookaround.iter().any(|(literal, re)| {
+            let possible = match literal {
+                None => true,
+                Some((id, _)) if *id < 64 => found & (1 << id) != 0,
+                // Past what one word of bits holds: looked for on its own.
+                Some((_, text)) => lower.contains(text.as_str()),
+            };
+            possible && re.is_match(lower).unwrap_or(false)
+        })
     }
 }
 
@@ -406,6 +444,22 @@ mod tests {
         assert_eq!(c(CHROME), None);
         // The look-behind keeps "cubot" (a phone maker) a browser.
         assert_eq!(c("Mozilla/5.0 (Linux; Android 9; CUBOT X19)"), None);
+    }
+
+    #[test]
+    fn look_around_patterns_run_when_their_literal_is_there() {
+        let p = BotPatterns::parse(
+            "isbot\tbot\t(?<!cu)bots?(?:\\b|_)\nisbot\tbot\tjava(?!;)\nisbot\tbot\t(?<!lib)http\n\
+             isbot\tbot\t(?<!ro)bot(?!x)\nisbot\tbot\t(?<!a)q(?!c)",
+        )
+        .unwrap();
+        let c = |ua: &str| cat(&p, ua);
+        for ua in ["mybot", "java/1.8", "http-client/2", "Robot_", "q"] {
+            assert_eq!(c(ua), Some("bot"), "{ua}");
+        }
+        for ua in ["cubotx", "java;", "libhttp", "aqc", "robotx"] {
+            assert_eq!(c(ua), None, "{ua}");
+        }
     }
 
     #[test]
