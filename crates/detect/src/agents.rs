@@ -5,7 +5,7 @@
 //! agents: operator, name, category, user-agent tokens, the range provider whose published ranges
 //! it comes from, and the key directory it signs with.
 
-use daachorse::DoubleArrayAhoCorasick;
+use daachorse::{DoubleArrayAhoCorasick, DoubleArrayAhoCorasickBuilder};
 use serde::{Deserialize, Serialize};
 
 use crate::signature::{Outcome, SignatureCheck};
@@ -188,7 +188,10 @@ fn token_automaton(
     // A token two agents list names the first of them, as a search in catalogue order would.
     tokens.sort_unstable();
     tokens.dedup_by_key(|(t, _)| *t);
-    DoubleArrayAhoCorasick::with_values(tokens)
+    // No 2-gram prefilter: it is 64 KiB built at every start, for a few dozen tokens.
+    DoubleArrayAhoCorasickBuilder::new()
+        .use_prefilter(false)
+        .build_with_values(tokens)
         .map(Some)
         .map_err(|e| DataError::Format(format!("agents.tsv tokens: {e}")))
 }

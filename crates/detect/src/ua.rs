@@ -9,7 +9,7 @@
 //! are ASCII, and the Unicode classes cost most of the compilation). The few isbot patterns
 //! that need look-around, which the `regex` crate does not do, run on `fancy-regex`.
 
-use daachorse::DoubleArrayAhoCorasick;
+use daachorse::{DoubleArrayAhoCorasick, DoubleArrayAhoCorasickBuilder};
 use regex_automata::meta::{self, Regex};
 use regex_automata::nfa::thompson::WhichCaptures;
 use regex_automata::util::syntax;
@@ -164,10 +164,11 @@ impl BotPatterns {
             None
         } else {
             Some(
-                DoubleArrayAhoCorasick::with_values(
-                    literals.iter().map(String::as_str).zip(0u32..),
-                )
-                .map_err(|e| DataError::Format(format!("bot patterns: {e}")))?,
+                // No 2-gram prefilter: 64 KiB built at every start for a handful of literals.
+                DoubleArrayAhoCorasickBuilder::new()
+                    .use_prefilter(false)
+                    .build_with_values(literals.iter().map(String::as_str).zip(0u32..))
+                    .map_err(|e| DataError::Format(format!("bot patterns: {e}")))?,
             )
         };
         Ok(Self {

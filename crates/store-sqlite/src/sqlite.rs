@@ -534,6 +534,12 @@ impl ItemStore for SqliteStore {
         _read: Read,
     ) -> Result<Option<T>, StoreError> {
         // One file: every read sees every committed write, whatever was asked.
+        // A point read by primary key takes microseconds from the page cache: it is done on the
+        // request's thread when a connection is free at once, since handing it to the blocking
+        // pool (a thread woken each way) cost more than the read. Otherwise it waits there.
+        if let Some(c) = self.pool.try_get() {
+            return Ok(get(&c, pk, sk)?);
+        }
         let (pk, sk) = (pk.to_owned(), sk.to_owned());
         self.run(move |c| get(c, &pk, &sk)).await
     }
