@@ -209,8 +209,43 @@ fn answer(
     out.push(b'\n');
 }
 
+/// Up to `BATCH` lines of `input`, without their line ends; none at its end.
+fn read_batch(input: &mut impl BufRead) -> std::io::Result<Vec<String>> {
+    let mut lines = Vec::with_capacity(BATCH);
+    for _ in 0..BATCH {
+        let mut buf = String::new();
+        if input.read_line(&mut buf)? == 0 {
+            break;
+        }
+        let keep = buf.trim_end_matches(['\n', '\r']).len();
+        buf.truncate(keep);
+        lines.push(buf);
+    }
+    Ok(lines)
+}
+
+/// One batch's answers, in order, and what it scored.
+type Scored = Vec<(Vec<u8>, Summary)>;
+
+/// Writes a scored batch and adds it to `summary`.
+fn write_scored(
+    scored: Scored,
+    output: &mut impl Write,
+    summary: &mut Summary,
+) -> std::io::Result<()> {
+    for (out, part) in scored {
+        output.write_all(&out)?;
+        summary.add(part);
+    }
+    Ok(())
+}
+
 /// Scores every line of `input` onto `output`, in order, and sums up what it scored. Bad lines are
-/// answered `{"message": "line N: ..."}` in their place and counted. I/O errors stop the run.
+/// answered `{"message": "line N: ..."}` in their place and counted. I/O errors stop the run
+/// (the lines scored before one are answered first).
+///
+/// The workers score one batch while this thread writes the batch before it and reads the one
+/// after: reading and writing are not left to wait for the scoring, nor the scoring for them.
 pub fn run(
     engine: &Engine,
     mut input: impl BufRead,
@@ -222,22 +257,11 @@ pub fn run(
         .clamp(1, 8);
     let mut summary = Summary::default();
     let mut first_line = 1;
-    loop {
-        let mut lines = Vec::with_capacity(BATCH);
-        for _ in 0..BATCH {
-            let mut buf = String::new();
-            if input.read_line(&mut buf)? == 0 {
-                break;
-            }
-            let keep = buf.trim_end_matches(['\n', '\r']).len();
-            buf.truncate(keep);
-            lines.push(buf);
-        }
-        if lines.is_empty() {
-            break;
-        }
+    let mut lines = read_batch(&mut input)?;
+    let mut written: Scored = Vec::new();
+    while !lines.is_empty() {
         let chunk = lines.len().div_ceil(workers);
-        let results: Vec<std::thread::Result<(Vec<u8>, Summary)>> = std::thread::scope(|s| {
+        let (scored, io) = std::thread::scope(|s| {
             let handles: Vec<_> = lines
                 .chunks(chunk)
                 .enumerate()
@@ -253,16 +277,27 @@ pub fn run(
                     })
                 })
                 .collect();
-            handles.into_iter().map(|h| h.join()).collect()
+            let io = write_scored(std::mem::take(&mut written), &mut output, &mut summary)
+                .and_then(|()| read_batch(&mut input));
+            let scored: Vec<std::thread::Result<(Vec<u8>, Summary)>> =
+                handles.into_iter().map(|h| h.join()).collect();
+            (scored, io)
         });
-        for result in results {
-            // A worker that panicked lost its lines: stop rather than answer out of step.
-            let (out, part) = result.map_err(|_| std::io::Error::other("evaluation failed"))?;
-            output.write_all(&out)?;
-            summary.add(part);
-        }
+        // A worker that panicked lost its lines: stop rather than answer out of step.
+        written = scored
+            .into_iter()
+            .collect::<Result<_, _>>()
+            .map_err(|_| std::io::Error::other("evaluation failed"))?;
         first_line += lines.len();
+        lines = match io {
+            Ok(next) => next,
+            Err(e) => {
+                write_scored(written, &mut output, &mut summary)?;
+                return Err(e);
+            }
+        };
     }
+    write_scored(written, &mut output, &mut summary)?;
     output.flush()?;
     Ok(summary)
 }
@@ -300,6 +335,33 @@ mod tests {
         let table = s.table(10);
         assert!(table.contains("bots              2  66.67%"), "{table}");
         assert!(table.contains("bot_user_agent"), "{table}");
+    }
+
+    #[test]
+    fn answers_keep_their_lines_order_across_batches() {
+        let engine = Engine::embedded().unwrap();
+        let n = 2 * BATCH + 5;
+        let bad = BATCH + 3;
+        let input: String = (1..=n)
+            .map(|i| {
+                if i == bad {
+                    "{\"ipAddress\": \"nope\"}\n".to_owned()
+                } else if i % 2 == 0 {
+                    "{\"userAgent\": \"curl/8.5.0\"}\n".to_owned()
+                } else {
+                    "{}\n".to_owned()
+                }
+            })
+            .collect();
+        let mut out = Vec::new();
+        let s = run(&engine, input.as_bytes(), &mut out, Format::Json).unwrap();
+        let answers: Vec<&str> = std::str::from_utf8(&out).unwrap().lines().collect();
+        assert_eq!((s.lines, s.bad, answers.len()), (n, 1, n));
+        assert!(answers[bad - 1].starts_with(&format!("{{\"message\":\"line {bad}: ")));
+        // Every even line is curl's, a bot; every odd one scores nothing.
+        for (i, a) in answers.iter().enumerate().filter(|(i, _)| i + 1 != bad) {
+            assert_eq!(a.contains("bot_user_agent"), (i + 1) % 2 == 0, "line {}", i + 1);
+        }
     }
 
     #[test]

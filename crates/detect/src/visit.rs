@@ -4,6 +4,16 @@
 use super::Engine;
 use super::evidence::{Evidence, Signals};
 use super::places::Country;
+use super::ua::Claim;
+
+/// `s` in lower case; ASCII (nearly every user agent) without the Unicode tables.
+fn lower_case(s: &str) -> String {
+    if s.is_ascii() {
+        s.to_ascii_lowercase()
+    } else {
+        s.to_lowercase()
+    }
+}
 
 pub struct Visit<'a> {
     pub evidence: &'a Evidence,
@@ -14,6 +24,9 @@ pub struct Visit<'a> {
     pub js_ua: Option<&'a str>,
     /// The user agent (the request's, else JavaScript's), lower-cased once.
     pub agent_lower: Option<String>,
+    /// What each user agent claims to be, read once for the rules that ask.
+    pub ua_claim: Option<Claim>,
+    pub js_claim: Option<Claim>,
     /// The address's country.
     pub country: Option<Country>,
     /// What the store counted of the visit's address and device; never from the client.
@@ -41,7 +54,9 @@ impl<'a> Visit<'a> {
             signals,
             ua,
             js_ua,
-            agent_lower: ua.or(js_ua).map(str::to_lowercase),
+            agent_lower: ua.or(js_ua).map(lower_case),
+            ua_claim: ua.map(Claim::of),
+            js_claim: js_ua.map(Claim::of),
             country: e.ip_address.and_then(|ip| engine.geo.country(ip)),
             velocity: beyond.velocity,
             signature: beyond.signature,

@@ -6,7 +6,7 @@ use crate::{Code, Engine, Reason, Visit, visitor_text};
 
 /// The family's reasons for one visit.
 pub fn reasons(_: &Engine, v: &Visit<'_>, out: &mut Vec<Reason>) {
-    let (Some(s), ua) = (v.signals, v.ua.or(v.js_ua)) else {
+    let Some(s) = v.signals else {
         return;
     };
     if s.webdriver == Some(true) {
@@ -25,7 +25,7 @@ pub fn reasons(_: &Engine, v: &Visit<'_>, out: &mut Vec<Reason>) {
             "navigator.languages is empty",
         ));
     }
-    let claim = ua.map(Claim::of);
+    let claim = v.ua_claim.or(v.js_claim);
     if let (Some(c), Some(0)) = (claim, s.plugins)
         && c.browser == ua::Browser::Chrome
         && !c.mobile

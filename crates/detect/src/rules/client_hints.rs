@@ -2,14 +2,14 @@
 //! values all empty, in the agent's data and in the `Sec-CH-UA*` request headers.
 
 use crate::evidence;
-use crate::ua::{self, Claim};
+use crate::ua;
 use crate::{Code, Engine, Reason, Visit, visitor_text};
 
 /// The family's reasons for one visit.
 pub fn reasons(_: &Engine, v: &Visit<'_>, out: &mut Vec<Reason>) {
     let (e, ua) = (v.evidence, v.ua);
 
-    let Some(claim) = ua.filter(|u| !u.is_empty()).map(Claim::of) else {
+    let Some(claim) = ua.filter(|u| !u.is_empty()).and(v.ua_claim) else {
         return;
     };
     let header = |n| e.headers.as_ref().and_then(|h| h.get(n));

@@ -5,7 +5,7 @@
 //! (docs/research/issue-14-stealth-probes.md).
 
 use crate::evidence::Activity;
-use crate::ua::{self, Claim};
+use crate::ua;
 use crate::{Code, Engine, Reason, Visit, visitor_text};
 
 /// What in `a` no device makes, in words; empty when nothing. On a mobile user agent capitals
@@ -134,7 +134,7 @@ pub fn reasons(_: &Engine, v: &Visit<'_>, out: &mut Vec<Reason>) {
         }
     }
     if let Some(a) = &s.activity {
-        let claim = v.ua.or(v.js_ua).map(Claim::of);
+        let claim = v.ua_claim.or(v.js_claim);
         let chromium = claim.is_some_and(|c| {
             matches!(c.browser, ua::Browser::Chrome | ua::Browser::Edge)
                 && c.platform != Some("iOS")

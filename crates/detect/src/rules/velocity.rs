@@ -8,7 +8,6 @@
 //! site's against the floor. Shared addresses (many device keys behind one address) and device
 //! keys that identical phones share (iOS) weigh less: the detail says why.
 
-use crate::ua::Claim;
 use crate::velocity::{AddressCounts, DeviceCounts, PerSpan, Span, Velocity};
 use crate::{Code, Reason, Visit};
 
@@ -39,7 +38,7 @@ pub fn reasons(_: &crate::Engine, v: &Visit<'_>, out: &mut Vec<Reason>) {
     };
     // iPhones of one model and iOS version report the same stable signals: their key is a
     // crowd's, not one device's.
-    let shared_key = v.js_ua.or(v.ua).map(Claim::of).and_then(|c| c.platform) == Some("iOS");
+    let shared_key = v.js_claim.or(v.ua_claim).and_then(|c| c.platform) == Some("iOS");
     if let Some(r) = session_churn(vel, shared_key) {
         out.push(r);
     }

@@ -57,7 +57,9 @@ pub fn reasons(engine: &Engine, v: &Visit<'_>, out: &mut Vec<Reason>) {
     let Some(ua) = v.ua.or(v.js_ua).filter(|u| !u.is_empty()) else {
         return;
     };
-    let claim = Claim::of(ua);
+    let Some(claim) = v.ua_claim.or(v.js_claim) else {
+        return;
+    };
     let Some(stack) = claimed_stack(&claim) else {
         return;
     };
