@@ -131,10 +131,13 @@ sam-build: tools ## sam build: the template's functions with cargo-lambda into .
 deploy: tools ## Build and deploy the stack with SAM (asks for stack name, region, ... the first time)
 	$(TOOLS_ENV) sam build --beta-features && $(TOOLS_ENV) sam deploy --guided
 
-bench: ## Benchmarks: vigil serve req/s, webhook latency and dispatch, detection speed and memory
+bench: $(VENV_TEST)/.installed ## Benchmarks: vigil serve req/s, webhook latency and dispatch, detection speed and memory, the engine's build and a function's init
 	benches/serve_rps.sh 10 32
 	cargo bench --bench webhook_latency
 	cargo bench --bench detect
+	cargo bench -p vigil-detect --bench engine_build
+	cargo build --release --locked --bin collect --bin get-plan
+	scripts/with-moto.sh $(VENV_TEST) $(PY) benches/cold_start.py 25
 	cargo bench --bench agents
 	cargo bench -p vigil-store-sqlite --bench velocity
 	benches/evaluate_vs_isbot.sh 300000
