@@ -360,7 +360,12 @@ mod tests {
         assert!(answers[bad - 1].starts_with(&format!("{{\"message\":\"line {bad}: ")));
         // Every even line is curl's, a bot; every odd one scores nothing.
         for (i, a) in answers.iter().enumerate().filter(|(i, _)| i + 1 != bad) {
-            assert_eq!(a.contains("bot_user_agent"), (i + 1) % 2 == 0, "line {}", i + 1);
+            assert_eq!(
+                a.contains("bot_user_agent"),
+                (i + 1) % 2 == 0,
+                "line {}",
+                i + 1
+            );
         }
     }
 
