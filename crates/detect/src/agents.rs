@@ -5,7 +5,7 @@
 //! agents: operator, name, category, user-agent tokens, the range provider whose published ranges
 //! it comes from, and the key directory it signs with.
 
-use daachorse::{DoubleArrayAhoCorasick, DoubleArrayAhoCorasickBuilder};
+use daachorse::DoubleArrayAhoCorasick;
 use serde::{Deserialize, Serialize};
 
 use crate::signature::{Outcome, SignatureCheck};
@@ -178,21 +178,11 @@ fn token_automaton(
     agents: &[Known],
     keep: impl Fn(&Known) -> bool,
 ) -> Result<Option<DoubleArrayAhoCorasick<u32>>, DataError> {
-    let mut tokens: Vec<(&str, u32)> = (agents.iter().zip(0u32..))
+    let tokens = (agents.iter().zip(0u32..))
         .filter(|(k, _)| keep(k))
-        .flat_map(|(k, i)| k.tokens.iter().map(move |t| (t.as_str(), i)))
-        .collect();
-    if tokens.is_empty() {
-        return Ok(None);
-    }
-    // A token two agents list names the first of them, as a search in catalogue order would.
-    tokens.sort_unstable();
-    tokens.dedup_by_key(|(t, _)| *t);
-    // No 2-gram prefilter: it is 64 KiB built at every start, for a few dozen tokens.
-    DoubleArrayAhoCorasickBuilder::new()
-        .use_prefilter(false)
-        .build_with_values(tokens)
-        .map(Some)
+        .flat_map(|(k, i)| k.tokens.iter().map(move |t| (t.as_str(), i)));
+    // Built at every start, for a few dozen tokens: no prefilter.
+    crate::ua::automaton(tokens, false)
         .map_err(|e| DataError::Format(format!("agents.tsv tokens: {e}")))
 }
 

@@ -9,7 +9,7 @@
 //! are ASCII, and the Unicode classes cost most of the compilation). The few isbot patterns
 //! that need look-around, which the `regex` crate does not do, run on `fancy-regex`.
 
-use daachorse::{DoubleArrayAhoCorasick, DoubleArrayAhoCorasickBuilder};
+use daachorse::DoubleArrayAhoCorasick;
 use regex_automata::meta::{self, Regex};
 use regex_automata::nfa::thompson::WhichCaptures;
 use regex_automata::util::syntax;
@@ -19,7 +19,7 @@ use super::DataError;
 
 mod split;
 
-pub use split::{Split, split};
+pub use split::{Split, automaton, split};
 
 /// The bot patterns of data/bot-patterns.tsv, each source matched as it means its patterns:
 /// crawler-user-agents' case-sensitively, isbot's case-insensitively (they are written in lower
@@ -160,17 +160,9 @@ impl BotPatterns {
             });
             lookaround.push((literal, re));
         }
-        let required = if literals.is_empty() {
-            None
-        } else {
-            Some(
-                // No 2-gram prefilter: 64 KiB built at every start for a handful of literals.
-                DoubleArrayAhoCorasickBuilder::new()
-                    .use_prefilter(false)
-                    .build_with_values(literals.iter().map(String::as_str).zip(0u32..))
-                    .map_err(|e| DataError::Format(format!("bot patterns: {e}")))?,
-            )
-        };
+        // Built at every start, for a handful of literals: no prefilter.
+        let required = automaton(literals.iter().map(String::as_str).zip(0u32..), false)
+            .map_err(|e| DataError::Format(format!("bot patterns: {e}")))?;
         Ok(Self {
             cased_text,
             cased,
