@@ -1,7 +1,7 @@
 //! Lays out the committed data's address tables (data/ip-ranges.tsv, data/asn-hosting.tsv) as the
 //! engine searches them (see src/table.rs), and builds the bot patterns' automata (see
 //! src/ua/split.rs), so that a cold start reads them from the binary instead of parsing 70,000
-//! lines of addresses and building automata of 1,566 patterns. A malformed line fails the build.
+//! lines of addresses and building automata of 1,566 patterns and the expressions' gates. A malformed line fails the build.
 
 use std::error::Error;
 use std::path::{Path, PathBuf};
@@ -15,6 +15,14 @@ mod table;
 #[path = "src/ua/split.rs"]
 mod split;
 
+#[allow(dead_code)]
+#[path = "src/networks/index.rs"]
+mod networks_index;
+
+#[allow(dead_code)]
+#[path = "src/places/zones.rs"]
+mod zones;
+
 fn main() -> Result<(), Box<dyn Error>> {
     let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data");
     let out = PathBuf::from(std::env::var_os("OUT_DIR").ok_or("OUT_DIR is not set")?);
@@ -27,8 +35,14 @@ fn main() -> Result<(), Box<dyn Error>> {
     };
     std::fs::write(out.join("bots.cased"), bytes(patterns.cased_automaton()?))?;
     std::fs::write(out.join("bots.lower"), bytes(patterns.lower_automaton()?))?;
-    // The expressions apart from the 1,700 lines they come from: compiled at start.
+    // The expressions apart from the 1,700 lines they come from: those without a gate are
+    // compiled at start, the others when first needed.
     std::fs::write(out.join("bots.expressions"), patterns.expressions())?;
+    // Each zone's offsets from the tz database, computed once here.
+    let path = data.join("zones.tsv");
+    println!("cargo::rerun-if-changed={}", path.display());
+    let statics = zone_statics(&std::fs::read_to_string(&path)?);
+    std::fs::write(out.join("zones.rs"), statics)?;
     for (file, name) in [("ip-ranges.tsv", "ranges"), ("asn-hosting.tsv", "networks")] {
         let path = data.join(file);
         println!("cargo::rerun-if-changed={}", path.display());
@@ -53,7 +67,30 @@ fn main() -> Result<(), Box<dyn Error>> {
             .filter(|l| l.starts_with('#'))
             .flat_map(|l| [l, "\n"])
             .collect();
+        if name == "networks" {
+            let index = networks_index::build(&meta)
+                .map_err(|n| format!("{file}: network line {n} of its # lines"))?;
+            std::fs::write(out.join("networks.index"), index)?;
+        }
         std::fs::write(out.join(format!("{name}.meta")), meta)?;
     }
     Ok(())
+}
+
+/// zones.tsv's zones and countries (see src/places/zones.rs) as Rust statics, `BUILT_ZONES` and
+/// `BUILT_COUNTRIES`, of the types in src/places.rs, which includes them.
+fn zone_statics(tsv: &str) -> String {
+    let (zones, countries) = zones::table(tsv);
+    let mut out = String::from("static BUILT_ZONES: &[(Cow<'static, str>, ZoneInfo)] = &[\n");
+    for (name, cs, [jan, jul]) in zones {
+        out.push_str(&format!(
+            "(Cow::Borrowed({name:?}), ZoneInfo {{ countries: Cow::Borrowed(&{cs:?}), offsets: [{jan}, {jul}] }}),\n"
+        ));
+    }
+    out.push_str("];\nstatic BUILT_COUNTRIES: &[(Country, Cow<'static, [i32]>)] = &[\n");
+    for (c, offs) in countries {
+        out.push_str(&format!("({c:?}, Cow::Borrowed(&{offs:?})),\n"));
+    }
+    out.push_str("];\n");
+    out
 }

@@ -141,8 +141,9 @@ impl Engine {
             include_str!(concat!(env!("OUT_DIR"), "/ranges.meta")),
             table(built!("ranges.v4"), built!("ranges.v6"), "ip-ranges.tsv")?,
         )?;
-        let networks = Networks::new(
+        let networks = Networks::built(
             include_str!(concat!(env!("OUT_DIR"), "/networks.meta")),
+            built!("networks.index"),
             table(
                 built!("networks.v4"),
                 built!("networks.v6"),
@@ -153,11 +154,10 @@ impl Engine {
             BotPatterns::embedded()?,
             ranges,
             networks,
-            Cow::Borrowed(include_bytes!(concat!(
+            Geo::built(Cow::Borrowed(include_bytes!(concat!(
                 env!("CARGO_MANIFEST_DIR"),
                 "/../../data/country.mmdb"
-            ))),
-            data!("zones.tsv"),
+            ))))?,
             data!("wire-fingerprints.tsv"),
             data!("agents.tsv"),
             data!("MANIFEST"),
@@ -180,8 +180,7 @@ impl Engine {
             BotPatterns::parse(patterns)?,
             Ranges::parse(ranges)?,
             Networks::parse(hosting)?,
-            Cow::Owned(mmdb),
-            zones,
+            Geo::load(Cow::Owned(mmdb), zones)?,
             wire,
             agents,
             manifest,
@@ -193,8 +192,7 @@ impl Engine {
         bots: BotPatterns,
         ranges: Ranges,
         networks: Networks,
-        mmdb: Cow<'static, [u8]>,
-        zones: &str,
+        geo: Geo,
         wire: &str,
         agents: &str,
         manifest: &str,
@@ -213,7 +211,7 @@ impl Engine {
             bots,
             ranges,
             networks,
-            geo: Geo::load(mmdb, zones)?,
+            geo,
             fingerprints: Fingerprints::parse(wire)?,
             agents: Catalogue::parse(agents)?,
             data_version,

@@ -4,7 +4,6 @@
 
 use std::borrow::Cow;
 use std::net::IpAddr;
-use std::ops::Range;
 
 use super::DataError;
 use crate::table::Table;
@@ -26,13 +25,17 @@ pub struct Network<'a> {
     pub name: &'a str,
 }
 
+mod index;
+
+pub use index::RECORD;
+
 /// Hosting networks (`#A` lines) and their ranges, each naming its network's ASN ([`Table`]).
 #[derive(Default)]
 pub struct Networks {
-    /// The `#A` lines' text (borrowed from the binary when built in), and each network by ASN
-    /// with where its name lies in it: read at a cold start without a copy of any name.
+    /// The `#A` lines' text and their index (see [`index`]): borrowed from the binary when built
+    /// in, so that a cold start copies no name and sorts nothing.
     meta: Cow<'static, str>,
-    networks: Vec<(u32, Basis, Range<usize>)>,
+    index: Cow<'static, [u8]>,
     table: Table,
 }
 
@@ -52,65 +55,71 @@ impl Networks {
     /// whose ASN no `#A` line names is in no hosting network.
     pub fn new(meta: impl Into<Cow<'static, str>>, table: Table) -> Result<Self, DataError> {
         let meta = meta.into();
-        let mut networks = Vec::new();
-        let mut at = 0;
-        for (n, line) in meta.split_inclusive('\n').enumerate() {
-            let start = at;
-            at += line.len();
-            let Some(fields) = line.trim_end_matches(['\n', '\r']).strip_prefix("#A\t") else {
-                continue;
-            };
-            let bad = || DataError::Format(format!("asn-hosting.tsv network line {}", n + 1));
-            let mut cols = fields.split('\t');
-            let (Some(asn), Some(basis), Some(name), None) =
-                (cols.next(), cols.next(), cols.next(), cols.next())
-            else {
+        let index = index::build(&meta)
+            .map_err(|n| DataError::Format(format!("asn-hosting.tsv network line {n}")))?;
+        Self::checked(meta, Cow::Owned(index), table)
+    }
+
+    /// The networks as `build.rs` indexed them, checked: whole records, in ASN order, each
+    /// name inside `meta`.
+    pub fn built(
+        meta: &'static str,
+        index: &'static [u8],
+        table: Table,
+    ) -> Result<Self, DataError> {
+        Self::checked(Cow::Borrowed(meta), Cow::Borrowed(index), table)
+    }
+
+    fn checked(
+        meta: Cow<'static, str>,
+        index: Cow<'static, [u8]>,
+        table: Table,
+    ) -> Result<Self, DataError> {
+        let bad = || DataError::Format("the hosting networks' index".into());
+        let (records, []) = index.as_chunks::<RECORD>() else {
+            return Err(bad());
+        };
+        let mut last = None;
+        for r in records {
+            let (asn, basis, name) = index::read(r);
+            let known = matches!(basis, index::LISTED | index::NAMED);
+            if !known || meta.get(name).is_none() || last.is_some_and(|l| l >= asn) {
                 return Err(bad());
-            };
-            let basis = match basis {
-                "listed" => Basis::Listed,
-                "named" => Basis::Named,
-                _ => return Err(bad()),
-            };
-            // The name is the last field.
-            let name_at = start + "#A\t".len() + fields.len() - name.len();
-            networks.push((
-                asn.parse().map_err(|_| bad())?,
-                basis,
-                name_at..name_at + name.len(),
-            ));
+            }
+            last = Some(asn);
         }
-        // By ASN, the last line of an ASN winning as a map would have it.
-        networks.reverse();
-        networks.sort_by_key(|(asn, _, _)| *asn);
-        networks.dedup_by_key(|(asn, _, _)| *asn);
-        Ok(Self {
-            meta,
-            networks,
-            table,
-        })
+        Ok(Self { meta, index, table })
+    }
+
+    fn records(&self) -> &[[u8; RECORD]] {
+        self.index.as_chunks().0
     }
 
     /// The hosting network `ip` belongs to, if any.
     pub fn lookup(&self, ip: IpAddr) -> Option<Network<'_>> {
         let asn = self.table.find(ip)?;
-        let i = (self.networks)
-            .binary_search_by_key(&asn, |(asn, _, _)| *asn)
+        let records = self.records();
+        let i = records
+            .binary_search_by_key(&asn, |r| index::read(r).0)
             .ok()?;
-        let (asn, basis, name) = &self.networks[i];
+        let (asn, basis, name) = index::read(&records[i]);
         Some(Network {
-            asn: *asn,
-            basis: *basis,
-            name: self.meta.get(name.clone())?,
+            asn,
+            basis: if basis == index::NAMED {
+                Basis::Named
+            } else {
+                Basis::Listed
+            },
+            name: self.meta.get(name)?,
         })
     }
 
     pub fn len(&self) -> usize {
-        self.networks.len()
+        self.records().len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.networks.is_empty()
+        self.len() == 0
     }
 }
 
@@ -150,6 +159,20 @@ mod tests {
             .unwrap();
         let found = n.lookup("1.0.0.1".parse().unwrap()).unwrap();
         assert_eq!((found.name, found.basis, n.len()), ("New", Basis::Named, 1));
+    }
+
+    #[test]
+    fn a_built_index_is_checked_as_it_is_read() {
+        let meta: &'static str = "#A\t9\tnamed\tNine\n#A\t7\tlisted\tSeven\n";
+        let index: &'static [u8] = index::build(meta).unwrap().leak();
+        let n = Networks::built(meta, index, Table::default()).unwrap();
+        assert_eq!(n.len(), 2);
+        let swapped: Vec<u8> = [&index[RECORD..], &index[..RECORD]].concat();
+        for bad in [&index[..RECORD - 1], swapped.leak()] {
+            assert!(Networks::built(meta, bad, Table::default()).is_err());
+        }
+        // Names past the text they are said to lie in.
+        assert!(Networks::built("#A", index, Table::default()).is_err());
     }
 
     #[test]

@@ -6,11 +6,18 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::net::IpAddr;
 
-use chrono::TimeZone;
 use serde::Deserialize;
 
 use super::DataError;
 use crate::table::{Table, unlabelled};
+
+mod zones;
+
+pub use zones::Country;
+use zones::country;
+
+// The zones and countries of data/zones.tsv, as `build.rs` computed them.
+include!(concat!(env!("OUT_DIR"), "/zones.rs"));
 
 /// What an operator range is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -99,32 +106,24 @@ impl Ranges {
     }
 }
 
-/// A two-letter country code.
-pub type Country = [u8; 2];
-
-fn country(code: &str) -> Option<Country> {
-    let b = code.as_bytes();
-    (b.len() == 2 && b.iter().all(u8::is_ascii_alphabetic))
-        .then(|| [b[0].to_ascii_uppercase(), b[1].to_ascii_uppercase()])
-}
-
 pub fn country_name(c: Country) -> String {
     String::from_utf8_lossy(&c).into_owned()
 }
 
 /// A zone's countries and its UTC offsets (minutes east) in January and July, so that daylight
 /// saving time on either side counts.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ZoneInfo {
-    pub countries: Vec<Country>,
+    pub countries: Cow<'static, [Country]>,
     pub offsets: [i32; 2],
 }
 
 pub struct Geo {
     countries: maxminddb::Reader<Cow<'static, [u8]>>,
-    zones: HashMap<String, ZoneInfo>,
-    /// Every offset used in each country, in January or July.
-    country_offsets: HashMap<Country, Vec<i32>>,
+    /// Zones by name, and countries with every offset they use (in January or July), sorted:
+    /// borrowed from the binary when built in.
+    zones: Cow<'static, [(Cow<'static, str>, ZoneInfo)]>,
+    country_offsets: Cow<'static, [(Country, Cow<'static, [i32]>)]>,
 }
 
 #[derive(Deserialize)]
@@ -132,55 +131,39 @@ struct CountryRecord<'a> {
     country_code: &'a str,
 }
 
-fn offsets(zone: &str) -> Option<[i32; 2]> {
-    let tz: chrono_tz::Tz = zone.parse().ok()?;
-    let at = |month| {
-        chrono::Utc
-            .with_ymd_and_hms(2026, month, 15, 12, 0, 0)
-            .single()
-            .map(|t| {
-                use chrono::Offset;
-                tz.offset_from_utc_datetime(&t.naive_utc())
-                    .fix()
-                    .local_minus_utc()
-                    / 60
-            })
-    };
-    Some([at(1)?, at(7)?])
-}
-
 impl Geo {
-    /// `mmdb` is borrowed from the binary when the data is built in (no copy of its 7.8 MB).
+    /// `mmdb` is borrowed from the binary when the data is built in (no copy of its 7.8 MB);
+    /// `zones_tsv` is data/zones.tsv's text.
     pub fn load(mmdb: Cow<'static, [u8]>, zones_tsv: &str) -> Result<Self, DataError> {
+        let (zones, countries) = zones::table(zones_tsv);
+        let zones = (zones.into_iter())
+            .map(|(name, countries, offsets)| {
+                let countries = Cow::Owned(countries);
+                (Cow::Owned(name), ZoneInfo { countries, offsets })
+            })
+            .collect();
+        let countries = (countries.into_iter())
+            .map(|(c, offsets)| (c, Cow::Owned(offsets)))
+            .collect();
+        Self::with(mmdb, Cow::Owned(zones), Cow::Owned(countries))
+    }
+
+    /// The same, with the zones `build.rs` computed from data/zones.tsv.
+    pub fn built(mmdb: Cow<'static, [u8]>) -> Result<Self, DataError> {
+        Self::with(
+            mmdb,
+            Cow::Borrowed(BUILT_ZONES),
+            Cow::Borrowed(BUILT_COUNTRIES),
+        )
+    }
+
+    fn with(
+        mmdb: Cow<'static, [u8]>,
+        zones: Cow<'static, [(Cow<'static, str>, ZoneInfo)]>,
+        country_offsets: Cow<'static, [(Country, Cow<'static, [i32]>)]>,
+    ) -> Result<Self, DataError> {
         let countries = maxminddb::Reader::from_source(mmdb)
             .map_err(|e| DataError::Format(format!("country.mmdb: {e}")))?;
-        let mut zones = HashMap::new();
-        let mut country_offsets: HashMap<Country, Vec<i32>> = HashMap::new();
-        for line in zones_tsv.lines().filter(|l| !l.starts_with('#')) {
-            let Some((zone, list)) = line.split_once('\t') else {
-                continue;
-            };
-            let cs: Vec<Country> = list.split(',').filter_map(country).collect();
-            // A zone the tz database no longer knows gives no offsets: it proves nothing.
-            let Some(offs) = offsets(zone) else {
-                continue;
-            };
-            for c in &cs {
-                let known = country_offsets.entry(*c).or_default();
-                for o in offs {
-                    if !known.contains(&o) {
-                        known.push(o);
-                    }
-                }
-            }
-            zones.insert(
-                zone.to_owned(),
-                ZoneInfo {
-                    countries: cs,
-                    offsets: offs,
-                },
-            );
-        }
         Ok(Self {
             countries,
             zones,
@@ -195,23 +178,24 @@ impl Geo {
     }
 
     pub fn zone(&self, name: &str) -> Option<&ZoneInfo> {
-        self.zones.get(name)
+        let i = (self.zones)
+            .binary_search_by(|(z, _)| z.as_ref().cmp(name))
+            .ok()?;
+        Some(&self.zones[i].1)
     }
 
+    /// Every offset used in `c`, in January or July.
     pub fn offsets_of(&self, c: Country) -> &[i32] {
-        self.country_offsets.get(&c).map_or(&[], Vec::as_slice)
+        (self.country_offsets)
+            .binary_search_by_key(&c, |(c, _)| *c)
+            .map_or(&[], |i| &self.country_offsets[i].1)
     }
 
-    /// A zone used in `c`, for building consistent evidence in measurements.
+    /// A zone used in `c` (the first by name), for building consistent evidence in measurements.
     pub fn a_zone_of(&self, c: Country) -> Option<&str> {
-        let mut names: Vec<&String> = self
-            .zones
-            .iter()
-            .filter(|(_, z)| z.countries.contains(&c))
-            .map(|(n, _)| n)
-            .collect();
-        names.sort();
-        names.first().map(|s| s.as_str())
+        (self.zones.iter())
+            .find(|(_, z)| z.countries.contains(&c))
+            .map(|(name, _)| name.as_ref())
     }
 }
 
@@ -245,7 +229,52 @@ mod tests {
     }
 
     #[test]
+    fn the_built_zones_are_the_files() {
+        let mmdb = || Cow::Borrowed(&[][..]);
+        let (Err(_), Err(_)) = (Geo::built(mmdb()), Geo::load(mmdb(), "")) else {
+            panic!("an empty country database is refused");
+        };
+        let (zones, countries) = zones::table(include_str!("../../../data/zones.tsv"));
+        assert!(zones.len() > 400 && countries.len() > 200);
+        assert_eq!(BUILT_ZONES.len(), zones.len());
+        for ((name, cs, offsets), (built, info)) in zones.iter().zip(BUILT_ZONES) {
+            assert_eq!(
+                (name.as_str(), &cs[..], offsets),
+                (&**built, &*info.countries, &info.offsets)
+            );
+        }
+        assert_eq!(BUILT_COUNTRIES.len(), countries.len());
+        for ((c, offsets), (built, built_offsets)) in countries.iter().zip(BUILT_COUNTRIES) {
+            assert_eq!((c, &offsets[..]), (built, &**built_offsets));
+        }
+    }
+
+    #[test]
+    fn zones_are_found_by_name_and_countries_by_code() {
+        let mmdb = include_bytes!("../../../data/country.mmdb");
+        let geo = |tsv| Geo::load(Cow::Borrowed(&mmdb[..]), tsv).unwrap();
+        let g = geo(
+            "# zones\nEurope/Berlin\tDE\nEurope/Busingen\tDE,CH\nNot/AZone\tFR\nAsia/Tokyo\tJP\n\
+                     Asia/Tokyo\tjp,XX1\n",
+        );
+        assert_eq!(
+            g.zone("Asia/Tokyo").map(|z| &*z.countries),
+            Some(&[*b"JP"][..])
+        );
+        assert_eq!(
+            g.zone("Europe/Busingen").map(|z| z.offsets),
+            Some([60, 120])
+        );
+        assert_eq!(g.zone("Not/AZone"), None);
+        assert_eq!(g.offsets_of(*b"CH"), [60, 120]);
+        assert_eq!(g.offsets_of(*b"FR"), [0; 0]);
+        assert_eq!(g.a_zone_of(*b"DE"), Some("Europe/Berlin"));
+        assert_eq!(g.a_zone_of(*b"CH"), Some("Europe/Busingen"));
+    }
+
+    #[test]
     fn zone_offsets_cover_daylight_saving() {
+        use zones::offsets;
         assert_eq!(offsets("Europe/Berlin"), Some([60, 120]));
         assert_eq!(offsets("Asia/Tokyo"), Some([540, 540]));
         assert_eq!(offsets("Not/AZone"), None);

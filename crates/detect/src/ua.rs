@@ -4,10 +4,15 @@
 //! Most patterns (1,566 of 1,705) are plain text: they are found together by Aho-Corasick
 //! automata (double-array, `daachorse`), which `build.rs` builds from the data and the binary
 //! carries, so that a cold start reads them instead of building them. The rest are regular
-//! expressions: one set for crawler-user-agents' categories and one alternation for isbot's,
-//! compiled when the engine is built, in ASCII mode (`\w`, `\d` and `\b` as ASCII: user agents
-//! are ASCII, and the Unicode classes cost most of the compilation). The few isbot patterns
-//! that need look-around, which the `regex` crate does not do, run on `fancy-regex`.
+//! expressions. Most of those have a gate, text every match contains (`AdsBot` in
+//! `AdsBot-Google([^-]|$)`): the gates are found by automata built the same way, and an
+//! expression is compiled the first time a user agent holds its gate, and run only on user
+//! agents that do. The few without one (`^\d+\b`) are compiled at start as one alternation.
+//! Expressions run in ASCII mode (`\w`, `\d` and `\b` as ASCII: user agents are ASCII, and the
+//! Unicode classes cost most of the compilation). Those that need look-around, which the
+//! `regex` crate does not do, run on `fancy-regex`.
+
+use std::sync::OnceLock;
 
 use daachorse::DoubleArrayAhoCorasick;
 use regex_automata::meta::{self, Regex};
@@ -19,27 +24,164 @@ use super::DataError;
 
 mod split;
 
-pub use split::{Split, automaton, split};
+pub use split::{Expression, Split, Value, automaton, split};
 
 /// The bot patterns of data/bot-patterns.tsv, each source matched as it means its patterns:
 /// crawler-user-agents' case-sensitively, isbot's case-insensitively (they are written in lower
 /// case and run on the lower-cased user agent, which keeps the automaton small).
 pub struct BotPatterns {
-    /// crawler-user-agents' plain-text patterns, each valued with its category.
+    /// crawler-user-agents' plain-text patterns and its expressions' gates, each valued with
+    /// its category or gate ([`Value::cased`]).
     cased_text: Option<DoubleArrayAhoCorasick<u32>>,
-    /// Its other patterns: one alternation per category that has any, matched together (each
-    /// pattern compiled once), with the category of each.
-    cased: Regex,
-    cased_category: Vec<usize>,
+    /// Its expressions without a gate: one alternation per category that has any, matched
+    /// together, with the category of each.
+    cased: Option<Regex>,
+    cased_category: Vec<u32>,
+    cased_lookaround: Vec<(u32, fancy_regex::Regex)>,
+    /// Its expressions with one, each with its category.
+    cased_gated: Gated,
     /// The categories' names, most telling first.
     categories: Vec<String>,
-    /// isbot's patterns, in lower case: plain text, and the others.
+    /// isbot's patterns, in lower case: plain text and the gates in one automaton
+    /// ([`Value::lower`]), the expressions without a gate (one alternation, and those that need
+    /// look-around), and those with one.
     lower_text: Option<DoubleArrayAhoCorasick<u32>>,
     lower: Option<Regex>,
-    /// Look-around patterns, each with a literal it cannot match without: the backtracking
-    /// engine runs only when the user agent contains it. The literals are found in one scan.
-    lookaround: Vec<(Option<(u32, String)>, fancy_regex::Regex)>,
-    required: Option<DoubleArrayAhoCorasick<u32>>,
+    lower_lookaround: Vec<fancy_regex::Regex>,
+    lower_gated: Gated,
+}
+
+/// Expressions with gates, by gate (found by the automaton of their side).
+struct Gated {
+    /// Sorted by gate; gate `g`'s are `expressions[start[g]..start[g + 1]]`.
+    expressions: Vec<Lazy>,
+    start: Vec<usize>,
+}
+
+/// An expression compiled the first time it is needed (None: it did not compile, which the
+/// tests and `BotPatterns::parse` rule out for the data they see).
+struct Lazy {
+    category: u32,
+    expression: Expression,
+    compiled: OnceLock<Option<Compiled>>,
+}
+
+enum Compiled {
+    Regex(Regex),
+    Lookaround(fancy_regex::Regex),
+}
+
+impl Lazy {
+    fn compiled(&self) -> Option<&Compiled> {
+        self.compiled
+            .get_or_init(|| compile_one(&self.expression).ok())
+            .as_ref()
+    }
+
+    fn is_match(&self, text: &str) -> bool {
+        match self.compiled() {
+            Some(Compiled::Regex(re)) => re.is_match(text),
+            Some(Compiled::Lookaround(re)) => re.is_match(text).unwrap_or(false),
+            None => false,
+        }
+    }
+}
+
+fn fancy(p: &str) -> Result<fancy_regex::Regex, DataError> {
+    fancy_regex::Regex::new(p).map_err(|e| DataError::Format(format!("bot pattern {p:?}: {e}")))
+}
+
+fn compile_one(e: &Expression) -> Result<Compiled, DataError> {
+    if e.lookaround {
+        fancy(&e.pattern).map(Compiled::Lookaround)
+    } else {
+        compile(std::slice::from_ref(&e.pattern), MatchKind::LeftmostFirst).map(Compiled::Regex)
+    }
+}
+
+impl Gated {
+    /// `expressions` (with their categories) that have a gate, by their gate's index in
+    /// [`split::gates`]'s list.
+    fn new<'a>(
+        expressions: impl Iterator<Item = (u32, &'a Expression)> + Clone,
+    ) -> Result<Self, DataError> {
+        let names = split::gates(expressions.clone().map(|(_, e)| e));
+        let mut by_gate: Vec<(usize, Lazy)> = Vec::new();
+        for (category, e) in expressions {
+            let Some(gate) = e.gate.as_deref() else {
+                continue;
+            };
+            let g = names
+                .binary_search(&gate)
+                .map_err(|_| DataError::Format(format!("bot pattern gate {gate:?}")))?;
+            by_gate.push((
+                g,
+                Lazy {
+                    category,
+                    expression: e.clone(),
+                    compiled: OnceLock::new(),
+                },
+            ));
+        }
+        by_gate.sort_by_key(|(g, _)| *g);
+        let mut start = vec![0; names.len() + 1];
+        for (g, _) in &by_gate {
+            start[g + 1] += 1;
+        }
+        for g in 0..names.len() {
+            start[g + 1] += start[g];
+        }
+        Ok(Self {
+            expressions: by_gate.into_iter().map(|(_, e)| e).collect(),
+            start,
+        })
+    }
+
+    /// The expressions of the gates `open` holds (as bits).
+    fn of<'a>(&'a self, open: &'a Gates) -> impl Iterator<Item = &'a Lazy> + 'a {
+        open.iter().flat_map(|g| {
+            let range = self.start.get(g).copied().unwrap_or(0)
+                ..self.start.get(g + 1).copied().unwrap_or(0);
+            self.expressions.get(range).unwrap_or_default()
+        })
+    }
+
+    /// Compiles every expression now, failing on the first that does not compile.
+    fn compile_all(&self) -> Result<(), DataError> {
+        for e in &self.expressions {
+            e.compiled.set(Some(compile_one(&e.expression)?)).ok();
+        }
+        Ok(())
+    }
+}
+
+/// The gates a scan found, each once, in order; a set of bits on the stack for the first 256,
+/// a list past them.
+#[derive(Default)]
+struct Gates {
+    bits: [u64; 4],
+    more: Vec<usize>,
+}
+
+impl Gates {
+    fn insert(&mut self, g: u32) {
+        let g = g as usize;
+        match self.bits.get_mut(g / 64) {
+            Some(word) => *word |= 1 << (g % 64),
+            None if !self.more.contains(&g) => self.more.push(g),
+            None => {}
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.bits == [0; 4] && self.more.is_empty()
+    }
+
+    fn iter(&self) -> impl Iterator<Item = usize> + '_ {
+        let set = (0..self.bits.len() * 64).filter(|g| self.bits[g / 64] & (1 << (g % 64)) != 0);
+        let set = (!self.is_empty()).then_some(set).into_iter().flatten();
+        set.chain(self.more.iter().copied())
+    }
 }
 
 /// Expressions as the bot patterns are compiled: ASCII classes (`\w`, `\d`, `\b`) over bytes,
@@ -58,164 +200,151 @@ fn compile(patterns: &[String], kind: MatchKind) -> Result<Regex, DataError> {
         )
         .syntax(syntax::Config::new().unicode(false).utf8(false))
         .build_many(patterns)
-        .map_err(|_| {
+        .map_err(|e| {
             // Name the pattern at fault, not the whole set.
-            let bad = (patterns.iter()).find(|p| compile(std::slice::from_ref(p), kind).is_err());
-            DataError::Format(format!("bot pattern {bad:?} is not a valid expression"))
+            let bad = match patterns {
+                [one] => Some(one),
+                _ => (patterns.iter()).find(|p| compile(std::slice::from_ref(p), kind).is_err()),
+            };
+            DataError::Format(format!(
+                "bot pattern {bad:?} is not a valid expression: {e}"
+            ))
         })
 }
 
-/// The longest run of letters and digits every match of `p` must contain (outside groups, classes
-/// and escapes, and not made optional by a quantifier), if `p` has no top-level alternative.
-fn required_literal(p: &str) -> Option<String> {
-    let chars: Vec<char> = p.chars().collect();
-    let (mut depth, mut in_class, mut escaped) = (0usize, false, false);
-    let (mut run, mut best) = (String::new(), String::new());
-    let flush = |run: &mut String, best: &mut String| {
-        if run.len() > best.len() {
-            *best = run.clone();
-        }
-        run.clear();
-    };
-    for (i, &c) in chars.iter().enumerate() {
-        if escaped {
-            escaped = false;
-            flush(&mut run, &mut best);
-            continue;
-        }
-        let optional = matches!(chars.get(i + 1), Some('?' | '*' | '{'));
-        match c {
-            '\\' => escaped = true,
-            '[' if !in_class => in_class = true,
-            ']' if in_class => in_class = false,
-            '(' if !in_class => depth += 1,
-            ')' if !in_class => depth = depth.saturating_sub(1),
-            '|' if !in_class && depth == 0 => return None,
-            c if depth == 0 && !in_class && c.is_ascii_alphanumeric() && !optional => {
-                run.push(c);
-                continue;
-            }
-            _ => {}
-        }
-        flush(&mut run, &mut best);
-    }
-    flush(&mut run, &mut best);
-    (best.len() >= 3).then_some(best)
-}
-
 impl BotPatterns {
-    /// Parses `source \t category \t pattern` lines (`#` comments), building everything.
+    /// Parses `source \t category \t pattern` lines (`#` comments), building everything and
+    /// compiling every expression (so that a bad one is refused here, not skipped later).
     pub fn parse(text: &str) -> Result<Self, DataError> {
         let split = split(text).map_err(DataError::Format)?;
         let cased_text = split.cased_automaton().map_err(DataError::Format)?;
         let lower_text = split.lower_automaton().map_err(DataError::Format)?;
-        Self::compile(split, cased_text, lower_text)
+        let patterns = Self::compile(split, [cased_text, lower_text])?;
+        patterns.cased_gated.compile_all()?;
+        patterns.lower_gated.compile_all()?;
+        Ok(patterns)
     }
 
     /// The patterns of data/bot-patterns.tsv as the binary carries them: the automata and the
-    /// expressions `build.rs` split and built from it.
+    /// expressions `build.rs` split and built from it. The gated expressions compile when first
+    /// needed; the tests compile every one.
     pub fn embedded() -> Result<Self, DataError> {
+        macro_rules! built {
+            ($file:literal) => {
+                read(include_bytes!(concat!(env!("OUT_DIR"), "/", $file)))?
+            };
+        }
         let split =
             Split::from_expressions(include_str!(concat!(env!("OUT_DIR"), "/bots.expressions")))
                 .map_err(DataError::Format)?;
-        Self::compile(
-            split,
-            read(include_bytes!(concat!(env!("OUT_DIR"), "/bots.cased")))?,
-            read(include_bytes!(concat!(env!("OUT_DIR"), "/bots.lower")))?,
-        )
+        Self::compile(split, [built!("bots.cased"), built!("bots.lower")])
     }
 
+    /// The patterns of `split`, its automata given ([`Split::cased_automaton`] and
+    /// [`Split::lower_automaton`]).
     fn compile(
         split: Split,
-        cased_text: Option<DoubleArrayAhoCorasick<u32>>,
-        lower_text: Option<DoubleArrayAhoCorasick<u32>>,
+        [cased_text, lower_text]: [Option<DoubleArrayAhoCorasick<u32>>; 2],
     ) -> Result<Self, DataError> {
-        let (mut alternations, mut cased_category) = (Vec::new(), Vec::new());
-        for (c, patterns) in split.cased.iter().enumerate() {
-            if !patterns.is_empty() {
-                alternations.push(patterns.join("|"));
-                cased_category.push(c);
+        // The expressions without a gate: one alternation per category, matched together.
+        let mut alternations: Vec<(u32, Vec<&str>)> = Vec::new();
+        let mut cased_lookaround = Vec::new();
+        for (c, e) in split.cased.iter().filter(|(_, e)| e.gate.is_none()) {
+            if e.lookaround {
+                cased_lookaround.push((*c, fancy(&e.pattern)?));
+                continue;
+            }
+            match alternations.iter_mut().find(|(a, _)| a == c) {
+                Some((_, list)) => list.push(&e.pattern),
+                None => alternations.push((*c, vec![&e.pattern])),
             }
         }
+        let cased_category = alternations.iter().map(|(c, _)| *c).collect();
+        let alternations: Vec<String> = (alternations.iter()).map(|(_, l)| l.join("|")).collect();
         // Every category that matches, not the first: the most telling of them is chosen.
-        let cased = compile(&alternations, MatchKind::All)?;
-        let lower = if split.lower.is_empty() {
+        let cased = if alternations.is_empty() {
+            None
+        } else {
+            Some(compile(&alternations, MatchKind::All)?)
+        };
+        let ungated = |lookaround: bool| {
+            (split.lower.iter())
+                .filter(move |e| e.gate.is_none() && e.lookaround == lookaround)
+                .map(|e| e.pattern.as_str())
+        };
+        let lower: Vec<&str> = ungated(false).collect();
+        let lower = if lower.is_empty() {
             // An empty alternation would match everything.
             None
         } else {
-            Some(compile(&[split.lower.join("|")], MatchKind::LeftmostFirst)?)
+            Some(compile(&[lower.join("|")], MatchKind::LeftmostFirst)?)
         };
-        // Each look-around pattern, with the id of its literal among the distinct ones.
-        let mut literals: Vec<String> = Vec::new();
-        let mut lookaround = Vec::new();
-        for p in &split.lookaround {
-            let re = fancy_regex::Regex::new(p)
-                .map_err(|e| DataError::Format(format!("bot pattern {p:?}: {e}")))?;
-            let literal = required_literal(p).map(|l| {
-                let id = literals.iter().position(|x| *x == l).unwrap_or_else(|| {
-                    literals.push(l.clone());
-                    literals.len() - 1
-                });
-                (id as u32, l)
-            });
-            lookaround.push((literal, re));
-        }
-        // Built at every start, for a handful of literals: no prefilter.
-        let required = automaton(literals.iter().map(String::as_str).zip(0u32..), false)
-            .map_err(|e| DataError::Format(format!("bot patterns: {e}")))?;
+        let lower_lookaround = ungated(true).map(fancy).collect::<Result<_, _>>()?;
         Ok(Self {
             cased_text,
             cased,
             cased_category,
+            cased_lookaround,
+            cased_gated: Gated::new(split.cased.iter().map(|(c, e)| (*c, e)))?,
             categories: split.categories,
             lower_text,
             lower,
-            lookaround,
-            required,
+            lower_lookaround,
+            lower_gated: Gated::new(split.lower.iter().map(|e| (0, e)))?,
         })
     }
 
     /// Whether `ua` is a known bot's, and if so its category ("AI crawler", "HTTP library", ...;
     /// "bot" when only a generic pattern matched). `lower` is `ua` in lower case.
     pub fn category(&self, ua: &str, lower: &str) -> Option<&str> {
-        // The most telling category among the plain-text matches ...
-        let by_text = (self.cased_text.as_ref())
-            .and_then(|ac| ac.find_overlapping_iter(ua).map(|m| m.value()).min())
-            .map(|c| c as usize);
-        // ... and among the expressions' matches: the most telling of both.
-        let mut matched = PatternSet::new(self.cased.pattern_len());
-        self.cased
-            .which_overlapping_matches(&Input::new(ua), &mut matched);
-        let by_expression = matched.iter().map(|i| self.cased_category[i]).min();
-        if let Some(c) = by_text.into_iter().chain(by_expression).min() {
-            return Some(self.categories.get(c).map_or("bot", String::as_str));
+        // The most telling category among the plain-text matches, and the gates there ...
+        let (mut best, mut open) = (None::<u32>, Gates::default());
+        for m in (self.cased_text.iter()).flat_map(|ac| ac.find_overlapping_iter(ua)) {
+            let (category, gate) = Value::cased_parts(m.value());
+            best = best.into_iter().chain(category).min();
+            if let Some(g) = gate {
+                open.insert(g);
+            }
         }
-        let generic = (self.lower_text.as_ref())
-            .is_some_and(|ac| ac.find_iter(lower).next().is_some())
-            || (self.lower.as_ref()).is_some_and(|re| re.is_match(lower))
-            || self.lookaround_match(lower);
+        // ... among the expressions' without a gate ...
+        if let Some(re) = &self.cased {
+            let mut matched = PatternSet::new(re.pattern_len());
+            re.which_overlapping_matches(&Input::new(ua), &mut matched);
+            let found = matched
+                .iter()
+                .filter_map(|i| self.cased_category.get(i.as_usize()));
+            best = best.into_iter().chain(found.copied()).min();
+        }
+        for (c, re) in &self.cased_lookaround {
+            if best.is_none_or(|b| *c < b) && re.is_match(ua).unwrap_or(false) {
+                best = Some(*c);
+            }
+        }
+        // ... and among those whose gate is there that could tell more: the most telling.
+        for e in self.cased_gated.of(&open) {
+            if best.is_none_or(|b| e.category < b) && e.is_match(ua) {
+                best = Some(e.category);
+            }
+        }
+        if let Some(c) = best {
+            return Some(
+                self.categories
+                    .get(c as usize)
+                    .map_or("bot", String::as_str),
+            );
+        }
+        // isbot's: any plain text, else any expression that matches.
+        let mut open = Gates::default();
+        for m in (self.lower_text.iter()).flat_map(|ac| ac.find_overlapping_iter(lower)) {
+            match Value::lower_gate(m.value()) {
+                None => return Some("bot"),
+                Some(g) => open.insert(g),
+            }
+        }
+        let generic = (self.lower.as_ref()).is_some_and(|re| re.is_match(lower))
+            || (self.lower_lookaround.iter()).any(|re| re.is_match(lower).unwrap_or(false))
+            || (self.lower_gated.of(&open)).any(|e| e.is_match(lower));
         generic.then_some("bot")
-    }
-}
-
-impl BotPatterns {
-    /// Whether a look-around pattern matches `lower`: of those with a literal, only those whose
-    /// literal the one scan found.
-    fn lookaround_match(&self, lower: &str) -> bool {
-        let found = (self.required.iter())
-            .flat_map(|ac| ac.find_overlapping_iter(lower))
-            .fold(0u64, |bits, m| {
-                bits | 1u64.checked_shl(m.value()).unwrap_or(0)
-            });
-        self.lookaround.iter().any(|(literal, re)| {
-            let possible = match literal {
-                None => true,
-                Some((id, _)) if *id < 64 => found & (1 << id) != 0,
-                // Past what one word of bits holds: looked for on its own.
-                Some((_, text)) => lower.contains(text.as_str()),
-            };
-            possible && re.is_match(lower).unwrap_or(false)
-        })
     }
 }
 
@@ -403,14 +532,15 @@ mod tests {
             }
         }
         // The lookaround patterns are outside both layouts' alternations: leave their matches.
+        let lookaround: Vec<fancy_regex::Regex> = (split(text).unwrap().lower.iter())
+            .filter(|e| e.lookaround)
+            .map(|e| fancy_regex::Regex::new(&e.pattern).unwrap())
+            .collect();
+        assert!(!lookaround.is_empty());
         let mut compared = 0;
         for ua in &uas {
             let lower = ua.to_lowercase();
-            if parsed
-                .lookaround
-                .iter()
-                .any(|(_, re)| re.is_match(&lower).unwrap_or(false))
-            {
+            if lookaround.iter().any(|re| re.is_match(&lower).unwrap()) {
                 continue;
             }
             let expected = before.category(ua);
@@ -456,18 +586,139 @@ mod tests {
     }
 
     #[test]
-    fn required_literals_prefilter_look_around_patterns() {
-        assert_eq!(
-            required_literal(r"(?:^|[^g])news(?!sapphire)").as_deref(),
-            Some("news")
+    fn every_built_in_expression_compiles() {
+        let p = BotPatterns::embedded().unwrap();
+        p.cased_gated.compile_all().unwrap();
+        p.lower_gated.compile_all().unwrap();
+        // Most expressions wait for their gate: few are compiled at start.
+        let eager = p.cased.as_ref().map_or(0, |re| re.pattern_len())
+            + p.cased_lookaround.len()
+            + p.lower_lookaround.len();
+        assert!(eager < 5, "{eager}");
+        assert!(p.cased_gated.expressions.len() + p.lower_gated.expressions.len() > 100);
+    }
+
+    /// `p` with its anchors, word boundaries and look-around removed: it matches all `p` does
+    /// and more, in syntax that strings can be generated from.
+    fn loosened(p: &str) -> String {
+        let chars: Vec<char> = p.chars().collect();
+        let (mut out, mut i, mut in_class) = (String::new(), 0, false);
+        while i < chars.len() {
+            let c = chars[i];
+            let rest: String = chars[i..].iter().take(4).collect();
+            if c == '\\' {
+                if !in_class && matches!(chars.get(i + 1), Some('b' | 'B')) {
+                    i += 2;
+                    continue;
+                }
+                out.extend(&chars[i..(i + 2).min(chars.len())]);
+                i += 2;
+                continue;
+            }
+            if !in_class
+                && ["(?=", "(?!", "(?<=", "(?<!"]
+                    .iter()
+                    .any(|l| rest.starts_with(l))
+            {
+                // Past the group's closing parenthesis.
+                let mut depth = 0;
+                while i < chars.len() {
+                    match chars[i] {
+                        '\\' => i += 1,
+                        '(' => depth += 1,
+                        ')' => {
+                            depth -= 1;
+                            if depth == 0 {
+                                break;
+                            }
+                        }
+                        _ => {}
+                    }
+                    i += 1;
+                }
+                i += 1;
+                continue;
+            }
+            match c {
+                '[' if !in_class => in_class = true,
+                ']' if in_class => in_class = false,
+                '^' | '$' if !in_class => {
+                    i += 1;
+                    continue;
+                }
+                _ => {}
+            }
+            out.push(c);
+            i += 1;
+        }
+        out
+    }
+
+    #[test]
+    fn every_match_of_a_gated_expression_holds_its_gate() {
+        use proptest::strategy::{Strategy, ValueTree};
+        use proptest::test_runner::TestRunner;
+        let split = split(include_str!("../../../data/bot-patterns.tsv")).unwrap();
+        let expressions = (split.cased.iter().map(|(_, e)| e)).chain(&split.lower);
+        let mut runner = TestRunner::deterministic();
+        let mut checked = 0;
+        for e in expressions {
+            let Some(gate) = &e.gate else { continue };
+            let strings = proptest::string::string_regex(&loosened(&e.pattern))
+                .unwrap_or_else(|err| panic!("{}: {err}", e.pattern));
+            for _ in 0..300 {
+                let s = strings.new_tree(&mut runner).unwrap().current();
+                assert!(
+                    s.contains(gate.as_str()),
+                    "{:?} matches {s:?} without {gate:?}",
+                    e.pattern
+                );
+            }
+            checked += 1;
+        }
+        assert!(checked > 100, "{checked}");
+        assert_eq!(loosened(r"^a\b(?<!x(y))c[$^]$"), "ac[$^]");
+    }
+
+    #[test]
+    fn gated_expressions_run_only_when_their_gate_is_there() {
+        let p = BotPatterns::parse(
+            "cua\tAI crawler\tGPT[0-9]+Bot\ncua\tmonitor\tPingdom[0-9]\nisbot\tbot\t^scan\\d",
+        )
+        .unwrap();
+        // Compiled by `parse`; here, a fresh one compiles on first need.
+        let s = split("cua\tAI crawler\tGPT[0-9]+Bot\ncua\tmonitor\tPingdom[0-9]").unwrap();
+        let automata = [s.cased_automaton().unwrap(), s.lower_automaton().unwrap()];
+        let fresh = BotPatterns::compile(s, automata).unwrap();
+        assert!(
+            fresh
+                .cased_gated
+                .expressions
+                .iter()
+                .all(|e| e.compiled.get().is_none())
         );
-        assert_eq!(
-            required_literal(r"(?<! cu)bots?(?:\b|_)").as_deref(),
-            Some("bot")
+        assert_eq!(cat(&fresh, CHROME), None);
+        assert!(
+            fresh
+                .cased_gated
+                .expressions
+                .iter()
+                .all(|e| e.compiled.get().is_none())
         );
-        assert_eq!(required_literal(r"java(?!;)").as_deref(), Some("java"));
-        assert_eq!(required_literal(r"a|bcd"), None);
-        assert_eq!(required_literal(r"\bab\d"), None);
+        assert_eq!(cat(&fresh, "x Pingdom7 GPT4Bot"), Some("AI crawler"));
+        assert_eq!(cat(&p, "x Pingdom7 GPT4Bot"), Some("AI crawler"));
+        assert_eq!(cat(&p, "Pingdom7"), Some("monitor"));
+        assert_eq!(cat(&p, "Pingdom GPTBot"), None);
+        assert_eq!(cat(&p, "Scan5"), Some("bot"));
+        assert_eq!(cat(&p, "a scan5"), None);
+        assert!(BotPatterns::parse("cua\tmonitor\tPingdom[0-9").is_err());
+        // Look-around in crawler-user-agents' patterns too, with a gate and without.
+        let p = BotPatterns::parse("cua\tmonitor\tPing(?!dom)\ncua\tscanner\t(?<!x)Zz").unwrap();
+        assert_eq!(p.cased_lookaround.len(), 1);
+        assert_eq!(cat(&p, "Pinger"), Some("monitor"));
+        assert_eq!(cat(&p, "Pingdom"), None);
+        assert_eq!(cat(&p, "a Zz"), Some("scanner"));
+        assert_eq!(cat(&p, "xZz"), None);
     }
 
     #[test]
