@@ -23,6 +23,10 @@ mod networks_index;
 #[path = "src/places/zones.rs"]
 mod zones;
 
+#[allow(dead_code)]
+#[path = "src/agents/tokens.rs"]
+mod agent_tokens;
+
 fn main() -> Result<(), Box<dyn Error>> {
     let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data");
     let out = PathBuf::from(std::env::var_os("OUT_DIR").ok_or("OUT_DIR is not set")?);
@@ -38,6 +42,20 @@ fn main() -> Result<(), Box<dyn Error>> {
     // The expressions apart from the 1,700 lines they come from: those without a gate are
     // compiled at start, the others when first needed.
     std::fs::write(out.join("bots.expressions"), patterns.expressions())?;
+    // The agent catalogue's token automata (src/agents.rs reads the rest of the file at start).
+    let path = data.join("agents.tsv");
+    println!("cargo::rerun-if-changed={}", path.display());
+    let text = std::fs::read_to_string(&path)?;
+    let columns = agent_tokens::agent_lines(&text).map(|l| {
+        let mut c = l.split('\t').skip(3);
+        (c.next().unwrap_or(""), c.next().unwrap_or(""))
+    });
+    let [all, ranged] = agent_tokens::pairs(columns);
+    for (list, file) in [(all, "agents.tokens"), (ranged, "agents.ranged-tokens")] {
+        let automaton = split::automaton(list.iter().map(|(t, i)| (t.as_str(), *i)), false)
+            .map_err(|e| format!("agents.tsv tokens: {e}"))?;
+        std::fs::write(out.join(file), bytes(automaton))?;
+    }
     // Each zone's offsets from the tz database, computed once here.
     let path = data.join("zones.tsv");
     println!("cargo::rerun-if-changed={}", path.display());

@@ -172,22 +172,69 @@ impl std::fmt::Debug for Catalogue {
     }
 }
 
-/// An automaton over the tokens of the agents `keep` chooses, each valued with the first such
-/// agent that lists it; None for none.
-fn token_automaton(
-    agents: &[Known],
-    keep: impl Fn(&Known) -> bool,
-) -> Result<Option<DoubleArrayAhoCorasick<u32>>, DataError> {
-    let tokens = (agents.iter().zip(0u32..))
-        .filter(|(k, _)| keep(k))
-        .flat_map(|(k, i)| k.tokens.iter().map(move |t| (t.as_str(), i)));
-    // Built at every start, for a few dozen tokens: no prefilter.
-    crate::ua::automaton(tokens, false)
-        .map_err(|e| DataError::Format(format!("agents.tsv tokens: {e}")))
+mod tokens;
+
+pub use tokens::{agent_lines, pairs};
+
+/// The automata over `pairs`' two lists (see [`Catalogue`]'s fields).
+fn token_automata(
+    [all, ranged]: [Vec<(String, u32)>; 2],
+) -> Result<[Option<DoubleArrayAhoCorasick<u32>>; 2], DataError> {
+    // Built from files only (the built-in ones are read back), for a few dozen tokens: no
+    // prefilter.
+    let build = |list: &[(String, u32)]| {
+        crate::ua::automaton(list.iter().map(|(t, i)| (t.as_str(), *i)), false)
+            .map_err(|e| DataError::Format(format!("agents.tsv tokens: {e}")))
+    };
+    Ok([build(&all)?, build(&ranged)?])
 }
 
 impl Catalogue {
+    /// The catalogue of agents.tsv's text, its token automata built here.
     pub fn parse(text: &str) -> Result<Self, DataError> {
+        let agents = Self::agents(text)?;
+        let columns = (agent_lines(text)).map(|l| {
+            let mut c = l.split('\t').skip(3);
+            (c.next().unwrap_or(""), c.next().unwrap_or(""))
+        });
+        let [tokens, ranged_tokens] = token_automata(pairs(columns))?;
+        Ok(Self {
+            agents,
+            tokens,
+            ranged_tokens,
+        })
+    }
+
+    /// The same, with the automata `build.rs` built from the same text.
+    fn built(
+        text: &str,
+        [tokens, ranged_tokens]: [Option<DoubleArrayAhoCorasick<u32>>; 2],
+    ) -> Result<Self, DataError> {
+        Ok(Self {
+            agents: Self::agents(text)?,
+            tokens,
+            ranged_tokens,
+        })
+    }
+
+    /// The catalogue of data/agents.tsv as the binary carries it, with the token automata
+    /// `build.rs` built.
+    pub fn embedded() -> Result<Self, DataError> {
+        macro_rules! built {
+            ($file:literal) => {
+                crate::ua::read(include_bytes!(concat!(env!("OUT_DIR"), "/", $file)))?
+            };
+        }
+        Self::built(
+            include_str!(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../../data/agents.tsv"
+            )),
+            [built!("agents.tokens"), built!("agents.ranged-tokens")],
+        )
+    }
+
+    fn agents(text: &str) -> Result<Vec<Known>, DataError> {
         let mut agents = Vec::new();
         for (n, line) in text.lines().enumerate() {
             if line.starts_with('#') || line.trim().is_empty() {
@@ -203,20 +250,12 @@ impl Catalogue {
                 operator: operator.to_owned(),
                 name: name.to_owned(),
                 category: Category::parse(category).ok_or_else(|| bad("unknown category"))?,
-                tokens: tokens
-                    .split(',')
-                    .filter(|t| !t.is_empty())
-                    .map(str::to_ascii_lowercase)
-                    .collect(),
+                tokens: tokens::tokens(tokens),
                 ranges: opt(ranges),
                 directory: opt(directory).map(|d| origin_of(&d)),
             });
         }
-        Ok(Self {
-            tokens: token_automaton(&agents, |_| true)?,
-            ranged_tokens: token_automaton(&agents, |k| k.ranges.is_some())?,
-            agents,
-        })
+        Ok(agents)
     }
 
     /// The first agent (in catalogue order) with a token in `lower`, of `automaton`'s agents.
@@ -410,6 +449,8 @@ mod tests {
     fn the_token_automata_answer_as_a_search_in_catalogue_order() {
         let text = include_str!("../../../data/agents.tsv");
         let c = Catalogue::parse(text).unwrap();
+        // The automata build.rs built from the same file, as the engine reads them.
+        let built = Catalogue::embedded().unwrap();
         let scan = |lower: &str, ranged: bool| {
             (c.agents.iter())
                 .find(|k| {
@@ -440,6 +481,9 @@ mod tests {
                 scan(ua, true),
                 "{ua}"
             );
+            let name = |k: Option<&Known>| k.map(|k| k.name.clone());
+            assert_eq!(name(built.by_user_agent(ua)), name(c.by_user_agent(ua)));
+            assert_eq!(name(built.range_claim(ua)), name(c.range_claim(ua)));
         }
         assert!(uas.len() > 40, "{}", uas.len());
         assert!(

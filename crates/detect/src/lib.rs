@@ -159,7 +159,7 @@ impl Engine {
                 "/../../data/country.mmdb"
             ))))?,
             data!("wire-fingerprints.tsv"),
-            data!("agents.tsv"),
+            Catalogue::embedded()?,
             data!("MANIFEST"),
         )
         .map_err(|e| DataError::Format(format!("{DATA}: {e}")))
@@ -182,7 +182,7 @@ impl Engine {
             Networks::parse(hosting)?,
             Geo::load(Cow::Owned(mmdb), zones)?,
             wire,
-            agents,
+            Catalogue::parse(agents)?,
             manifest,
         )
     }
@@ -194,7 +194,7 @@ impl Engine {
         networks: Networks,
         geo: Geo,
         wire: &str,
-        agents: &str,
+        agents: Catalogue,
         manifest: &str,
     ) -> Result<Self, DataError> {
         // The data's version: each package's version, as pinned by make data.
@@ -213,7 +213,7 @@ impl Engine {
             networks,
             geo,
             fingerprints: Fingerprints::parse(wire)?,
-            agents: Catalogue::parse(agents)?,
+            agents,
             data_version,
         })
     }

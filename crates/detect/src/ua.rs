@@ -349,13 +349,13 @@ impl BotPatterns {
 }
 
 /// An automaton `build.rs` wrote (no bytes: no automaton), checked as it is read.
-fn read(bytes: &[u8]) -> Result<Option<DoubleArrayAhoCorasick<u32>>, DataError> {
+pub(crate) fn read(bytes: &[u8]) -> Result<Option<DoubleArrayAhoCorasick<u32>>, DataError> {
     if bytes.is_empty() {
         return Ok(None);
     }
     match DoubleArrayAhoCorasick::deserialize(bytes) {
         Ok((automaton, [])) => Ok(Some(automaton)),
-        _ => Err(DataError::Format("a built-in bot automaton".into())),
+        _ => Err(DataError::Format("a built-in automaton".into())),
     }
 }
 
