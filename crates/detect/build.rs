@@ -1,7 +1,9 @@
 //! Lays out the committed data's address tables (data/ip-ranges.tsv, data/asn-hosting.tsv) as the
-//! engine searches them (see src/table.rs), and builds the bot patterns' automata (see
-//! src/ua/split.rs), so that a cold start reads them from the binary instead of parsing 70,000
-//! lines of addresses and building automata of 1,566 patterns and the expressions' gates. A malformed line fails the build.
+//! engine searches them (see src/table.rs), with the hosting networks' index, and builds the bot
+//! patterns' automata (see src/ua/split.rs), the agent catalogue's token automata and the time
+//! zones' tables, so that a cold start reads them from the binary instead of parsing 70,000 lines
+//! of addresses and building automata of 1,572 patterns and their expressions' gates. A malformed
+//! line fails the build.
 
 use std::error::Error;
 use std::path::{Path, PathBuf};
@@ -45,12 +47,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     // The agent catalogue's token automata (src/agents.rs reads the rest of the file at start).
     let path = data.join("agents.tsv");
     println!("cargo::rerun-if-changed={}", path.display());
-    let text = std::fs::read_to_string(&path)?;
-    let columns = agent_tokens::agent_lines(&text).map(|l| {
-        let mut c = l.split('\t').skip(3);
-        (c.next().unwrap_or(""), c.next().unwrap_or(""))
-    });
-    let [all, ranged] = agent_tokens::pairs(columns);
+    let [all, ranged] = agent_tokens::pairs(&std::fs::read_to_string(&path)?);
     for (list, file) in [(all, "agents.tokens"), (ranged, "agents.ranged-tokens")] {
         let automaton = split::automaton(list.iter().map(|(t, i)| (t.as_str(), *i)), false)
             .map_err(|e| format!("agents.tsv tokens: {e}"))?;

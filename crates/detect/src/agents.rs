@@ -174,7 +174,7 @@ impl std::fmt::Debug for Catalogue {
 
 mod tokens;
 
-pub use tokens::{agent_lines, pairs};
+use tokens::pairs;
 
 /// The automata over `pairs`' two lists (see [`Catalogue`]'s fields).
 fn token_automata(
@@ -193,11 +193,7 @@ impl Catalogue {
     /// The catalogue of agents.tsv's text, its token automata built here.
     pub fn parse(text: &str) -> Result<Self, DataError> {
         let agents = Self::agents(text)?;
-        let columns = (agent_lines(text)).map(|l| {
-            let mut c = l.split('\t').skip(3);
-            (c.next().unwrap_or(""), c.next().unwrap_or(""))
-        });
-        let [tokens, ranged_tokens] = token_automata(pairs(columns))?;
+        let [tokens, ranged_tokens] = token_automata(pairs(text))?;
         Ok(Self {
             agents,
             tokens,

@@ -3,7 +3,7 @@
 //! from data/agents.tsv so that a start reads them back instead of building them.
 
 /// The catalogue's agent lines: not comments, not blank.
-pub fn agent_lines(text: &str) -> impl Iterator<Item = &str> {
+fn agent_lines(text: &str) -> impl Iterator<Item = &str> {
     text.lines()
         .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
 }
@@ -17,10 +17,12 @@ pub fn tokens(column: &str) -> Vec<String> {
 }
 
 /// Every agent's tokens, and those of the agents with published ranges, each with its agent's
-/// index, from each agent's tokens and ranges columns in catalogue order.
-pub fn pairs<'a>(agents: impl Iterator<Item = (&'a str, &'a str)>) -> [Vec<(String, u32)>; 2] {
+/// index in catalogue order, from agents.tsv's text (its tokens and ranges columns).
+pub fn pairs(text: &str) -> [Vec<(String, u32)>; 2] {
     let (mut all, mut ranged) = (Vec::new(), Vec::new());
-    for ((column, ranges), i) in agents.zip(0u32..) {
+    for (line, i) in agent_lines(text).zip(0u32..) {
+        let mut columns = line.split('\t').skip(3);
+        let (column, ranges) = (columns.next().unwrap_or(""), columns.next().unwrap_or(""));
         for t in tokens(column) {
             if !ranges.is_empty() {
                 ranged.push((t.clone(), i));
