@@ -1925,6 +1925,78 @@ async fn sqlite_counters_in_separate_pools_allow_exactly_max_rps() {
     assert_eq!(store.period_usage(&acc, &p).await.unwrap(), 7);
 }
 
+/// A process that counts many requests claims blocks of the budget from the file: each position
+/// still goes to one request, what it holds unused is not usage, and it goes back to the file when
+/// the store closes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_claimed_positions_go_to_one_request_each_and_unused_ones_are_not_usage() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("vigil.db");
+    let acc = AccountId::parse("acc_claims").unwrap();
+    let p = period("2026-11-01T00:00:00Z", "2026-12-01T00:00:00Z");
+    let store = SqliteStore::open(&path).unwrap();
+    let mut positions = Vec::new();
+    for _ in 0..3_000 {
+        match store
+            .count_request(&acc, SECOND, 1_000_000, &p, 10_000_000)
+            .await
+            .unwrap()
+        {
+            Counted::Allowed {
+                in_second,
+                in_period,
+            } => positions.push((u64::from(in_second), in_period)),
+            refused => panic!("{refused:?}"),
+        }
+    }
+    assert_eq!(positions, (1..=3_000).map(|n| (n, n)).collect::<Vec<_>>());
+    assert_eq!(store.period_usage(&acc, &p).await.unwrap(), 3_000);
+    // The file's counter holds at least what was used (more while blocks are held unused).
+    let held = {
+        let c = rusqlite::Connection::open(&path).unwrap();
+        c.query_row(
+            "SELECT count FROM counters WHERE key LIKE 'ACCOUNT#acc_claims/USAGE#%'",
+            [],
+            |r| r.get::<_, i64>(0),
+        )
+        .unwrap()
+    };
+    assert!(held >= 3_000, "{held}");
+    drop(store);
+    let next = SqliteStore::open(&path).unwrap();
+    assert_eq!(next.period_usage(&acc, &p).await.unwrap(), 3_000);
+}
+
+/// Two processes claiming blocks of one account's budget on one file: never more than the limit
+/// between them, refused early by no more than an eighth of the second's budget (what one may
+/// hold unused), and once both close, the period's usage is exactly what they admitted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_two_processes_claiming_blocks_never_pass_the_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("vigil.db");
+    let acc = AccountId::parse("acc_two").unwrap();
+    let p = period("2026-11-01T00:00:00Z", "2026-12-01T00:00:00Z");
+    let (a, b) = (
+        SqliteStore::open(&path).unwrap(),
+        SqliteStore::open(&path).unwrap(),
+    );
+    let mut allowed = 0;
+    for i in 0..3_000 {
+        let store = if i % 2 == 0 { &a } else { &b };
+        if let Counted::Allowed { .. } = store
+            .count_request(&acc, SECOND, 1_000, &p, 10_000_000)
+            .await
+            .unwrap()
+        {
+            allowed += 1;
+        }
+    }
+    assert!((1_000 - 1_000 / 8..=1_000).contains(&allowed), "{allowed}");
+    drop((a, b));
+    let next = SqliteStore::open(&path).unwrap();
+    assert_eq!(next.period_usage(&acc, &p).await.unwrap(), allowed);
+}
+
 // ---- DynamoDB only --------------------------------------------------------------------------------
 
 /// A plan of 1,000 requests a second writes four rate items of at most 250 each (a partition takes

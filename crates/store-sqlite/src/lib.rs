@@ -1,6 +1,7 @@
 //! The embedded store: the single-table layout in one SQLite file, with a change feed that plays
 //! the part of DynamoDB Streams. For local use (`vigil serve`) and tests.
 
+mod claims;
 mod feed;
 pub mod sqlite;
 mod velocity_body;

@@ -22,6 +22,7 @@ use super::{
     IdempotencyStore, InsightStore, KeyStore, OpFailed, ProjectStore, RATE_WINDOW_TTL, ResultPage,
     ResultStore, StoreError, UsageStore, VelocityStore, WebhookStore,
 };
+use crate::claims::{Claims, KEEP_UNUSED, Taken, claim_size};
 use crate::domain::insight::{Bucket, SessionPage, SessionPosition, SessionQuery, StatsRange};
 use crate::domain::plan::{Counted, Period, VisitCount};
 use crate::domain::velocity::{CounterWork, Counters};
@@ -125,8 +126,67 @@ pub struct SqliteStore {
     /// handler, which sleeps in steps of up to 100 ms: a burst of visits had a p99 of hundreds
     /// of milliseconds.
     writer: Writer,
-    /// Held by every clone; the checkpointer stops when the last one is dropped.
-    _alive: std::sync::Arc<()>,
+    /// Held by every clone; the checkpointer stops when the last one is dropped, and the period
+    /// positions still held go back to the file.
+    closing: std::sync::Arc<Closing>,
+}
+
+/// What the last clone of a store leaves in order: the plan's positions it holds.
+struct Closing {
+    claims: std::sync::Arc<Claims>,
+    writer: Writer,
+}
+
+impl Closing {
+    /// Gives back the period positions held longer than `keep`; `wait` waits (at most that long)
+    /// for the write to commit.
+    fn give_back(&self, keep: Duration, wait: Option<Duration>) {
+        let back = self.claims.idle(keep);
+        if back.is_empty() {
+            return;
+        }
+        let (committed, written) = std::sync::mpsc::channel::<()>();
+        let job: Job = Box::new(move |conn| {
+            let (sound, out) = match conn {
+                Ok(c) => in_savepoint(c, |c| -> DbResult<Result<(), ()>> {
+                    let mut stmt = c.prepare_cached(
+                        "UPDATE counters SET count = max(count - ?2, 0) WHERE key = ?1",
+                    )?;
+                    for (key, n) in &back {
+                        stmt.execute(params![key, n])?;
+                    }
+                    Ok(Ok(()))
+                }),
+                Err(e) => (true, Err(failed("sqlite begin", e))),
+            };
+            let done: Done = Box::new(move |commit: Option<&rusqlite::Error>| {
+                // Positions not given back stay counted: the period's usage reads high by them.
+                let error = match (out, commit) {
+                    (Err(Db(e)), _) => Some(e.to_string()),
+                    (Ok(_), Some(e)) => Some(e.to_string()),
+                    (Ok(_), None) => None,
+                };
+                if let Some(e) = error {
+                    tracing::warn!(error = %e, "unused plan positions not given back");
+                }
+                let _ = committed.send(());
+            });
+            (sound, done)
+        });
+        if self.writer.send(job).is_err() {
+            tracing::warn!("unused plan positions not given back: the writer has stopped");
+        } else if let Some(wait) = wait {
+            let _ = written.recv_timeout(wait);
+        }
+    }
+}
+
+impl Drop for Closing {
+    /// The last clone gives back every period position it holds, and waits for the write: a
+    /// process that reads the file next finds the usage exact.
+    fn drop(&mut self) {
+        self.give_back(Duration::ZERO, Some(BUSY_TIMEOUT));
+    }
 }
 
 /// How often the WAL is checkpointed off the request path.
@@ -196,6 +256,10 @@ impl SqliteStore {
             c.pragma_update(None, "journal_mode", "WAL")?;
             c.pragma_update(None, "synchronous", "NORMAL")?;
             c.pragma_update(None, "wal_autocheckpoint", AUTOCHECKPOINT_PAGES)?;
+            // Each queued write runs in a savepoint, whose sub-journal (the pages it first
+            // changes) spilled past 64 KiB into a temporary file: a pwrite per page, an eighth
+            // of the writer thread's time under ingestion. A batch's sub-journal is a few MiB.
+            c.pragma_update(None, "temp_store", "MEMORY")?;
             Ok(())
         });
         let writer = r2d2::ManageConnection::connect(&manager)
@@ -215,18 +279,21 @@ impl SqliteStore {
             // A database from before the sessions index: index the summaries it already has.
             conn.execute_batch(BACKFILL_SESSIONS)?;
         }
-        let alive = std::sync::Arc::new(());
-        checkpoint_in_background(pool.clone(), std::sync::Arc::downgrade(&alive));
         let writer = Writer::start(writer).map_err(|e| {
             Db(StoreError::Backend(OpFailed::cause(
                 "sqlite writer thread",
                 e,
             )))
         })?;
+        let closing = std::sync::Arc::new(Closing {
+            claims: std::sync::Arc::default(),
+            writer: writer.clone(),
+        });
+        checkpoint_in_background(pool.clone(), std::sync::Arc::downgrade(&closing));
         Ok(Self {
             pool,
             writer,
-            _alive: alive,
+            closing,
         })
     }
 
@@ -579,6 +646,8 @@ impl ProjectStore for SqliteStore {
 }
 
 impl UsageStore for SqliteStore {
+    /// Counts against the positions this process holds, claiming a block from the file when it
+    /// holds none (see [`crate::claims`]): one write per claim, not per request.
     async fn count_request(
         &self,
         account: &AccountId,
@@ -588,30 +657,60 @@ impl UsageStore for SqliteStore {
         max_requests: u64,
     ) -> Result<Counted, StoreError> {
         let pk = account_pk(account);
-        let rate_key = format!("{pk}/{}", rate_sk(second));
         let usage_key = format!("{pk}/{}", usage_sk(period.start));
-        let usage_expires = period.end.unix_seconds() + COUNTER_GRACE_SECONDS;
+        let claims = &self.closing.claims;
         let max_requests = i64::try_from(max_requests).unwrap_or(i64::MAX);
-        self.write(move |tx| {
-            let Some(in_second) =
-                bump(tx, &rate_key, i64::from(max_rps), second + RATE_WINDOW_TTL)?
-            else {
-                return Ok(Counted::RateLimited);
-            };
-            if in_second == 1 {
-                // The first request of a second clears windows that have expired, as a TTL would.
-                tx.prepare_cached("DELETE FROM counters WHERE expires < ?1")?
-                    .execute([second])?;
+        let taken = claims.take(&pk, second, i64::from(max_rps), &usage_key, max_requests);
+        let counted = match taken {
+            Taken {
+                rate: Some(r),
+                quota: Some(q),
+                ..
+            } => allowed(r, q),
+            Taken {
+                rate: held, want, ..
+            } => {
+                let rate_key = format!("{pk}/{}", rate_sk(second));
+                let usage_expires = period.end.unix_seconds() + COUNTER_GRACE_SECONDS;
+                let (account, key, held_here) = (pk.clone(), usage_key.clone(), claims.clone());
+                let (rate, quota) = self
+                    .write(move |tx| {
+                        let rate = match held {
+                            Some(p) => (p, p + 1),
+                            None => {
+                                let expires = second + RATE_WINDOW_TTL;
+                                let back = held_here.surrender_rate(&account, second);
+                                let max = i64::from(max_rps);
+                                match claim(tx, &rate_key, max, want, expires, back)? {
+                                    Some(block) => block,
+                                    None => return Ok((None, None)),
+                                }
+                            }
+                        };
+                        if rate.0 == 1 {
+                            // The first request of a second clears windows that have expired, as
+                            // a TTL would.
+                            tx.prepare_cached("DELETE FROM counters WHERE expires < ?1")?
+                                .execute([second])?;
+                        }
+                        let back = held_here.surrender_quota(&account, &key);
+                        let quota = claim(tx, &key, max_requests, want, usage_expires, back)?;
+                        Ok((Some(rate), quota))
+                    })
+                    .await?;
+                let claimed = rate.filter(|_| held.is_none());
+                claims.file(&pk, second, claimed, &usage_key, quota);
+                match (rate, quota) {
+                    (None, _) => Counted::RateLimited,
+                    (Some(_), None) => Counted::QuotaExceeded,
+                    (Some((r, _)), Some((q, _))) => allowed(r, q),
+                }
             }
-            let Some(in_period) = bump(tx, &usage_key, max_requests, usage_expires)? else {
-                return Ok(Counted::QuotaExceeded);
-            };
-            Ok(Counted::Allowed {
-                in_second: u32::try_from(in_second).unwrap_or(u32::MAX),
-                in_period: u64::try_from(in_period).unwrap_or(0),
-            })
-        })
-        .await
+        };
+        if let Counted::Allowed { .. } = counted {
+            claims.admitted(&pk, second);
+        }
+        Ok(counted)
     }
 
     async fn count_visit(&self, v: &VisitCount<'_>) -> Result<Counted, StoreError> {
@@ -623,6 +722,7 @@ impl UsageStore for SqliteStore {
         let usage_expires = v.period.end.unix_seconds() + COUNTER_GRACE_SECONDS;
         let max_requests = i64::try_from(v.max_requests).unwrap_or(i64::MAX);
         let (second, project_rps, source_rps) = (v.second, v.project_rps, v.source_rps);
+        let claims = self.closing.claims.clone();
         // A refusal rolls back what was counted before it: a refused visit counts nowhere.
         self.write_unless(move |tx| {
             let expires = second + RATE_WINDOW_TTL;
@@ -632,7 +732,8 @@ impl UsageStore for SqliteStore {
             if bump(tx, &rate_key, i64::from(project_rps), expires)?.is_none() {
                 return Ok(Err(Counted::RateLimited));
             }
-            let developer = count_of(tx, &usage_key)?;
+            // Period positions this process holds unused are claimed, not spent.
+            let developer = count_of(tx, &usage_key)? - claims.unused(&apk, &usage_key);
             let room = max_requests.saturating_sub(developer);
             let Some(visits) = bump(tx, &visits_key, room, usage_expires)? else {
                 return Ok(Err(Counted::QuotaExceeded));
@@ -651,8 +752,10 @@ impl UsageStore for SqliteStore {
             format!("{pk}/{}", usage_sk(period.start)),
             format!("{pk}/{}", visits_sk(period.start)),
         ];
+        // Period positions this process holds unused are claimed, not spent.
+        let unused = self.closing.claims.unused(&pk, &keys[0]);
         self.run(move |c| {
-            let mut n = 0;
+            let mut n = -unused;
             for key in &keys {
                 n += count_of(c, key)?;
             }
@@ -709,16 +812,20 @@ impl VelocityStore for SqliteStore {
     }
 }
 
-/// Checkpoints the WAL from a thread of its own, so that no request's commit pays for copying
+/// Gives back the plan's idle positions ([`Closing::give_back`]) and checkpoints the WAL from a
+/// thread of its own, so that no request's commit pays for copying
 /// the WAL into the database and syncing it (SQLite's automatic checkpoint runs inside the commit
 /// that crosses the threshold: it made the p99 of a visit's writes 18 ms against a p50 of 0.3).
 /// PASSIVE never waits for, nor blocks, readers and writers. Runs until the store is dropped.
-fn checkpoint_in_background(pool: Pool<SqliteConnectionManager>, alive: std::sync::Weak<()>) {
+fn checkpoint_in_background(pool: Pool<SqliteConnectionManager>, alive: std::sync::Weak<Closing>) {
     let spawned = std::thread::Builder::new()
         .name("sqlite-checkpoint".into())
         .spawn(move || {
             while alive.strong_count() > 0 {
                 std::thread::sleep(CHECKPOINT_EVERY);
+                if let Some(store) = alive.upgrade() {
+                    store.give_back(KEEP_UNUSED, None);
+                }
                 let done = pool.get().map_err(|e| e.to_string()).and_then(|c| {
                     c.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
                         .map_err(|e| e.to_string())
@@ -755,6 +862,38 @@ fn velocity_items(
         out.insert(sk, crate::velocity_body::decode(&body).map_err(corrupt)?);
     }
     Ok(out)
+}
+
+/// Claims up to `want` positions under `max` in the counter `key` (see [`claim_size`]), after
+/// giving back the `back` positions this process held there unused: the block `first..end` it
+/// took, or none when the counter is at `max`. (Were the batch's commit to fail, the positions
+/// given back would stay counted: the usage would read high by them, never low.)
+fn claim(
+    tx: &Connection,
+    key: &str,
+    max: i64,
+    want: i64,
+    expires: i64,
+    back: i64,
+) -> Result<Option<(i64, i64)>, Db> {
+    let count = (count_of(tx, key)? - back).max(0);
+    let k = claim_size(max - count, want);
+    let total = count + k;
+    if k > 0 || back > 0 {
+        tx.prepare_cached(
+            "INSERT INTO counters (key, count, expires) VALUES (?1, ?2, ?3)
+             ON CONFLICT (key) DO UPDATE SET count = ?2",
+        )?
+        .execute(params![key, total, expires])?;
+    }
+    Ok((k > 0).then_some((total - k + 1, total + 1)))
+}
+
+fn allowed(in_second: i64, in_period: i64) -> Counted {
+    Counted::Allowed {
+        in_second: u32::try_from(in_second).unwrap_or(u32::MAX),
+        in_period: u64::try_from(in_period).unwrap_or(0),
+    }
 }
 
 /// One more under `max` in the counter `key`, or none: the guard makes the upsert the check.
