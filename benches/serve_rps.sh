@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Requests per second of `vigil serve` (release build, SQLite store) under a loopback load generator
-# (wrk), for: a 100-result page, the plan, the browser agent's POST /collect with a realistic body
-# (events/collect.json's signals: public key and origin checks, one evaluation by the engine, one
-# event written, each to a fresh session), and an unknown route (router only: the ceiling of the
-# server itself). Every authenticated request passes the plan stage (one counter transaction); the
-# seeded plan's limits are too high to refuse any, so the figures include the counting, not 429s.
+# Requests per second of `vigil serve` (built with the `server` profile, SQLite store) under a
+# loopback load generator (wrk), for: a 100-result page, the plan, the browser agent's POST
+# /collect with a realistic body (events/collect.json's signals: public key and origin checks, one
+# evaluation by the engine, one event written, each to a fresh session), and an unknown route
+# (router only: the ceiling of the server itself). Every authenticated request passes the plan
+# stage (counted against the positions the server has claimed from the file); the seeded plan's
+# limits are too high to refuse any, so the figures include the counting, not 429s.
 # Visits come from varied addresses, as a site's visitors do: the server trusts the loopback load
 # generator as its proxy (`--trust-proxy 127.0.0.1/32`) and each visit names a random address in
 # X-Forwarded-For, so the per-address visit budget refuses none. A line whose answers are not the
@@ -22,7 +23,7 @@ if ! command -v wrk >/dev/null; then
   echo "installing wrk (Debian package)" >&2
   { apt-get update -qq && apt-get install -y -qq wrk; } >/dev/null
 fi
-cargo build --release --bin vigil >&2
+cargo build --profile server --bin vigil >&2
 
 dir=$(mktemp -d)
 pids=()
@@ -113,7 +114,7 @@ bench() {
   kill "${pids[-1]}"
 }
 
-bench current target/release/vigil
+bench current target/server/vigil
 # BASELINE_BIN=path/to/an/older/vigil compares, in the same run, with a build of another commit.
 if [ -n "${BASELINE_BIN:-}" ]; then bench baseline "$BASELINE_BIN"; fi
 echo "(wrk -t2 -c$conns -d${secs}s on $(nproc) cores shared with the server; $(date -u +%F))"
