@@ -35,10 +35,18 @@ pub async fn request_context<S: AccountStore, D>(
         return Ok(Context::default());
     };
     let principal = match from_context(&ctx.authorizer.fields) {
-        Some((account, Some(terms))) => Some(Principal { account, terms }),
+        Some((account, Some(terms))) => Some(Principal {
+            account,
+            terms,
+            plan: None,
+        }),
         Some((account, None)) => {
-            let terms = app.terms(&account).await?;
-            Some(Principal { account, terms })
+            let plan = app.plan(&account).await?;
+            Some(Principal {
+                account,
+                terms: plan.terms(),
+                plan: Some(plan),
+            })
         }
         None => None,
     };
@@ -222,6 +230,7 @@ mod tests {
                 max_requests: 5_000_000_000,
                 max_projects: 3,
             },
+            plan: None,
         }
     }
 

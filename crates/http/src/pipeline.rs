@@ -29,7 +29,7 @@ pub use super::reply::Reply;
 use super::{ApiError, gateway, set_header};
 use crate::domain::idempotency::Once;
 use crate::domain::plan::{Principal, Refusal, Standing, Terms, seconds_until};
-use crate::domain::{AccountId, Timestamp};
+use crate::domain::{AccountId, Plan, Timestamp};
 use crate::service::{ServiceError, Vigil};
 use crate::store::{AccountStore, ProjectStore, UsageStore};
 
@@ -57,6 +57,8 @@ pub trait Endpoint<S, D = ()>: 'static {
 pub struct Call<P, B = (), Q = ()> {
     pub account: AccountId,
     pub terms: Terms,
+    /// The account's plan, when authenticating read it ([`Principal::plan`]).
+    pub plan: Option<Plan>,
     pub path: P,
     pub body: B,
     pub query: Q,
@@ -90,14 +92,19 @@ where
     S: AccountStore + ProjectStore + UsageStore + Sync,
     D: Sync,
 {
-    let Some(Principal { account, terms }) = ctx.principal else {
+    let Some(Principal {
+        account,
+        terms,
+        plan,
+    }) = ctx.principal
+    else {
         return ApiError::Unauthorized.into_response();
     };
     let now = app.now();
     match app.admit(&account, &terms, E::WITHOUT_PLAN_IN_FORCE).await {
         Ok(standing) => {
             let reply = async {
-                let call = inputs::<E, S, D>(&req, account, terms, now)?;
+                let call = inputs::<E, S, D>(&req, account, terms, plan, now)?;
                 E::handle(app, call).await?.into_response()
             };
             let mut res = reply.await.unwrap_or_else(ApiError::into_response);
@@ -118,6 +125,7 @@ fn inputs<E, S, D>(
     req: &Request,
     account: AccountId,
     terms: Terms,
+    plan: Option<Plan>,
     now: Timestamp,
 ) -> Result<CallOf<E, S, D>, ApiError>
 where
@@ -137,6 +145,7 @@ where
     Ok(Call {
         account,
         terms,
+        plan,
         path,
         body,
         query,
@@ -272,7 +281,7 @@ mod tests {
             max_requests: 1000,
             max_projects: 3,
         };
-        inputs::<Probe<I>, (), ()>(req, account, terms, now)
+        inputs::<Probe<I>, (), ()>(req, account, terms, None, now)
     }
 
     #[test]

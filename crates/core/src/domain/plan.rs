@@ -8,10 +8,13 @@ use super::model::{Plan, PlanStatus};
 use super::time::Timestamp;
 
 /// An authenticated caller: the account, and the terms of its plan.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Principal {
     pub account: AccountId,
     pub terms: Terms,
+    /// The whole plan, when authenticating read it (`vigil serve`): `GET /plan` answers with it
+    /// instead of reading the account again. The authorizer's context (Lambda) carries the terms.
+    pub plan: Option<Plan>,
 }
 
 /// The part of a plan that every request is checked against. It travels with the authenticated

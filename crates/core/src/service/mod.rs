@@ -190,8 +190,12 @@ impl<S: KeyStore + AccountStore, D> Vigil<S, D> {
             .key_account(&key.hash())
             .await?
             .ok_or(ServiceError::Unauthorized)?;
-        let terms = self.terms(&account).await?;
-        Ok(Principal { account, terms })
+        let plan = self.plan(&account).await?;
+        Ok(Principal {
+            account,
+            terms: plan.terms(),
+            plan: Some(plan),
+        })
     }
 }
 
