@@ -132,6 +132,21 @@ impl Claims {
         f(&mut guard)
     }
 
+    /// Runs `f` on the account's state, moved on to `second`. The key is copied only the first
+    /// time the account is seen: this runs on every request.
+    fn at<T>(&self, account: &str, second: i64, f: impl FnOnce(&mut Account) -> T) -> T {
+        self.with(|accounts| {
+            if !accounts.contains_key(account) {
+                accounts.insert(account.to_owned(), Account::default());
+            }
+            let a = accounts
+                .get_mut(account)
+                .expect("the account was inserted above");
+            a.at_second(second);
+            f(a)
+        })
+    }
+
     /// Takes the account's next positions in `second` (under `max_rps`) and in the period counted
     /// at `usage_key` (under `max_requests`), where held.
     pub fn take(
@@ -142,9 +157,7 @@ impl Claims {
         usage_key: &str,
         max_requests: i64,
     ) -> Taken {
-        self.with(|accounts| {
-            let a = accounts.entry(account.to_owned()).or_default();
-            a.at_second(second);
+        self.at(account, second, |a| {
             let rate = (a.second == second).then(|| a.rate.take(max_rps)).flatten();
             let quota = rate.and_then(|_| {
                 a.quota
@@ -171,9 +184,7 @@ impl Claims {
         usage_key: &str,
         quota: Option<(i64, i64)>,
     ) {
-        self.with(|accounts| {
-            let a = accounts.entry(account.to_owned()).or_default();
-            a.at_second(second);
+        self.at(account, second, |a| {
             let now = a.second == second;
             if let Some((first, end)) = rate.filter(|&(first, end)| now && first + 1 < end) {
                 a.rate.blocks.push(Block {
@@ -216,9 +227,7 @@ impl Claims {
 
     /// Counts one admitted request towards the account's pace.
     pub fn admitted(&self, account: &str, second: i64) {
-        self.with(|accounts| {
-            let a = accounts.entry(account.to_owned()).or_default();
-            a.at_second(second);
+        self.at(account, second, |a| {
             if a.second == second {
                 a.this_second += 1;
             }

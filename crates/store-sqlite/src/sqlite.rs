@@ -121,19 +121,19 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 #[derive(Clone)]
 pub struct SqliteStore {
     pool: Pool<SqliteConnectionManager>,
-    /// Every write goes through this queue and its one connection, in batches (group commit; see
-    /// [`crate::writer`]). Pooled connections racing for the file's lock waited in SQLite's busy
-    /// handler, which sleeps in steps of up to 100 ms: a burst of visits had a p99 of hundreds
-    /// of milliseconds.
-    writer: Writer,
     /// Held by every clone; the checkpointer stops when the last one is dropped, and the period
     /// positions still held go back to the file.
     closing: std::sync::Arc<Closing>,
 }
 
-/// What the last clone of a store leaves in order: the plan's positions it holds.
+/// What every clone of a store shares, and the last one leaves in order: the plan's positions
+/// it holds.
 struct Closing {
     claims: std::sync::Arc<Claims>,
+    /// Every write goes through this queue and its one connection, in batches (group commit; see
+    /// [`crate::writer`]). Pooled connections racing for the file's lock waited in SQLite's busy
+    /// handler, which sleeps in steps of up to 100 ms: a burst of visits had a p99 of hundreds
+    /// of milliseconds.
     writer: Writer,
 }
 
@@ -287,14 +287,10 @@ impl SqliteStore {
         })?;
         let closing = std::sync::Arc::new(Closing {
             claims: std::sync::Arc::default(),
-            writer: writer.clone(),
+            writer,
         });
         checkpoint_in_background(pool.clone(), std::sync::Arc::downgrade(&closing));
-        Ok(Self {
-            pool,
-            writer,
-            closing,
-        })
+        Ok(Self { pool, closing })
     }
 
     /// Runs blocking database work off the async executor.
@@ -353,7 +349,7 @@ impl SqliteStore {
                 "the writer thread stopped",
             ))
         };
-        self.writer.send(job).map_err(|_| gone())?;
+        self.closing.writer.send(job).map_err(|_| gone())?;
         Ok(answer.await.map_err(|_| gone())??)
     }
 
