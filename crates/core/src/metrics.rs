@@ -53,8 +53,12 @@ fn line(
     Value::Object(root).to_string()
 }
 
-fn emit(line: String) {
-    tracing::info!(target: TARGET, emf = %line);
+/// Emits the line `line` builds, built only when some layer takes metric events: `vigil serve`
+/// has none, and building it (a JSON object and a clock read) was a visible share of a request.
+fn emit(line: impl FnOnce() -> String) {
+    if tracing::enabled!(target: TARGET, tracing::Level::INFO) {
+        tracing::info!(target: TARGET, emf = %line());
+    }
 }
 
 /// `2xx`, `4xx`, `5xx`: the status class, a bounded dimension.
@@ -70,54 +74,62 @@ pub fn status_class(status: u16) -> &'static str {
 
 /// One answered request of `route`: its count and latency, by route and status class.
 pub fn request(route: &str, status: u16, latency_ms: f64) {
-    emit(line(
-        &[("Route", route), ("StatusClass", status_class(status))],
-        &[&["Route", "StatusClass"], &["StatusClass"]],
-        &[
-            ("Requests", "Count", 1.0),
-            ("Latency", "Milliseconds", latency_ms),
-        ],
-        &[("status", json!(status))],
-    ));
+    emit(|| {
+        line(
+            &[("Route", route), ("StatusClass", status_class(status))],
+            &[&["Route", "StatusClass"], &["StatusClass"]],
+            &[
+                ("Requests", "Count", 1.0),
+                ("Latency", "Milliseconds", latency_ms),
+            ],
+            &[("status", json!(status))],
+        )
+    });
 }
 
 /// One evaluation by the engine: its time, and whether it flagged a bot or a proxy (0.5 or
 /// more); the project is a property.
 pub fn evaluation(project: &str, engine_us: f64, bot: bool, proxy: bool) {
-    emit(line(
-        &[],
-        &[&[]],
-        &[
-            ("EngineTime", "Microseconds", engine_us),
-            ("Evaluations", "Count", 1.0),
-            ("FlaggedBot", "Count", f64::from(u8::from(bot))),
-            ("FlaggedProxyVpn", "Count", f64::from(u8::from(proxy))),
-        ],
-        &[("project", json!(project))],
-    ));
+    emit(|| {
+        line(
+            &[],
+            &[&[]],
+            &[
+                ("EngineTime", "Microseconds", engine_us),
+                ("Evaluations", "Count", 1.0),
+                ("FlaggedBot", "Count", f64::from(u8::from(bot))),
+                ("FlaggedProxyVpn", "Count", f64::from(u8::from(proxy))),
+            ],
+            &[("project", json!(project))],
+        )
+    });
 }
 
 /// One webhook delivery attempt, by outcome (`delivered`, `failed`, `gone`) and attempt number
 /// (capped at 8: retries past it are counted as 8).
 pub fn delivery(outcome: &str, attempt: usize) {
     let attempt = attempt.clamp(1, 8).to_string();
-    emit(line(
-        &[("Outcome", outcome), ("Attempt", &attempt)],
-        &[&["Outcome", "Attempt"], &["Outcome"]],
-        &[("Deliveries", "Count", 1.0)],
-        &[],
-    ));
+    emit(|| {
+        line(
+            &[("Outcome", outcome), ("Attempt", &attempt)],
+            &[&["Outcome", "Attempt"], &["Outcome"]],
+            &[("Deliveries", "Count", 1.0)],
+            &[],
+        )
+    });
 }
 
 /// One request refused by the plan or a visit budget, by kind (`plan_inactive`, `rate`,
 /// `quota`).
 pub fn refusal(kind: &str) {
-    emit(line(
-        &[("Kind", kind)],
-        &[&["Kind"]],
-        &[("Refusals", "Count", 1.0)],
-        &[],
-    ));
+    emit(|| {
+        line(
+            &[("Kind", kind)],
+            &[&["Kind"]],
+            &[("Refusals", "Count", 1.0)],
+            &[],
+        )
+    });
 }
 
 /// Writes metric events' lines, as they are, one per line, to its writer (stdout in Lambda).

@@ -6,7 +6,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use chrono::{DateTime, Datelike, SubsecRound, Utc};
+use chrono::{DateTime, Datelike, SubsecRound, Timelike, Utc};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -110,7 +110,29 @@ impl FromStr for Timestamp {
 
 impl fmt::Display for Timestamp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.0.format("%Y-%m-%dT%H:%M:%S%.3fZ"))
+        let d = self.0;
+        let year = u32::try_from(d.year()).unwrap_or(u32::MAX);
+        if year > 9999 {
+            // Only `Timestamp::max()` gets here: chrono writes its extended year.
+            return write!(f, "{}", d.format("%Y-%m-%dT%H:%M:%S%.3fZ"));
+        }
+        // Written digit by digit: chrono's formatter interprets its pattern on every call, and
+        // every stored item's keys and bodies carry timestamps (a visible share of a visit).
+        let mut text = *b"0000-00-00T00:00:00.000Z";
+        let mut put = |at: usize, width: usize, mut n: u32| {
+            for i in (at..at + width).rev() {
+                text[i] = b'0' + (n % 10) as u8;
+                n /= 10;
+            }
+        };
+        put(0, 4, year);
+        put(5, 2, d.month());
+        put(8, 2, d.day());
+        put(11, 2, d.hour());
+        put(14, 2, d.minute());
+        put(17, 2, d.second());
+        put(20, 3, d.timestamp_subsec_millis().min(999));
+        f.write_str(std::str::from_utf8(&text).map_err(|_| fmt::Error)?)
     }
 }
 
@@ -137,6 +159,23 @@ mod tests {
         assert_eq!(t.to_string(), "2026-11-21T10:00:00.000Z");
         let t: Timestamp = "2026-11-21T12:00:00.123456+02:00".parse().unwrap();
         assert_eq!(t.to_string(), "2026-11-21T10:00:00.123Z");
+    }
+
+    #[test]
+    fn the_digit_writer_matches_chronos_pattern() {
+        // Moments spread over 1970..=9999 (a fixed stride, no randomness), the edges, and max.
+        let last = Timestamp::from_unix_millis(253_402_300_799_999).unwrap();
+        let mut moments = vec![Timestamp::from_unix_millis(0).unwrap(), last, Timestamp::max()];
+        let mut ms = 0i64;
+        while ms < 253_402_300_799_999 {
+            moments.push(Timestamp::from_unix_millis(ms).unwrap());
+            ms += 98_765_432_101;
+        }
+        for t in moments {
+            let chrono = t.0.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string();
+            assert_eq!(t.to_string(), chrono);
+        }
+        assert_eq!(last.to_string(), "9999-12-31T23:59:59.999Z");
     }
 
     #[test]
