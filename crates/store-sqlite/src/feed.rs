@@ -3,7 +3,6 @@
 
 use vigil_core::report::Chain;
 use vigil_core::store::DeliveryStore;
-use vigil_core::store::change::feed_events;
 use vigil_core::store::feed::{BACKOFF, BATCH, ChangeFeed, FeedConsumer, POLL};
 
 use crate::SqliteStore;
@@ -23,7 +22,7 @@ impl ChangeFeed for SqliteStore {
                     continue;
                 }
             };
-            let batch = match store.changes(after, BATCH).await {
+            let batch = match store.feed(after, BATCH).await {
                 Ok(b) if b.is_empty() => {
                     tokio::time::sleep(POLL).await;
                     continue;
@@ -35,9 +34,9 @@ impl ChangeFeed for SqliteStore {
                     continue;
                 }
             };
-            let (seqs, records): (Vec<i64>, Vec<_>) = batch.into_iter().unzip();
+            let (seqs, events): (Vec<i64>, Vec<_>) = batch.into_iter().unzip();
             // Everything before a failed event is done; resume at the failed one.
-            let done = match consumer.consume(&feed_events(&records)).await {
+            let done = match consumer.consume(&events).await {
                 Ok(()) => seqs.last().copied(),
                 Err(i) => {
                     tokio::time::sleep(BACKOFF).await;

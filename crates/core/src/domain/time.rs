@@ -165,7 +165,11 @@ mod tests {
     fn the_digit_writer_matches_chronos_pattern() {
         // Moments spread over 1970..=9999 (a fixed stride, no randomness), the edges, and max.
         let last = Timestamp::from_unix_millis(253_402_300_799_999).unwrap();
-        let mut moments = vec![Timestamp::from_unix_millis(0).unwrap(), last, Timestamp::max()];
+        let mut moments = vec![
+            Timestamp::from_unix_millis(0).unwrap(),
+            last,
+            Timestamp::max(),
+        ];
         let mut ms = 0i64;
         while ms < 253_402_300_799_999 {
             moments.push(Timestamp::from_unix_millis(ms).unwrap());

@@ -1,6 +1,7 @@
 //! From feed records to domain events: the one place that reads the item layout out of a change
-//! record, whether it came from a Lambda stream event, the DynamoDB Streams API or the SQLite
-//! change feed (all three are `aws_lambda_events` `EventRecord`s with old and new images).
+//! record, whether it came from a Lambda stream event or the DynamoDB Streams API (both
+//! `aws_lambda_events` `EventRecord`s with old and new images), or from the SQLite change feed
+//! (the item's bodies before and after, as JSON text).
 
 use aws_lambda_events::dynamodb::EventRecord;
 use serde::Deserialize;
@@ -38,14 +39,46 @@ pub fn feed_event(record: &EventRecord) -> FeedEvent {
         None
     } else {
         match serde_dynamo::from_item::<_, SessionItem>(change.old_image.clone()) {
-            Ok(item) => Some((item.score(), item.bot_counted())),
+            Ok(item) => Some(item),
             Err(e) => return unreadable("old", e),
         }
     };
+    session_changed(before.as_ref(), after)
+}
+
+/// What a change says, read from its item's bodies as JSON text (as the SQLite feed keeps them):
+/// `old` is None for a new item, `new` for a removed one. The same reading as [`feed_event`]'s,
+/// without the typed images a stream record carries.
+pub fn feed_event_of_bodies(id: &str, old: Option<&str>, new: Option<&str>) -> FeedEvent {
+    let Some(new) = new else {
+        return FeedEvent::Other;
+    };
+    let entity = serde_json::from_str::<EntityOnly>(new)
+        .ok()
+        .and_then(|e| e.entity);
+    if entity != Some(Entity::Session) {
+        return FeedEvent::Other;
+    }
+    let unreadable = |which: &str, e: serde_json::Error| {
+        FeedEvent::Unreadable(format!("record {id}: {which} image: {e}"))
+    };
+    let after: SessionItem = match serde_json::from_str(new) {
+        Ok(item) => item,
+        Err(e) => return unreadable("new", e),
+    };
+    let before = match old.map(serde_json::from_str::<SessionItem>).transpose() {
+        Ok(before) => before,
+        Err(e) => return unreadable("old", e),
+    };
+    session_changed(before.as_ref(), after)
+}
+
+/// A session summary's write, from the summary before it (None: the session is new) and after.
+fn session_changed(before: Option<&SessionItem>, after: SessionItem) -> FeedEvent {
     let last_id = after.last_id();
     FeedEvent::SessionChanged(SessionChanged {
-        before: before.map(|(score, _)| score),
-        bot_before: before.map(|(_, bot)| bot),
+        before: before.map(SessionItem::score),
+        bot_before: before.map(SessionItem::bot_counted),
         bot_after: after.bot_counted(),
         after: after.score(),
         project: after.project_id,
@@ -142,6 +175,44 @@ pub(crate) mod tests {
             panic!("not a session change")
         };
         assert!(old.last_reasons.is_empty());
+    }
+
+    #[test]
+    fn bodies_read_as_the_stream_record_of_the_same_write_does() {
+        let mut old = None;
+        for (i, pv) in [0.2, 0.7, 0.95].iter().enumerate() {
+            let new = SessionItem::next(
+                old.as_ref(),
+                &result(*pv, &format!("2026-11-21T10:00:0{i}Z")),
+            );
+            let mut rec = EventRecord::default();
+            rec.event_name = if old.is_some() { "MODIFY" } else { "INSERT" }.to_owned();
+            rec.change.new_image = serde_dynamo::to_item(&new).unwrap();
+            if let Some(o) = &old {
+                rec.change.old_image = serde_dynamo::to_item(o).unwrap();
+            }
+            let text = |s: &SessionItem| serde_json::to_string(s).unwrap();
+            let (old_text, new_text) = (old.as_ref().map(text), text(&new));
+            let of_bodies = feed_event_of_bodies("1", old_text.as_deref(), Some(&new_text));
+            assert!(matches!(of_bodies, FeedEvent::SessionChanged(_)));
+            assert_eq!(of_bodies, feed_event(&rec));
+            // Removed, or not a summary: nothing to say.
+            assert_eq!(
+                feed_event_of_bodies("1", Some(&new_text), None),
+                FeedEvent::Other
+            );
+            old = Some(new);
+        }
+        let result = r#"{"entity":"result","scoreProxyVpn":0.99}"#;
+        assert_eq!(
+            feed_event_of_bodies("2", None, Some(result)),
+            FeedEvent::Other
+        );
+        let broken = r#"{"entity":"session","scoreProxyVpn":7}"#;
+        assert!(matches!(
+            feed_event_of_bodies("3", None, Some(broken)),
+            FeedEvent::Unreadable(m) if m.starts_with("record 3: new image")
+        ));
     }
 
     #[test]
