@@ -262,9 +262,6 @@ impl SqliteStore {
             // changes) spilled past 64 KiB into a temporary file: a pwrite per page, an eighth
             // of the writer thread's time under ingestion. A batch's sub-journal is a few MiB.
             c.pragma_update(None, "temp_store", "MEMORY")?;
-            // Up to 32 MiB of pages per connection (SQLite keeps 2 MiB by default): under
-            // ingestion the writer re-read a twelfth of its pages from the file, a pread each.
-            c.pragma_update(None, "cache_size", -32_768)?;
             Ok(())
         });
         let writer = r2d2::ManageConnection::connect(&manager)
@@ -459,8 +456,8 @@ fn prefix_end(prefix: &str) -> String {
 /// (Unix milliseconds), and its bodies before and after as the items table holds them (`null`
 /// for none), e.g. `{"v":2,"at":1795255200000,"pk":"PROJECT#p","sk":"SESSION#s","old":null,
 /// "new":{...}}`. Older records are whole stream records (an `EventRecord` with DynamoDB-typed
-/// images): building one took a fifth of the writer's time under ingestion, and parsing it
-/// again most of the follower's. Both kinds are read.
+/// images): building one took an eighth of the writer thread's time under ingestion, and parsing
+/// it again a seventh of the request threads'. Both kinds are read.
 const COMPACT: &str = "{\"v\":2,";
 
 /// A compact change record, its bodies borrowed from the row's text.
@@ -930,25 +927,27 @@ fn checkpoint_in_background(pool: Pool<SqliteConnectionManager>, alive: std::syn
     }
 }
 
-/// The unexpired velocity items at `sks`, by sort key, in one query.
+/// The unexpired velocity items at `sks`, by sort key: a point read each (a list bound through
+/// `json_each` cost more in building and parsing the list than the reads themselves).
 fn velocity_items(
     c: &Connection,
     pk: &str,
     sks: &[&str],
     now: i64,
 ) -> Result<HashMap<String, Counters>, Db> {
-    let list = serde_json::to_string(sks).map_err(corrupt)?;
-    let mut stmt = c.prepare_cached(
-        "SELECT sk, body FROM velocity WHERE pk = ?1 AND expires >= ?3 \
-         AND sk IN (SELECT value FROM json_each(?2))",
-    )?;
-    let rows = stmt.query_map(params![pk, list, now], |r| {
-        Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
-    })?;
-    let mut out = HashMap::new();
-    for row in rows {
-        let (sk, body) = row?;
-        out.insert(sk, crate::velocity_body::decode(&body).map_err(corrupt)?);
+    let mut stmt =
+        c.prepare_cached("SELECT body FROM velocity WHERE pk = ?1 AND sk = ?2 AND expires >= ?3")?;
+    let mut out = HashMap::with_capacity(sks.len());
+    for sk in sks {
+        let body: Option<String> = stmt
+            .query_row(params![pk, sk, now], |r| r.get(0))
+            .optional()?;
+        if let Some(body) = body {
+            out.insert(
+                (*sk).to_owned(),
+                crate::velocity_body::decode(&body).map_err(corrupt)?,
+            );
+        }
     }
     Ok(out)
 }
