@@ -361,21 +361,7 @@ impl SqliteStore {
         after: i64,
         limit: usize,
     ) -> Result<Vec<(i64, EventRecord)>, StoreError> {
-        self.run(move |c| {
-            let mut stmt = c.prepare_cached(
-                "SELECT seq, record FROM changes WHERE seq > ?1 ORDER BY seq LIMIT ?2",
-            )?;
-            let rows = stmt.query_map(params![after, limit as i64], |r| {
-                Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
-            })?;
-            let mut out = Vec::new();
-            for row in rows {
-                let (seq, text) = row?;
-                out.push((seq, stream_record(seq, &text)?));
-            }
-            Ok(out)
-        })
-        .await
+        self.read_changes(after, limit, stream_record).await
     }
 
     /// Change-feed records after `after` (exclusive), oldest first, at most `limit`, as what
@@ -385,15 +371,29 @@ impl SqliteStore {
         after: i64,
         limit: usize,
     ) -> Result<Vec<(i64, FeedEvent)>, StoreError> {
+        self.read_changes(after, limit, |seq, text| Ok(feed_event_of(seq, text)))
+            .await
+    }
+
+    /// Records after `after`, oldest first, at most `limit`, each read by `read` from its text.
+    async fn read_changes<T: Send + 'static>(
+        &self,
+        after: i64,
+        limit: usize,
+        read: fn(i64, &str) -> Result<T, Db>,
+    ) -> Result<Vec<(i64, T)>, StoreError> {
         self.run(move |c| {
             let mut stmt = c.prepare_cached(
                 "SELECT seq, record FROM changes WHERE seq > ?1 ORDER BY seq LIMIT ?2",
             )?;
-            let rows = stmt.query_map(params![after, limit as i64], |r| {
-                let seq = r.get::<_, i64>(0)?;
-                Ok((seq, feed_event_of(seq, r.get_ref(1)?.as_str()?)))
-            })?;
-            Ok(rows.collect::<Result<_, _>>()?)
+            let mut rows = stmt.query(params![after, limit as i64])?;
+            let mut out = Vec::new();
+            while let Some(row) = rows.next()? {
+                let seq: i64 = row.get(0)?;
+                let text = row.get_ref(1)?.as_str().map_err(rusqlite::Error::from)?;
+                out.push((seq, read(seq, text)?));
+            }
+            Ok(out)
         })
         .await
     }
