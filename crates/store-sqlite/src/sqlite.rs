@@ -17,7 +17,7 @@ use serde::de::DeserializeOwned;
 
 use super::change::{feed_event, feed_event_of_bodies};
 use super::items::*;
-use super::plan::{Applied, Attributes, ItemStore, Op, Read, Step, WritePlan, parse};
+use super::plan::{Applied, Attributes, ItemStore, Op, Read, Step, WritePlan};
 use super::{
     AccountStore, AdminStore, AgentStore, COUNTER_GRACE_SECONDS, Cause, DeliveryStore,
     IdempotencyStore, InsightStore, KeyStore, OpFailed, ProjectStore, RATE_WINDOW_TTL, ResultPage,
@@ -562,7 +562,8 @@ fn put(tx: &Connection, pk: &str, sk: &str, old: Option<&str>, new: &Attributes)
         .execute(params![pk, sk, body])?;
     record_change(tx, pk, sk, old, Some(&body))?;
     match new.get("entity").and_then(serde_json::Value::as_str) {
-        Some("session") => index_session(tx, &parse(new.clone())?),
+        // Read back from the text just written: no copy of the attribute map.
+        Some("session") => index_session(tx, &serde_json::from_str(&body).map_err(corrupt)?),
         Some("delivery") => index_due(tx, pk, sk, new.get(DUE_AT).and_then(|v| v.as_str())),
         _ => Ok(()),
     }
