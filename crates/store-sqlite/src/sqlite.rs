@@ -33,7 +33,7 @@ use crate::domain::{
     AccountId, Delivery, Project, ProjectId, ResultPosition, Score, SessionId, Timestamp, Webhook,
     WebhookId,
 };
-use crate::writer::{Done, Job, Writer, in_savepoint};
+use crate::writer::{Done, Job, Writer, checked, in_savepoint};
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS items (
@@ -311,25 +311,49 @@ impl SqliteStore {
         Ok(done?)
     }
 
-    /// Runs `f` in an immediate (write-locking) transaction and commits it.
+    /// Runs `f` in an immediate (write-locking) transaction and commits it. It cannot refuse, so
+    /// it runs without a savepoint ([`checked`]).
     async fn write<T, F>(&self, f: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
         F: FnOnce(&Connection) -> DbResult<T> + Send + 'static,
     {
-        self.write_unless(move |tx| f(tx).map(Ok)).await
+        self.write_checked(|_| Ok(Ok(())), move |tx, ()| f(tx))
+            .await
     }
 
-    /// Like [`Self::write`], but `f` may refuse: a refusal rolls back everything it wrote.
+    /// Like [`Self::write`], but `f` may refuse after writing: a refusal rolls back everything it
+    /// wrote (a savepoint of its own).
     async fn write_unless<T, F>(&self, f: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
         F: FnOnce(&Connection) -> DbResult<Result<T, T>> + Send + 'static,
     {
+        self.queue(move |c| in_savepoint(c, f)).await
+    }
+
+    /// Like [`Self::write_unless`] for a write that decides before it writes: `check` only reads
+    /// and may refuse, `then` writes what it decided and cannot refuse ([`checked`]).
+    async fn write_checked<P, T, C, W>(&self, check: C, then: W) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        C: FnOnce(&Connection) -> DbResult<Result<P, T>> + Send + 'static,
+        W: FnOnce(&Connection, P) -> DbResult<T> + Send + 'static,
+    {
+        self.queue(move |c| checked(c, check, then)).await
+    }
+
+    /// Queues a write for the writer thread and waits for its batch's fate: `f` runs in the
+    /// batch's transaction and says whether the transaction is still sound, and what it did.
+    async fn queue<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> (bool, DbResult<Result<T, T>>) + Send + 'static,
+    {
         let (reply, answer) = tokio::sync::oneshot::channel::<DbResult<T>>();
         let job: Job = Box::new(move |conn| {
             let (sound, out) = match conn {
-                Ok(c) => in_savepoint(c, f),
+                Ok(c) => f(c),
                 Err(e) => (true, Err(failed("sqlite begin", e))),
             };
             let done: Done = Box::new(move |commit: Option<&rusqlite::Error>| {
@@ -619,12 +643,35 @@ fn add_stats(
     Ok(())
 }
 
-/// One step inside the plan's transaction: its refusal, or None when it was applied.
-fn apply_step(tx: &Connection, step: Step) -> Result<Option<Applied>, Db> {
+/// What a step writes, decided from its item as the transaction read it.
+enum Outcome {
+    Put {
+        stored: Option<String>,
+        new: Attributes,
+    },
+    Delete {
+        stored: String,
+    },
+    Add {
+        blank: Attributes,
+        adds: Vec<(String, u64)>,
+    },
+    Nothing,
+}
+
+/// A step's item and what it writes there.
+struct Decided {
+    pk: String,
+    sk: String,
+    change: Outcome,
+}
+
+/// Reads a step's item and decides what the step writes, or why it is refused. Only reads.
+fn decide(tx: &Connection, step: Step) -> Result<Result<Decided, Applied>, Db> {
     let Step { name, pk, sk, op } = step;
     if let Op::Add { blank, adds } = op {
-        add_stats(tx, &pk, &sk, blank, &adds)?;
-        return Ok(None);
+        let change = Outcome::Add { blank, adds };
+        return Ok(Ok(Decided { pk, sk, change }));
     }
     // The body as stored goes into the change record as it is.
     let stored = body(tx, &pk, &sk)?;
@@ -633,7 +680,7 @@ fn apply_step(tx: &Connection, step: Step) -> Result<Option<Applied>, Db> {
         .map(|b| serde_json::from_str(b).map_err(corrupt))
         .transpose()?;
     let refused = |current| {
-        Ok(Some(Applied::Refused {
+        Ok(Err(Applied::Refused {
             step: name,
             current,
         }))
@@ -652,13 +699,14 @@ fn apply_step(tx: &Connection, step: Step) -> Result<Option<Applied>, Db> {
         }
         Op::Put { item, .. } => item,
         Op::Delete { .. } => {
-            if let Some(old) = &stored {
-                delete(tx, &pk, &sk, old)?;
-            }
-            return Ok(None);
+            let change = match stored {
+                Some(stored) => Outcome::Delete { stored },
+                None => Outcome::Nothing,
+            };
+            return Ok(Ok(Decided { pk, sk, change }));
         }
         Op::Set { attributes, .. } => {
-            let mut item = current.clone().unwrap_or_else(keyed);
+            let mut item = current.unwrap_or_else(keyed);
             item.extend(attributes);
             item
         }
@@ -666,7 +714,7 @@ fn apply_step(tx: &Connection, step: Step) -> Result<Option<Applied>, Db> {
             let Some(count) = Step::counted(by, max, current.as_ref()) else {
                 return refused(current);
             };
-            let mut item = current.clone().unwrap_or_else(keyed);
+            let mut item = current.unwrap_or_else(keyed);
             item.insert(
                 "entity".to_owned(),
                 serde_json::to_value(entity).map_err(corrupt)?,
@@ -674,10 +722,35 @@ fn apply_step(tx: &Connection, step: Step) -> Result<Option<Applied>, Db> {
             item.insert("count".to_owned(), count.into());
             item
         }
-        Op::Add { .. } => return Ok(None),
+        // Taken above; nothing to write here.
+        Op::Add { .. } => {
+            let change = Outcome::Nothing;
+            return Ok(Ok(Decided { pk, sk, change }));
+        }
     };
-    put(tx, &pk, &sk, stored.as_deref(), &new)?;
-    Ok(None)
+    let change = Outcome::Put { stored, new };
+    Ok(Ok(Decided { pk, sk, change }))
+}
+
+/// Writes what [`decide`] decided.
+fn write_decided(tx: &Connection, d: Decided) -> Result<(), Db> {
+    let Decided { pk, sk, change } = d;
+    match change {
+        Outcome::Put { stored, new } => put(tx, &pk, &sk, stored.as_deref(), &new),
+        Outcome::Delete { stored } => delete(tx, &pk, &sk, &stored),
+        Outcome::Add { blank, adds } => add_stats(tx, &pk, &sk, blank, &adds),
+        Outcome::Nothing => Ok(()),
+    }
+}
+
+/// Whether no two steps name the same item: then none reads what another writes, and every
+/// step can be decided before any is written.
+fn distinct_items(steps: &[Step]) -> bool {
+    steps.iter().enumerate().all(|(i, a)| {
+        steps[..i]
+            .iter()
+            .all(|b| (a.pk.as_str(), a.sk.as_str()) != (b.pk.as_str(), b.sk.as_str()))
+    })
 }
 
 impl ItemStore for SqliteStore {
@@ -699,12 +772,39 @@ impl ItemStore for SqliteStore {
     }
 
     /// The plan's steps in one immediate transaction, each condition checked against the item
-    /// as the transaction sees it; a refusal rolls back the steps before it.
+    /// as the transaction sees it; a refusal leaves nothing of the plan written. Steps on
+    /// distinct items (every plan the service builds) are all decided before any is written, with
+    /// no savepoint; a plan that names an item twice runs step by step in a savepoint, so that a
+    /// later step sees an earlier one's write.
     async fn apply(&self, plan: WritePlan) -> Result<Applied, StoreError> {
+        let steps = plan.steps;
+        if distinct_items(&steps) {
+            return self
+                .write_checked(
+                    move |tx| {
+                        let mut decided = Vec::with_capacity(steps.len());
+                        for step in steps {
+                            match decide(tx, step)? {
+                                Ok(d) => decided.push(d),
+                                Err(refused) => return Ok(Err(refused)),
+                            }
+                        }
+                        Ok(Ok(decided))
+                    },
+                    |tx, decided| {
+                        for d in decided {
+                            write_decided(tx, d)?;
+                        }
+                        Ok(Applied::Done)
+                    },
+                )
+                .await;
+        }
         self.write_unless(move |tx| {
-            for step in plan.steps {
-                if let Some(refused) = apply_step(tx, step)? {
-                    return Ok(Err(refused));
+            for step in steps {
+                match decide(tx, step)? {
+                    Ok(d) => write_decided(tx, d)?,
+                    Err(refused) => return Ok(Err(refused)),
                 }
             }
             Ok(Ok(Applied::Done))
@@ -810,26 +910,33 @@ impl UsageStore for SqliteStore {
         let max_requests = i64::try_from(v.max_requests).unwrap_or(i64::MAX);
         let (second, project_rps, source_rps) = (v.second, v.project_rps, v.source_rps);
         let claims = self.closing.claims.clone();
-        // A refusal rolls back what was counted before it: a refused visit counts nowhere.
-        self.write_unless(move |tx| {
-            let expires = second + RATE_WINDOW_TTL;
-            let Some(in_second) = bump(tx, &source_key, i64::from(source_rps), expires)? else {
-                return Ok(Err(Counted::RateLimited));
-            };
-            if bump(tx, &rate_key, i64::from(project_rps), expires)?.is_none() {
-                return Ok(Err(Counted::RateLimited));
-            }
-            // Period positions this process holds unused are claimed, not spent.
-            let developer = count_of(tx, &usage_key)? - claims.unused(&apk, &usage_key);
-            let room = max_requests.saturating_sub(developer);
-            let Some(visits) = bump(tx, &visits_key, room, usage_expires)? else {
-                return Ok(Err(Counted::QuotaExceeded));
-            };
-            Ok(Ok(Counted::Allowed {
-                in_second: u32::try_from(in_second).unwrap_or(u32::MAX),
-                in_period: u64::try_from(developer + visits).unwrap_or(0),
-            }))
-        })
+        // Every limit is read before anything is counted, in the batch's write transaction (no
+        // other writer meanwhile): a refused visit counts nowhere, and no savepoint is needed.
+        self.write_checked(
+            move |tx| {
+                if count_of(tx, &source_key)? >= i64::from(source_rps)
+                    || count_of(tx, &rate_key)? >= i64::from(project_rps)
+                {
+                    return Ok(Err(Counted::RateLimited));
+                }
+                // Period positions this process holds unused are claimed, not spent.
+                let developer = count_of(tx, &usage_key)? - claims.unused(&apk, &usage_key);
+                if count_of(tx, &visits_key)? >= max_requests.saturating_sub(developer) {
+                    return Ok(Err(Counted::QuotaExceeded));
+                }
+                Ok(Ok((source_key, rate_key, visits_key, developer)))
+            },
+            move |tx, (source_key, rate_key, visits_key, developer)| {
+                let expires = second + RATE_WINDOW_TTL;
+                let in_second = add_one(tx, &source_key, expires)?;
+                add_one(tx, &rate_key, expires)?;
+                let visits = add_one(tx, &visits_key, usage_expires)?;
+                Ok(Counted::Allowed {
+                    in_second: u32::try_from(in_second).unwrap_or(u32::MAX),
+                    in_period: u64::try_from(developer + visits).unwrap_or(0),
+                })
+            },
+        )
         .await
     }
 
@@ -985,16 +1092,15 @@ fn allowed(in_second: i64, in_period: i64) -> Counted {
     }
 }
 
-/// One more under `max` in the counter `key`, or none: the guard makes the upsert the check.
-fn bump(tx: &Connection, key: &str, max: i64, expires: i64) -> Result<Option<i64>, Db> {
+/// One more in the counter `key`: its new value. The caller has read that it is under its limit.
+fn add_one(tx: &Connection, key: &str, expires: i64) -> Result<i64, Db> {
     Ok(tx
         .prepare_cached(
-            "INSERT INTO counters (key, count, expires) SELECT ?1, 1, ?3 WHERE ?2 > 0
-             ON CONFLICT (key) DO UPDATE SET count = count + 1 WHERE count < ?2
+            "INSERT INTO counters (key, count, expires) VALUES (?1, 1, ?2)
+             ON CONFLICT (key) DO UPDATE SET count = count + 1
              RETURNING count",
         )?
-        .query_row(params![key, max, expires], |r| r.get(0))
-        .optional()?)
+        .query_row(params![key, expires], |r| r.get(0))?)
 }
 
 /// A counter's value; 0 when it was never counted.
