@@ -1,8 +1,11 @@
 //! How a velocity item is kept in its row: numbers as they are, and each sketch as its bitmap
-//! in base64 (171 characters), instead of a JSON list of up to 1,024 bucket numbers. A visit reads and rewrites six items; with
-//! lists, a busy device's items ran to kilobytes and spilled onto overflow pages, and parsing and
-//! writing them was most of the visit's added time. Other sets (countries) stay lists. Rows
-//! written before this layout are still read.
+//! in base64 (171 characters), instead of a JSON list of up to 1,024 bucket numbers, or, while it
+//! holds few buckets, as the list of them (an address seen once fills one bucket: a few
+//! characters, not 171). A visit reads and rewrites six items; with lists, a busy device's items
+//! ran to kilobytes and spilled onto overflow pages, and parsing and writing them was most of the
+//! visit's added time; with bitmaps only, most rows (addresses seen once or twice) were ten times
+//! the size of what they said, and the table's pages that much more numerous. Other sets
+//! (countries) stay lists. Rows written in the layouts before are still read.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -10,20 +13,62 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD_NO_PAD;
 use serde::{Deserialize, Serialize};
 
-use crate::domain::velocity::{Counters, Sketch, is_sketch};
+use crate::domain::velocity::{Counters, SKETCH_BUCKETS, Sketch, is_sketch};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Compact {
     #[serde(default, rename = "n", skip_serializing_if = "BTreeMap::is_empty")]
     numbers: BTreeMap<String, u64>,
-    /// Sketches, as bitmaps (bit `i` of byte `i / 8` is bucket `i`).
+    /// Sketches, as bitmaps (bit `i` of byte `i / 8` is bucket `i`) or lists of buckets.
     #[serde(default, rename = "b", skip_serializing_if = "BTreeMap::is_empty")]
-    buckets: BTreeMap<String, String>,
+    buckets: BTreeMap<String, SketchText>,
     /// Exact sets, as their members.
     #[serde(default, rename = "m", skip_serializing_if = "BTreeMap::is_empty")]
     members: BTreeMap<String, BTreeSet<String>>,
 }
+
+/// A sketch as a row holds it.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum SketchText {
+    /// Its bitmap in base64.
+    Bitmap(String),
+    /// Its filled buckets.
+    Buckets(Vec<u16>),
+}
+
+/// Told apart by the JSON's own type, a string or a list: an untagged derive would buffer every
+/// value to try each variant in turn, on every row a visit reads.
+impl<'de> Deserialize<'de> for SketchText {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Text;
+        impl<'de> serde::de::Visitor<'de> for Text {
+            type Value = SketchText;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a bitmap in base64 or a list of buckets")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<SketchText, E> {
+                Ok(SketchText::Bitmap(v.to_owned()))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<SketchText, A::Error> {
+                let mut list = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(LIST_MAX));
+                while let Some(b) = seq.next_element()? {
+                    list.push(b);
+                }
+                Ok(SketchText::Buckets(list))
+            }
+        }
+        d.deserialize_any(Text)
+    }
+}
+
+/// The most buckets a sketch is written as a list of: about four characters each, against the
+/// bitmap's 171.
+const LIST_MAX: usize = 32;
 
 /// The layout before bitmaps: every set as its members.
 #[derive(Deserialize)]
@@ -32,11 +77,23 @@ struct Plain {
     sets: BTreeMap<String, BTreeSet<String>>,
 }
 
-#[derive(Deserialize)]
-#[serde(untagged)]
+/// A row in either layout.
 enum Stored {
     Compact(Compact),
     Plain(Plain),
+}
+
+impl Stored {
+    /// The layout of today first, then the one before: not an untagged enum, which would buffer
+    /// every row before trying either.
+    fn parse(body: &str) -> Result<Stored, String> {
+        match serde_json::from_str::<Compact>(body) {
+            Ok(c) => Ok(Stored::Compact(c)),
+            Err(e) => serde_json::from_str::<Plain>(body)
+                .map(Stored::Plain)
+                .map_err(|_| e.to_string()),
+        }
+    }
 }
 
 /// The row's body for `c`.
@@ -46,7 +103,7 @@ pub fn encode(c: &Counters) -> Result<String, serde_json::Error> {
         #[serde(rename = "n", skip_serializing_if = "BTreeMap::is_empty")]
         numbers: &'a BTreeMap<String, u64>,
         #[serde(rename = "b", skip_serializing_if = "BTreeMap::is_empty")]
-        buckets: BTreeMap<&'a str, String>,
+        buckets: BTreeMap<&'a str, SketchText>,
         #[serde(rename = "m", skip_serializing_if = "BTreeMap::is_empty")]
         members: &'a BTreeMap<String, BTreeSet<String>>,
     }
@@ -55,7 +112,14 @@ pub fn encode(c: &Counters) -> Result<String, serde_json::Error> {
         buckets: c
             .sketches
             .iter()
-            .map(|(attr, s)| (attr.as_str(), STANDARD_NO_PAD.encode(s.to_bytes())))
+            .map(|(attr, s)| {
+                let text = if s.len() <= LIST_MAX {
+                    SketchText::Buckets(s.buckets().collect())
+                } else {
+                    SketchText::Bitmap(STANDARD_NO_PAD.encode(s.to_bytes()))
+                };
+                (attr.as_str(), text)
+            })
             .collect(),
         members: &c.sets,
     })
@@ -63,16 +127,26 @@ pub fn encode(c: &Counters) -> Result<String, serde_json::Error> {
 
 /// The item a row's body holds, in either layout.
 pub fn decode(body: &str) -> Result<Counters, String> {
-    match serde_json::from_str::<Stored>(body).map_err(|e| e.to_string())? {
+    match Stored::parse(body)? {
         Stored::Compact(c) => {
             let mut sketches = BTreeMap::new();
-            for (attr, map) in c.buckets {
-                let mut bytes = [0u8; Sketch::BYTES + 2];
-                let n = STANDARD_NO_PAD
-                    .decode_slice(map.as_bytes(), &mut bytes)
-                    .map_err(|e| format!("{attr}: {e}"))?;
-                let sketch = Sketch::from_bytes(&bytes[..n])
-                    .ok_or_else(|| format!("{attr}: a bitmap of {n} bytes"))?;
+            for (attr, text) in c.buckets {
+                let sketch = match text {
+                    SketchText::Bitmap(map) => {
+                        let mut bytes = [0u8; Sketch::BYTES + 2];
+                        let n = STANDARD_NO_PAD
+                            .decode_slice(map.as_bytes(), &mut bytes)
+                            .map_err(|e| format!("{attr}: {e}"))?;
+                        Sketch::from_bytes(&bytes[..n])
+                            .ok_or_else(|| format!("{attr}: a bitmap of {n} bytes"))?
+                    }
+                    SketchText::Buckets(list) => {
+                        if let Some(b) = list.iter().find(|&&b| u64::from(b) >= SKETCH_BUCKETS) {
+                            return Err(format!("{attr}: bucket {b} of {SKETCH_BUCKETS}"));
+                        }
+                        list.into_iter().collect()
+                    }
+                };
                 sketches.insert(attr, sketch);
             }
             Ok(Counters {
@@ -121,15 +195,33 @@ mod tests {
     }
 
     #[test]
-    fn sketches_become_bitmaps_and_everything_comes_back() {
+    fn few_buckets_are_a_list_many_a_bitmap_and_everything_comes_back() {
+        let many: Vec<u16> = (0..=LIST_MAX as u16).map(|b| b * 31).collect();
         let c = counters(
-            &[("sh", &[0, 7, 8, 1023, 512]), ("a3", &[])],
+            &[("sh", &[0, 7, 8, 1023, 512]), ("a3", &[]), ("vd", &many)],
             &[("ch", &["DE", "FR"])],
         );
         let body = encode(&c).unwrap();
-        assert!(body.contains("\"b\":{\"a3\":\"AAAA"), "{body}");
+        assert!(body.contains("\"a3\":[]"), "{body}");
+        assert!(body.contains("\"sh\":[0,7,8,512,1023]"), "{body}");
+        assert!(body.contains("\"vd\":\"AQAA"), "{body}");
         assert!(body.contains("\"m\":{\"ch\":[\"DE\",\"FR\"]}"), "{body}");
         assert_eq!(decode(&body).unwrap(), c);
+    }
+
+    #[test]
+    fn rows_with_bitmaps_only_are_read() {
+        // Bucket 0, then 1023, as the layout before lists wrote them.
+        let mut bytes = [0u8; Sketch::BYTES];
+        bytes[0] = 1;
+        bytes[Sketch::BYTES - 1] = 0x80;
+        let body = format!(
+            "{{\"n\":{{\"e3\":2,\"eh\":7}},\"b\":{{\"sh\":\"{}\"}}}}",
+            STANDARD_NO_PAD.encode(bytes)
+        );
+        assert_eq!(decode(&body).unwrap(), counters(&[("sh", &[0, 1023])], &[]));
+        assert!(decode("{\"b\":{\"sh\":[1024]}}").is_err());
+        assert!(decode("{\"b\":{\"sh\":[-1]}}").is_err());
     }
 
     #[test]

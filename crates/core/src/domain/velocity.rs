@@ -101,9 +101,20 @@ impl Sketch {
             .sum()
     }
 
-    /// The filled buckets, in order.
+    /// The filled buckets, in order: each word's set bits, lowest first (not a test of every
+    /// bucket: rows list the buckets of sketches that hold few).
     pub fn buckets(&self) -> impl Iterator<Item = u16> + '_ {
-        (0..SKETCH_BUCKETS as u16).filter(|&b| self.contains(b))
+        self.0.iter().enumerate().flat_map(|(i, &word)| {
+            let mut rest = word;
+            std::iter::from_fn(move || {
+                (rest != 0).then(|| {
+                    let bit = rest.trailing_zeros();
+                    rest &= rest - 1;
+                    // Below SKETCH_BUCKETS (1,024), so it fits.
+                    (i * 64) as u16 + bit as u16
+                })
+            })
+        })
     }
 
     /// Bucket `i` is bit `i % 8` of byte `i / 8`.
@@ -583,6 +594,9 @@ mod tests {
         assert_eq!(bytes[127], 0b1000_0000);
         assert_eq!(Sketch::from_bytes(&bytes), Some(s));
         assert_eq!(Sketch::from_bytes(&bytes[1..]), None);
+        let full: Sketch = (0..1024).collect();
+        assert!(full.buckets().eq(0..1024));
+        assert_eq!(Sketch::default().buckets().count(), 0);
         let t: Sketch = [8u16, 9].into_iter().collect();
         assert_eq!((s.union_len(&t), t.union_len(&s)), (8, 8));
         assert_eq!(format!("{t:?}"), "{8, 9}");
