@@ -663,15 +663,15 @@ enum Outcome {
 struct Decided {
     pk: String,
     sk: String,
-    change: Outcome,
+    outcome: Outcome,
 }
 
 /// Reads a step's item and decides what the step writes, or why it is refused. Only reads.
 fn decide(tx: &Connection, step: Step) -> Result<Result<Decided, Applied>, Db> {
     let Step { name, pk, sk, op } = step;
     if let Op::Add { blank, adds } = op {
-        let change = Outcome::Add { blank, adds };
-        return Ok(Ok(Decided { pk, sk, change }));
+        let outcome = Outcome::Add { blank, adds };
+        return Ok(Ok(Decided { pk, sk, outcome }));
     }
     // The body as stored goes into the change record as it is.
     let stored = body(tx, &pk, &sk)?;
@@ -699,11 +699,11 @@ fn decide(tx: &Connection, step: Step) -> Result<Result<Decided, Applied>, Db> {
         }
         Op::Put { item, .. } => item,
         Op::Delete { .. } => {
-            let change = match stored {
+            let outcome = match stored {
                 Some(stored) => Outcome::Delete { stored },
                 None => Outcome::Nothing,
             };
-            return Ok(Ok(Decided { pk, sk, change }));
+            return Ok(Ok(Decided { pk, sk, outcome }));
         }
         Op::Set { attributes, .. } => {
             let mut item = current.unwrap_or_else(keyed);
@@ -724,18 +724,18 @@ fn decide(tx: &Connection, step: Step) -> Result<Result<Decided, Applied>, Db> {
         }
         // Taken above; nothing to write here.
         Op::Add { .. } => {
-            let change = Outcome::Nothing;
-            return Ok(Ok(Decided { pk, sk, change }));
+            let outcome = Outcome::Nothing;
+            return Ok(Ok(Decided { pk, sk, outcome }));
         }
     };
-    let change = Outcome::Put { stored, new };
-    Ok(Ok(Decided { pk, sk, change }))
+    let outcome = Outcome::Put { stored, new };
+    Ok(Ok(Decided { pk, sk, outcome }))
 }
 
 /// Writes what [`decide`] decided.
 fn write_decided(tx: &Connection, d: Decided) -> Result<(), Db> {
-    let Decided { pk, sk, change } = d;
-    match change {
+    let Decided { pk, sk, outcome } = d;
+    match outcome {
         Outcome::Put { stored, new } => put(tx, &pk, &sk, stored.as_deref(), &new),
         Outcome::Delete { stored } => delete(tx, &pk, &sk, &stored),
         Outcome::Add { blank, adds } => add_stats(tx, &pk, &sk, blank, &adds),
