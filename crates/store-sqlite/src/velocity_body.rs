@@ -77,25 +77,6 @@ struct Plain {
     sets: BTreeMap<String, BTreeSet<String>>,
 }
 
-/// A row in either layout.
-enum Stored {
-    Compact(Compact),
-    Plain(Plain),
-}
-
-impl Stored {
-    /// The layout of today first, then the one before: not an untagged enum, which would buffer
-    /// every row before trying either.
-    fn parse(body: &str) -> Result<Stored, String> {
-        match serde_json::from_str::<Compact>(body) {
-            Ok(c) => Ok(Stored::Compact(c)),
-            Err(e) => serde_json::from_str::<Plain>(body)
-                .map(Stored::Plain)
-                .map_err(|_| e.to_string()),
-        }
-    }
-}
-
 /// The row's body for `c`.
 pub fn encode(c: &Counters) -> Result<String, serde_json::Error> {
     #[derive(Serialize)]
@@ -125,53 +106,71 @@ pub fn encode(c: &Counters) -> Result<String, serde_json::Error> {
     })
 }
 
-/// The item a row's body holds, in either layout.
+/// The item a row's body holds, in either layout: today's first, then the one before (not an
+/// untagged enum, which would buffer every row before trying either).
 pub fn decode(body: &str) -> Result<Counters, String> {
-    match Stored::parse(body)? {
-        Stored::Compact(c) => {
-            let mut sketches = BTreeMap::new();
-            for (attr, text) in c.buckets {
-                let sketch = match text {
-                    SketchText::Bitmap(map) => {
-                        let mut bytes = [0u8; Sketch::BYTES + 2];
-                        let n = STANDARD_NO_PAD
-                            .decode_slice(map.as_bytes(), &mut bytes)
-                            .map_err(|e| format!("{attr}: {e}"))?;
-                        Sketch::from_bytes(&bytes[..n])
-                            .ok_or_else(|| format!("{attr}: a bitmap of {n} bytes"))?
-                    }
-                    SketchText::Buckets(list) => {
-                        if let Some(b) = list.iter().find(|&&b| u64::from(b) >= SKETCH_BUCKETS) {
-                            return Err(format!("{attr}: bucket {b} of {SKETCH_BUCKETS}"));
-                        }
-                        list.into_iter().collect()
-                    }
-                };
-                sketches.insert(attr, sketch);
+    match serde_json::from_str::<Compact>(body) {
+        Ok(c) => c.counters(),
+        Err(e) => serde_json::from_str::<Plain>(body)
+            .map(Plain::counters)
+            .map_err(|_| e.to_string()),
+    }
+}
+
+impl SketchText {
+    /// The sketch of attribute `attr`, or why the row is corrupt.
+    fn sketch(self, attr: &str) -> Result<Sketch, String> {
+        match self {
+            SketchText::Bitmap(map) => {
+                let mut bytes = [0u8; Sketch::BYTES + 2];
+                let n = STANDARD_NO_PAD
+                    .decode_slice(map.as_bytes(), &mut bytes)
+                    .map_err(|e| format!("{attr}: {e}"))?;
+                Sketch::from_bytes(&bytes[..n])
+                    .ok_or_else(|| format!("{attr}: a bitmap of {n} bytes"))
             }
-            Ok(Counters {
-                numbers: c.numbers,
-                sketches,
-                sets: c.members,
-            })
+            SketchText::Buckets(list) => {
+                if let Some(b) = list.iter().find(|&&b| u64::from(b) >= SKETCH_BUCKETS) {
+                    return Err(format!("{attr}: bucket {b} of {SKETCH_BUCKETS}"));
+                }
+                Ok(list.into_iter().collect())
+            }
         }
-        Stored::Plain(p) => {
-            let (sketches, sets): (BTreeMap<_, _>, BTreeMap<_, _>) =
-                p.sets.into_iter().partition(|(attr, _)| is_sketch(attr));
-            Ok(Counters {
-                numbers: p.numbers,
-                sketches: sketches
-                    .into_iter()
-                    .map(|(attr, members)| {
-                        let s = members
-                            .iter()
-                            .filter_map(|m| Sketch::parse_bucket(m))
-                            .collect();
-                        (attr, s)
-                    })
-                    .collect(),
-                sets,
-            })
+    }
+}
+
+impl Compact {
+    fn counters(self) -> Result<Counters, String> {
+        let mut sketches = BTreeMap::new();
+        for (attr, text) in self.buckets {
+            let sketch = text.sketch(&attr)?;
+            sketches.insert(attr, sketch);
+        }
+        Ok(Counters {
+            numbers: self.numbers,
+            sketches,
+            sets: self.members,
+        })
+    }
+}
+
+impl Plain {
+    fn counters(self) -> Counters {
+        let (sketches, sets): (BTreeMap<_, _>, BTreeMap<_, _>) =
+            self.sets.into_iter().partition(|(attr, _)| is_sketch(attr));
+        Counters {
+            numbers: self.numbers,
+            sketches: sketches
+                .into_iter()
+                .map(|(attr, members)| {
+                    let s = members
+                        .iter()
+                        .filter_map(|m| Sketch::parse_bucket(m))
+                        .collect();
+                    (attr, s)
+                })
+                .collect(),
+            sets,
         }
     }
 }
