@@ -3,6 +3,12 @@ use std::process::ExitCode;
 use clap::Parser;
 use clap::error::ErrorKind;
 
+/// The server's requests hand their writes to one thread and get their answers back: memory
+/// allocated on one thread and freed on another, which glibc's allocator serialises on its arena
+/// locks (a sixth of the server's samples under ingestion, docs/performance.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = match vigil::cli::Cli::try_parse() {
