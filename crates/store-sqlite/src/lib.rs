@@ -3,6 +3,7 @@
 
 mod claims;
 mod feed;
+mod held;
 pub mod sqlite;
 mod velocity_body;
 mod writer;

@@ -5,7 +5,6 @@
 //! the same transaction, one record per item written in the shape of a DynamoDB stream record with
 //! old and new images. That feed plays the role of DynamoDB Streams locally.
 
-use std::collections::HashMap;
 use std::path::Path;
 use std::time::Duration;
 
@@ -33,9 +32,10 @@ use crate::domain::{
     AccountId, Delivery, Project, ProjectId, ResultPosition, Score, SessionId, Timestamp, Webhook,
     WebhookId,
 };
+use crate::held::Held;
 use crate::writer::{Done, Job, Writer, checked, in_savepoint};
 
-const SCHEMA: &str = "
+pub(crate) const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS items (
     pk   TEXT NOT NULL,
     sk   TEXT NOT NULL,
@@ -150,7 +150,7 @@ impl Closing {
         let (committed, written) = std::sync::mpsc::channel::<()>();
         let job: Job = Box::new(move |conn| {
             let (sound, out) = match conn {
-                Ok(c) => in_savepoint(c, |c| -> DbResult<Result<(), ()>> {
+                Ok((c, _)) => in_savepoint(c, |c| -> DbResult<Result<(), ()>> {
                     let mut stmt = c.prepare_cached(
                         "UPDATE counters SET count = max(count - ?2, 0) WHERE key = ?1",
                     )?;
@@ -204,6 +204,12 @@ pub struct Db(StoreError);
 
 type DbResult<T> = Result<T, Db>;
 
+impl std::fmt::Display for Db {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", vigil_core::report::Chain(&self.0))
+    }
+}
+
 impl From<StoreError> for Db {
     fn from(e: StoreError) -> Self {
         Db(e)
@@ -239,7 +245,7 @@ fn failed(op: &'static str, e: &rusqlite::Error) -> Db {
     Db(StoreError::Backend(OpFailed::cause(op, e.to_string())))
 }
 
-fn corrupt(e: impl Into<Cause>) -> Db {
+pub(crate) fn corrupt(e: impl Into<Cause>) -> Db {
     Db(StoreError::Corrupt(e.into()))
 }
 
@@ -318,18 +324,33 @@ impl SqliteStore {
         T: Send + 'static,
         F: FnOnce(&Connection) -> DbResult<T> + Send + 'static,
     {
-        self.write_checked(|_| Ok(Ok(())), move |tx, ()| f(tx))
+        self.write_held(move |tx, _| f(tx)).await
+    }
+
+    /// [`Self::write`] with the rows the writer holds ([`crate::held`]).
+    async fn write_held<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection, &mut Held) -> DbResult<T> + Send + 'static,
+    {
+        self.write_checked(|_| Ok(Ok(())), move |tx, held, ()| f(tx, held))
             .await
     }
 
     /// Like [`Self::write`], but `f` may refuse after writing: a refusal rolls back everything it
-    /// wrote (a savepoint of its own).
+    /// wrote (a savepoint of its own). What the writer holds is written back and dropped first,
+    /// since a savepoint's rollback could not undo a change to it.
     async fn write_unless<T, F>(&self, f: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
         F: FnOnce(&Connection) -> DbResult<Result<T, T>> + Send + 'static,
     {
-        self.queue(move |c| in_savepoint(c, f)).await
+        self.queue(move |c, held| match held.write_back_and_drop(c) {
+            Ok(()) => in_savepoint(c, f),
+            // Some rows may be written and others not: the batch cannot commit.
+            Err(e) => (false, Err(e)),
+        })
+        .await
     }
 
     /// Like [`Self::write_unless`] for a write that decides before it writes: `check` only reads
@@ -338,9 +359,10 @@ impl SqliteStore {
     where
         T: Send + 'static,
         C: FnOnce(&Connection) -> DbResult<Result<P, T>> + Send + 'static,
-        W: FnOnce(&Connection, P) -> DbResult<T> + Send + 'static,
+        W: FnOnce(&Connection, &mut Held, P) -> DbResult<T> + Send + 'static,
     {
-        self.queue(move |c| checked(c, check, then)).await
+        self.queue(move |c, held| checked(c, check, |c, p| then(c, held, p)))
+            .await
     }
 
     /// Queues a write for the writer thread and waits for its batch's fate: `f` runs in the
@@ -348,12 +370,12 @@ impl SqliteStore {
     async fn queue<T, F>(&self, f: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
-        F: FnOnce(&Connection) -> (bool, DbResult<Result<T, T>>) + Send + 'static,
+        F: FnOnce(&Connection, &mut Held) -> (bool, DbResult<Result<T, T>>) + Send + 'static,
     {
         let (reply, answer) = tokio::sync::oneshot::channel::<DbResult<T>>();
         let job: Job = Box::new(move |conn| {
             let (sound, out) = match conn {
-                Ok(c) => f(c),
+                Ok((c, held)) => f(c, held),
                 Err(e) => (true, Err(failed("sqlite begin", e))),
             };
             let done: Done = Box::new(move |commit: Option<&rusqlite::Error>| {
@@ -614,29 +636,20 @@ fn index_due(tx: &Connection, pk: &str, sk: &str, due_at: Option<&str>) -> Resul
 }
 
 /// Adds numbers to a statistics item (created as `blank`), kept in its own table: statistics feed
-/// nothing.
+/// nothing. Through what the writer holds when it may ([`crate::held`]), else straight to the row.
 fn add_stats(
     tx: &Connection,
+    held: Option<&mut Held>,
     pk: &str,
     sk: &str,
     blank: Attributes,
     adds: &[(String, u64)],
 ) -> Result<(), Db> {
-    let body: Option<String> = tx
-        .prepare_cached("SELECT body FROM stats WHERE pk = ?1 AND sk = ?2")?
-        .query_row(params![pk, sk], |row| row.get(0))
-        .optional()?;
-    let mut item = match body {
-        Some(b) => serde_json::from_str(&b).map_err(corrupt)?,
-        None => blank,
-    };
-    for (attr, n) in adds {
-        let was = item
-            .get(attr)
-            .and_then(serde_json::Value::as_u64)
-            .unwrap_or(0);
-        item.insert(attr.clone(), (was + n).into());
+    if let Some(held) = held {
+        return held.add_stats(tx, pk, sk, blank, adds);
     }
+    let mut item = crate::held::read_stats(tx, pk, sk)?.unwrap_or(blank);
+    crate::held::add_numbers(&mut item, adds);
     let body = serde_json::to_string(&item).map_err(corrupt)?;
     tx.prepare_cached("INSERT OR REPLACE INTO stats (pk, sk, body) VALUES (?1, ?2, ?3)")?
         .execute(params![pk, sk, body])?;
@@ -732,13 +745,13 @@ fn decide(tx: &Connection, step: Step) -> Result<Result<Decided, Applied>, Db> {
     Ok(Ok(Decided { pk, sk, outcome }))
 }
 
-/// Writes what [`decide`] decided.
-fn write_decided(tx: &Connection, d: Decided) -> Result<(), Db> {
+/// Writes what [`decide`] decided; statistics through what the writer holds, when given.
+fn write_decided(tx: &Connection, held: Option<&mut Held>, d: Decided) -> Result<(), Db> {
     let Decided { pk, sk, outcome } = d;
     match outcome {
         Outcome::Put { stored, new } => put(tx, &pk, &sk, stored.as_deref(), &new),
         Outcome::Delete { stored } => delete(tx, &pk, &sk, &stored),
-        Outcome::Add { blank, adds } => add_stats(tx, &pk, &sk, blank, &adds),
+        Outcome::Add { blank, adds } => add_stats(tx, held, &pk, &sk, blank, &adds),
         Outcome::Nothing => Ok(()),
     }
 }
@@ -791,9 +804,9 @@ impl ItemStore for SqliteStore {
                         }
                         Ok(Ok(decided))
                     },
-                    |tx, decided| {
+                    |tx, held, decided| {
                         for d in decided {
-                            write_decided(tx, d)?;
+                            write_decided(tx, Some(&mut *held), d)?;
                         }
                         Ok(Applied::Done)
                     },
@@ -803,7 +816,7 @@ impl ItemStore for SqliteStore {
         self.write_unless(move |tx| {
             for step in steps {
                 match decide(tx, step)? {
-                    Ok(d) => write_decided(tx, d)?,
+                    Ok(d) => write_decided(tx, None, d)?,
                     Err(refused) => return Ok(Err(refused)),
                 }
             }
@@ -926,7 +939,7 @@ impl UsageStore for SqliteStore {
                 }
                 Ok(Ok((source_key, rate_key, visits_key, developer)))
             },
-            move |tx, (source_key, rate_key, visits_key, developer)| {
+            move |tx, _, (source_key, rate_key, visits_key, developer)| {
                 let expires = second + RATE_WINDOW_TTL;
                 let in_second = add_one(tx, &source_key, expires)?;
                 add_one(tx, &rate_key, expires)?;
@@ -960,8 +973,9 @@ impl UsageStore for SqliteStore {
 }
 
 impl VelocityStore for SqliteStore {
-    /// One read of every item the visit names, the additions merged in memory, and one upsert
-    /// per updated item, in one write transaction: atomic as DynamoDB's `ADD` is.
+    /// Every item the visit names read and added to as the writer holds them ([`crate::held`]),
+    /// in one write transaction: atomic as DynamoDB's `ADD` is. The rows it changed are written
+    /// back when its batch commits.
     async fn count_velocity(
         &self,
         project: &ProjectId,
@@ -969,34 +983,18 @@ impl VelocityStore for SqliteStore {
     ) -> Result<(Vec<Counters>, Vec<Counters>), StoreError> {
         let pk = project_pk(project);
         let work = work.clone();
-        self.write(move |tx| {
-            let sks: Vec<&str> = work
-                .updates
-                .iter()
-                .map(|u| u.sk.as_str())
-                .chain(work.reads.iter().map(String::as_str))
-                .collect();
-            let mut found = velocity_items(tx, &pk, &sks, work.at)?;
+        self.write_held(move |tx, held| {
             let mut updated = Vec::with_capacity(work.updates.len());
             for u in &work.updates {
-                let mut item = found.remove(&u.sk).unwrap_or_default();
-                item.apply(u);
-                let body = crate::velocity_body::encode(&item).map_err(corrupt)?;
-                tx.prepare_cached(
-                    "INSERT INTO velocity (pk, sk, body, expires) VALUES (?1, ?2, ?3, ?4)
-                     ON CONFLICT (pk, sk) DO UPDATE SET body = ?3, expires = max(expires, ?4)",
-                )?
-                .execute(params![pk, u.sk, body, u.expires])?;
-                updated.push(item);
+                updated.push(held.add_velocity(tx, &pk, u, work.at)?);
             }
-            let read = work
-                .reads
-                .iter()
-                .map(|sk| found.remove(sk).unwrap_or_default())
-                .collect();
+            let mut read = Vec::with_capacity(work.reads.len());
+            for sk in &work.reads {
+                read.push(held.velocity(tx, &pk, sk, work.at)?.unwrap_or_default());
+            }
             if updated.first().and_then(|c| c.numbers.get("eh")) == Some(&1) {
                 // The first visit of an address's hour clears expired counters, as the table's
-                // TTL would.
+                // TTL would (held rows that expired read as absent).
                 tx.prepare_cached("DELETE FROM velocity WHERE expires < ?1")?
                     .execute([work.at])?;
             }
@@ -1033,31 +1031,6 @@ fn checkpoint_in_background(pool: Pool<SqliteConnectionManager>, alive: std::syn
         // The automatic checkpoint still bounds the WAL.
         tracing::warn!(error = %e, "no checkpoint thread");
     }
-}
-
-/// The unexpired velocity items at `sks`, by sort key: a point read each (a list bound through
-/// `json_each` cost more in building and parsing the list than the reads themselves).
-fn velocity_items(
-    c: &Connection,
-    pk: &str,
-    sks: &[&str],
-    now: i64,
-) -> Result<HashMap<String, Counters>, Db> {
-    let mut stmt =
-        c.prepare_cached("SELECT body FROM velocity WHERE pk = ?1 AND sk = ?2 AND expires >= ?3")?;
-    let mut out = HashMap::with_capacity(sks.len());
-    for sk in sks {
-        let body: Option<String> = stmt
-            .query_row(params![pk, sk, now], |r| r.get(0))
-            .optional()?;
-        if let Some(body) = body {
-            out.insert(
-                (*sk).to_owned(),
-                crate::velocity_body::decode(&body).map_err(corrupt)?,
-            );
-        }
-    }
-    Ok(out)
 }
 
 /// Claims up to `want` positions under `max` in the counter `key` (see [`claim_size`]), after
@@ -1335,7 +1308,8 @@ impl DeliveryStore for SqliteStore {
 
     async fn set_checkpoint(&self, name: &str, value: &str) -> Result<(), StoreError> {
         let (name, value) = (name.to_owned(), value.to_owned());
-        self.run(move |c| {
+        // Through the writer: a commit on another connection would drop what the writer holds.
+        self.write(move |c| {
             c.prepare_cached("INSERT OR REPLACE INTO checkpoints (name, value) VALUES (?1, ?2)")?
                 .execute(params![name, value])?;
             Ok(())

@@ -13,6 +13,9 @@
 //! answered before its batch has committed, and a failed commit fails every write in the batch.
 //! Another process on the same file still meets SQLite's lock and waits for it.
 //!
+//! The thread also keeps the rows every visit reads and adds to ([`Held`]): each batch checks
+//! them against the file as it begins, and writes what it changed of them just before it commits.
+//!
 //! A write that decides before it writes ([`checked`]) needs no savepoint: its check only reads,
 //! and what it writes after cannot be refused. SQLite copies every page a savepoint's statements
 //! touch into the savepoint's journal, about a tenth of this thread's time under ingestion; such
@@ -24,6 +27,8 @@ use std::sync::mpsc;
 
 use rusqlite::Connection;
 
+use crate::held::Held;
+
 /// The most writes one transaction carries: a bound on how long the first of them waits for the
 /// last.
 const MAX_BATCH: usize = 64;
@@ -32,9 +37,11 @@ const MAX_BATCH: usize = 64;
 /// it did not.
 pub type Done = Box<dyn FnOnce(Option<&rusqlite::Error>) + Send>;
 
-/// One queued write. It runs against the batch's open transaction (or is told why the transaction
-/// could not begin) and returns whether the transaction is still sound, and what to answer.
-pub type Job = Box<dyn FnOnce(Result<&Connection, &rusqlite::Error>) -> (bool, Done) + Send>;
+/// One queued write. It runs against the batch's open transaction and the rows the writer holds
+/// (or is told why the transaction could not begin) and returns whether the transaction is still
+/// sound, and what to answer.
+pub type Job =
+    Box<dyn FnOnce(Result<(&Connection, &mut Held), &rusqlite::Error>) -> (bool, Done) + Send>;
 
 /// The queue into a store's writer thread; the thread ends when the last sender is dropped.
 #[derive(Clone)]
@@ -57,6 +64,7 @@ impl Writer {
 }
 
 fn serve(conn: Connection, jobs: mpsc::Receiver<Job>) {
+    let mut held = Held::default();
     while let Ok(first) = jobs.recv() {
         let mut batch = vec![first];
         while batch.len() < MAX_BATCH {
@@ -72,14 +80,32 @@ fn serve(conn: Connection, jobs: mpsc::Receiver<Job>) {
             }
             continue;
         }
+        if let Err(e) = held.begin(&conn) {
+            // Nothing held can be trusted: this batch reads from the file.
+            tracing::warn!(error = %e, "data_version unread; held rows dropped");
+            held.drop_all();
+        }
         let mut sound = true;
         let mut answers = Vec::with_capacity(batch.len());
         for job in batch {
-            let (ok, done) = job(Ok(&conn));
+            let (ok, done) = job(Ok((&conn, &mut held)));
             sound &= ok;
             answers.push(done);
         }
-        let outcome = if sound {
+        // What the batch changed of the held rows commits with it, or not at all.
+        let written = if sound {
+            held.write_back(&conn).map_err(|e| {
+                rusqlite::Error::SqliteFailure(
+                    rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_ABORT),
+                    Some(format!("held rows not written back: {e}")),
+                )
+            })
+        } else {
+            Ok(())
+        };
+        let outcome = if let Err(e) = written {
+            Err(e)
+        } else if sound {
             run(&conn, "COMMIT")
         } else {
             Err(rusqlite::Error::SqliteFailure(
@@ -88,8 +114,10 @@ fn serve(conn: Connection, jobs: mpsc::Receiver<Job>) {
             ))
         };
         if outcome.is_err() {
-            // Still in the transaction after a failed COMMIT (or an unsound write): undo it all.
+            // Still in the transaction after a failed COMMIT (or an unsound write): undo it all,
+            // and what is held with it.
             let _ = run(&conn, "ROLLBACK");
+            held.drop_all();
         }
         for done in answers {
             done(outcome.as_ref().err());
@@ -278,7 +306,7 @@ mod tests {
             let tx = tx.clone();
             let job: Job = Box::new(move |c| {
                 let (sound, out) = match c {
-                    Ok(c) => in_savepoint(c, |c| insert(c, &format!("k{i}"))),
+                    Ok((c, _)) => in_savepoint(c, |c| insert(c, &format!("k{i}"))),
                     Err(e) => (true, Err(Failed(e.to_string()))),
                 };
                 (
