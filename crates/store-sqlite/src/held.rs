@@ -2,7 +2,7 @@
 //! items. Every visit reads twelve velocity items and adds to six, and adds to two statistics
 //! items (its hour's and its day's); most of them (a project's, a device's, the hour before's)
 //! are the same rows visit after visit. Read from SQLite, parsed and written back one visit at a
-//! time, they were about a fifth of the writer thread's time under ingestion. Held here, a visit reads them from memory, and each row a
+//! time, they were about a quarter of the writer thread's time under ingestion. Held here, a visit reads them from memory, and each row a
 //! batch changed is written once, just before the batch commits, in its transaction.
 //!
 //! Why the counts stay exact:
