@@ -224,9 +224,15 @@ def main():
                 page.wait_for_selector("#events tr[data-event] td button", timeout=10_000)
                 device = api.call("GET", f"/projects/{PROJECT}/sessions/shopper-1/events")["data"][0]["device"]
                 page.click("#events tr[data-event] td button")
-                page.wait_for_function("document.getElementById('deviceKey').textContent.length > 0 && "
-                                       "document.querySelectorAll('#sessions tr[data-session]').length === 2",
-                                       timeout=10_000)
+                # Polled from here: wait_for_function compiles its predicate with eval in the
+                # page, which the dashboard's CSP refuses whenever the first check comes too early.
+                showing = ("document.getElementById('deviceKey').textContent.length > 0 && "
+                           "document.querySelectorAll('#sessions tr[data-session]').length === 2")
+                deadline = time.monotonic() + 10
+                while not page.evaluate(showing):
+                    if time.monotonic() > deadline:
+                        raise TimeoutError("the device's two sessions were not shown within 10 s")
+                    page.wait_for_timeout(50)
                 listed = page.evaluate("[...document.querySelectorAll('#sessions tr[data-session]')].map(r => r.dataset.session)")
                 by_device = [s["sessionId"] for s in api.call("GET", f"/projects/{PROJECT}/devices/{device}/sessions")["data"]]
                 if listed != by_device or sorted(listed) != ["shopper-1", "shopper-2"]:
