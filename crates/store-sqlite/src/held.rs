@@ -147,13 +147,9 @@ impl Held {
             }
         }
         if !self.stats.changed.is_empty() {
-            let mut stmt = conn.prepare_cached(
-                "INSERT OR REPLACE INTO stats (pk, sk, body) VALUES (?1, ?2, ?3)",
-            )?;
             for ((pk, sk), item) in self.stats.changed.drain() {
                 if let Some(i) = &item {
-                    let body = serde_json::to_string(i).map_err(corrupt)?;
-                    stmt.execute(params![pk, sk, body])?;
+                    write_stats(conn, &pk, &sk, i)?;
                 }
                 self.stats.clean.insert((pk, sk), item);
             }
@@ -262,6 +258,14 @@ fn read_velocity(conn: &Connection, pk: &str, sk: &str) -> Result<Option<Velocit
         })
     })
     .transpose()
+}
+
+/// Writes the statistics item at (`pk`, `sk`) over what SQLite holds.
+pub fn write_stats(conn: &Connection, pk: &str, sk: &str, item: &Attributes) -> Result<(), Db> {
+    let body = serde_json::to_string(item).map_err(corrupt)?;
+    conn.prepare_cached("INSERT OR REPLACE INTO stats (pk, sk, body) VALUES (?1, ?2, ?3)")?
+        .execute(params![pk, sk, body])?;
+    Ok(())
 }
 
 /// The statistics item at (`pk`, `sk`), as SQLite holds it.

@@ -650,10 +650,7 @@ fn add_stats(
     }
     let mut item = crate::held::read_stats(tx, pk, sk)?.unwrap_or(blank);
     crate::held::add_numbers(&mut item, adds);
-    let body = serde_json::to_string(&item).map_err(corrupt)?;
-    tx.prepare_cached("INSERT OR REPLACE INTO stats (pk, sk, body) VALUES (?1, ?2, ?3)")?
-        .execute(params![pk, sk, body])?;
-    Ok(())
+    crate::held::write_stats(tx, pk, sk, &item)
 }
 
 /// What a step writes, decided from its item as the transaction read it.
