@@ -23,7 +23,7 @@
 //! writes alone: the batch is rolled back and every write in it fails.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::mpsc;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, mpsc};
 
 use rusqlite::Connection;
 
@@ -45,25 +45,97 @@ pub type Job =
 
 /// The queue into a store's writer thread; the thread ends when the last sender is dropped.
 #[derive(Clone)]
-pub struct Writer(mpsc::Sender<Job>);
+pub struct Writer {
+    jobs: mpsc::Sender<Job>,
+    gate: Arc<Gate>,
+}
 
 impl Writer {
     /// Starts the thread that writes through `conn`.
     pub fn start(conn: Connection) -> std::io::Result<Self> {
         let (send, receive) = mpsc::channel::<Job>();
+        let gate = Arc::new(Gate::default());
+        let at_gate = gate.clone();
         std::thread::Builder::new()
             .name("sqlite-writer".into())
-            .spawn(move || serve(conn, receive))?;
-        Ok(Self(send))
+            .spawn(move || serve(conn, receive, &at_gate))?;
+        Ok(Self { jobs: send, gate })
     }
 
     /// Queues `job`; gives it back if the writer thread is gone.
     pub fn send(&self, job: Job) -> Result<(), Job> {
-        self.0.send(job).map_err(|e| e.0)
+        self.jobs.send(job).map_err(|e| e.0)
+    }
+
+    /// Waits for the batch being written, if any, and keeps the writer from beginning another
+    /// until the returned guard is dropped.
+    pub fn pause(&self) -> Paused<'_> {
+        let mut state = self.gate.lock();
+        state.paused = true;
+        while state.writing {
+            state = self
+                .gate
+                .changed
+                .wait(state)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        Paused(&self.gate)
     }
 }
 
-fn serve(conn: Connection, jobs: mpsc::Receiver<Job>) {
+/// Where the writer thread and a thread that pauses it ([`Writer::pause`]) meet: the WAL
+/// checkpoint's last step, which can only finish while nothing is appended to the WAL.
+#[derive(Default)]
+struct Gate {
+    state: Mutex<GateState>,
+    changed: Condvar,
+}
+
+#[derive(Default)]
+struct GateState {
+    /// A batch is between its `BEGIN` and its `COMMIT` (or `ROLLBACK`).
+    writing: bool,
+    /// Someone holds the writer between batches.
+    paused: bool,
+}
+
+impl Gate {
+    /// The state, whether or not a thread panicked holding it: both flags are set and cleared
+    /// whole, so what a panic leaves is still true.
+    fn lock(&self) -> MutexGuard<'_, GateState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The writer, before a batch: waits while paused.
+    fn enter(&self) {
+        let mut state = self.lock();
+        while state.paused {
+            state = self
+                .changed
+                .wait(state)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        state.writing = true;
+    }
+
+    /// The writer, once its batch has committed or rolled back.
+    fn leave(&self) {
+        self.lock().writing = false;
+        self.changed.notify_all();
+    }
+}
+
+/// The writer held between batches; it goes on when this is dropped (or its holder panics).
+pub struct Paused<'a>(&'a Gate);
+
+impl Drop for Paused<'_> {
+    fn drop(&mut self) {
+        self.0.lock().paused = false;
+        self.0.changed.notify_all();
+    }
+}
+
+fn serve(conn: Connection, jobs: mpsc::Receiver<Job>, gate: &Gate) {
     let mut held = Held::default();
     while let Ok(first) = jobs.recv() {
         let mut batch = vec![first];
@@ -73,56 +145,68 @@ fn serve(conn: Connection, jobs: mpsc::Receiver<Job>) {
                 Err(_) => break,
             }
         }
-        if let Err(e) = run(&conn, "BEGIN IMMEDIATE") {
-            for job in batch {
-                let (_, done) = job(Err(&e));
-                done(Some(&e));
-            }
-            continue;
-        }
-        if let Err(e) = held.begin(&conn) {
-            // Nothing held can be trusted: this batch reads from the file.
-            tracing::warn!(error = %e, "data_version unread; held rows dropped");
-            held.drop_all();
-        }
-        let mut sound = true;
-        let mut answers = Vec::with_capacity(batch.len());
-        for job in batch {
-            let (ok, done) = job(Ok((&conn, &mut held)));
-            sound &= ok;
-            answers.push(done);
-        }
-        // What the batch changed of the held rows commits with it, or not at all.
-        let written = if sound {
-            held.write_back(&conn).map_err(|e| {
-                rusqlite::Error::SqliteFailure(
-                    rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_ABORT),
-                    Some(format!("held rows not written back: {e}")),
-                )
-            })
-        } else {
-            Ok(())
-        };
-        let outcome = if let Err(e) = written {
-            Err(e)
-        } else if sound {
-            run(&conn, "COMMIT")
-        } else {
-            Err(rusqlite::Error::SqliteFailure(
-                rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_ABORT),
-                Some("a write left its savepoint unresolved; the batch was rolled back".into()),
-            ))
-        };
-        if outcome.is_err() {
-            // Still in the transaction after a failed COMMIT (or an unsound write): undo it all,
-            // and what is held with it.
-            let _ = run(&conn, "ROLLBACK");
-            held.drop_all();
-        }
+        gate.enter();
+        let (answers, outcome) = write_batch(&conn, &mut held, batch);
+        gate.leave();
         for done in answers {
             done(outcome.as_ref().err());
         }
     }
+}
+
+/// Runs `batch` in one transaction and returns what to tell each write, and whether the batch
+/// committed.
+fn write_batch(
+    conn: &Connection,
+    held: &mut Held,
+    batch: Vec<Job>,
+) -> (Vec<Done>, rusqlite::Result<()>) {
+    let mut answers = Vec::with_capacity(batch.len());
+    if let Err(e) = run(conn, "BEGIN IMMEDIATE") {
+        for job in batch {
+            answers.push(job(Err(&e)).1);
+        }
+        return (answers, Err(e));
+    }
+    if let Err(e) = held.begin(conn) {
+        // Nothing held can be trusted: this batch reads from the file.
+        tracing::warn!(error = %e, "data_version unread; held rows dropped");
+        held.drop_all();
+    }
+    let mut sound = true;
+    for job in batch {
+        let (ok, done) = job(Ok((conn, &mut *held)));
+        sound &= ok;
+        answers.push(done);
+    }
+    // What the batch changed of the held rows commits with it, or not at all.
+    let written = if sound {
+        held.write_back(conn).map_err(|e| {
+            rusqlite::Error::SqliteFailure(
+                rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_ABORT),
+                Some(format!("held rows not written back: {e}")),
+            )
+        })
+    } else {
+        Ok(())
+    };
+    let outcome = if let Err(e) = written {
+        Err(e)
+    } else if sound {
+        run(conn, "COMMIT")
+    } else {
+        Err(rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_ABORT),
+            Some("a write left its savepoint unresolved; the batch was rolled back".into()),
+        ))
+    };
+    if outcome.is_err() {
+        // Still in the transaction after a failed COMMIT (or an unsound write): undo it all,
+        // and what is held with it.
+        let _ = run(conn, "ROLLBACK");
+        held.drop_all();
+    }
+    (answers, outcome)
 }
 
 /// Runs one of the writer's own statements, prepared once per connection (they run several times
@@ -291,6 +375,52 @@ mod tests {
         assert!(matches!(half, (false, Err(_))));
         c.execute_batch("ROLLBACK").unwrap();
         assert_eq!(count(&c), 0);
+    }
+
+    /// A job that says when it runs, then waits for `go` before its batch commits.
+    fn held_job(ran: mpsc::Sender<()>, go: mpsc::Receiver<()>) -> Job {
+        Box::new(move |c| {
+            let _ = ran.send(());
+            let _ = go.recv();
+            let sound = c.is_ok();
+            (sound, Box::new(|_: Option<&rusqlite::Error>| {}))
+        })
+    }
+
+    #[test]
+    fn a_pause_waits_for_the_batch_and_holds_the_next() {
+        let writer = Writer::start(conn()).unwrap();
+        let (ran, started) = mpsc::channel();
+        let (go, wait) = mpsc::channel();
+        assert!(writer.send(held_job(ran.clone(), wait)).is_ok());
+        started.recv().unwrap();
+        // The first batch is being written: the pause waits for it.
+        let (paused_tx, paused) = mpsc::channel();
+        let pausing = {
+            let writer = writer.clone();
+            std::thread::spawn(move || {
+                let guard = writer.pause();
+                paused_tx.send(()).unwrap();
+                // Held until the test says so.
+                std::thread::park();
+                drop(guard);
+            })
+        };
+        assert!(paused.try_recv().is_err());
+        go.send(()).unwrap();
+        paused.recv().unwrap();
+        // Paused: a queued write does not begin.
+        let (go2, wait2) = mpsc::channel();
+        assert!(writer.send(held_job(ran, wait2)).is_ok());
+        assert!(
+            started
+                .recv_timeout(std::time::Duration::from_millis(100))
+                .is_err()
+        );
+        pausing.thread().unpark();
+        pausing.join().unwrap();
+        started.recv().unwrap();
+        go2.send(()).unwrap();
     }
 
     #[test]
