@@ -1,9 +1,11 @@
-//! Rows the writer thread holds between its batches: the velocity counters and the statistics
-//! items. Every visit reads twelve velocity items and adds to six, and adds to two statistics
-//! items (its hour's and its day's); most of them (a project's, a device's, the hour before's)
-//! are the same rows visit after visit. Read from SQLite, parsed and written back one visit at a
-//! time, they were about a quarter of the writer thread's time under ingestion. Held here, a visit reads them from memory, and each row a
-//! batch changed is written once, just before the batch commits, in its transaction.
+//! Rows the writer thread holds between its batches: the velocity counters, the statistics
+//! items and a visit's plan counters. Every visit reads twelve velocity items and adds to six,
+//! adds to two statistics items (its hour's and its day's), and reads and adds to three plan
+//! counters (its address's and its project's second, its account's visits in the period); most of
+//! them (a project's, a device's, the hour before's) are the same rows visit after visit. Read
+//! from SQLite, parsed and written back one visit at a time, they were about a quarter of the
+//! writer thread's time under ingestion. Held here, a visit reads them from memory, and each row
+//! a batch changed is written once, just before the batch commits, in its transaction.
 //!
 //! Why the counts stay exact:
 //! - Only this store's writer connection changes these tables in this process, and it holds
@@ -15,6 +17,9 @@
 //! - A write that may be rolled back to a savepoint must not change what is held: such writes
 //!   ask for what is held to be written back and dropped first ([`Held::write_back_and_drop`]),
 //!   and then change the rows in SQLite only.
+//! - Of the `counters` table, only a visit's own counters are held. The claimed ones (a second's
+//!   requests, the period's usage) are written by their claims and read from the file; a purge
+//!   of expired counters may remove a held one, which its next write makes again.
 
 use std::collections::HashMap;
 
@@ -28,6 +33,7 @@ use vigil_core::store::plan::Attributes;
 /// and addresses' current items), bounded so that a flood of one-visit addresses cannot grow it.
 const VELOCITY_ROWS: usize = 16_384;
 const STATS_ROWS: usize = 1_024;
+const COUNTER_ROWS: usize = 4_096;
 
 type Key = (String, String);
 
@@ -41,12 +47,23 @@ struct VelocityRow {
     stored: Option<i64>,
 }
 
+/// A visit's own plan counter (its address's and its project's second, its account's visits in
+/// the period): its count, its expiry, and whether the file has a row for it.
+#[derive(Clone, Copy)]
+struct CounterRow {
+    count: i64,
+    expires: i64,
+    stored: bool,
+}
+
 /// What the writer keeps between batches. See the module's summary.
 pub struct Held {
     /// The connection's `data_version` when what is held was last known to be the file's.
     version: Option<i64>,
     velocity: Rows<Option<VelocityRow>>,
     stats: Rows<Option<Attributes>>,
+    /// Keyed by the counter's key alone (the second part is empty).
+    counters: Rows<Option<CounterRow>>,
 }
 
 /// One table's held rows: clean (as the file has them) and changed in this batch.
@@ -99,6 +116,7 @@ impl Default for Held {
             version: None,
             velocity: Rows::new(VELOCITY_ROWS),
             stats: Rows::new(STATS_ROWS),
+            counters: Rows::new(COUNTER_ROWS),
         }
     }
 }
@@ -120,6 +138,7 @@ impl Held {
         self.version = None;
         self.velocity.clear();
         self.stats.clear();
+        self.counters.clear();
     }
 
     /// Writes the rows this batch changed, in its transaction, before it commits; they are then
@@ -144,6 +163,15 @@ impl Held {
                     r.stored = Some(r.expires);
                 }
                 self.velocity.clean.insert((pk, sk), row);
+            }
+        }
+        if !self.counters.changed.is_empty() {
+            for ((key, none), mut row) in self.counters.changed.drain() {
+                if let Some(r) = &mut row {
+                    write_counter(conn, &key, r)?;
+                    r.stored = true;
+                }
+                self.counters.clean.insert((key, none), row);
             }
         }
         if !self.stats.changed.is_empty() {
@@ -215,6 +243,28 @@ impl Held {
         Ok(out)
     }
 
+    /// The plan counter `key`'s count; 0 when it was never counted.
+    pub fn count(&mut self, conn: &Connection, key: &str) -> Result<i64, Db> {
+        let key = (key.to_owned(), String::new());
+        let row = self.counters.get(&key, || read_counter(conn, &key.0))?;
+        Ok(row.map_or(0, |r| r.count))
+    }
+
+    /// Adds one to the plan counter `key` (made with `expires` when absent) and returns its count.
+    pub fn add_one(&mut self, conn: &Connection, key: &str, expires: i64) -> Result<i64, Db> {
+        let key = (key.to_owned(), String::new());
+        let row = self.counters.take(&key, || read_counter(conn, &key.0))?;
+        let mut row = row.unwrap_or(CounterRow {
+            count: 0,
+            expires,
+            stored: false,
+        });
+        row.count += 1;
+        let count = row.count;
+        self.counters.changed.insert(key, Some(row));
+        Ok(count)
+    }
+
     /// Adds numbers to the statistics item at (`pk`, `sk`), created as `blank` when absent.
     pub fn add_stats(
         &mut self,
@@ -258,6 +308,39 @@ fn read_velocity(conn: &Connection, pk: &str, sk: &str) -> Result<Option<Velocit
         })
     })
     .transpose()
+}
+
+fn read_counter(conn: &Connection, key: &str) -> Result<Option<CounterRow>, Db> {
+    Ok(conn
+        .prepare_cached("SELECT count, expires FROM counters WHERE key = ?1")?
+        .query_row([key], |r| {
+            Ok(CounterRow {
+                count: r.get(0)?,
+                expires: r.get(1)?,
+                stored: true,
+            })
+        })
+        .optional()?)
+}
+
+/// Writes a plan counter's count. A row the file has keeps its expiry (and its entry in the
+/// expiry index) as it was made; one it lacks (a new counter, or one a purge of expired counters
+/// removed meanwhile) is made.
+fn write_counter(conn: &Connection, key: &str, row: &CounterRow) -> Result<(), Db> {
+    if row.stored {
+        let updated = conn
+            .prepare_cached("UPDATE counters SET count = ?2 WHERE key = ?1")?
+            .execute(params![key, row.count])?;
+        if updated == 1 {
+            return Ok(());
+        }
+    }
+    conn.prepare_cached(
+        "INSERT INTO counters (key, count, expires) VALUES (?1, ?2, ?3)
+         ON CONFLICT (key) DO UPDATE SET count = ?2",
+    )?
+    .execute(params![key, row.count, row.expires])?;
+    Ok(())
 }
 
 /// Writes the statistics item at (`pk`, `sk`) over what SQLite holds.
@@ -344,6 +427,50 @@ mod tests {
         });
         assert_eq!(next.numbers["eh"], 4);
         assert_eq!(stored(&c, "A"), Some((4, 100)));
+    }
+
+    fn counter(c: &Connection, key: &str) -> Option<(i64, i64)> {
+        c.query_row(
+            "SELECT count, expires FROM counters WHERE key = ?1",
+            [key],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()
+        .unwrap()
+    }
+
+    #[test]
+    fn plan_counters_count_in_memory_and_are_written_with_their_batch() {
+        let (_dir, path, c) = file();
+        let mut held = Held::default();
+        let counts = batch(&c, &mut held, |h| {
+            assert_eq!(h.count(&c, "K").unwrap(), 0);
+            (0..3)
+                .map(|_| h.add_one(&c, "K", 50).unwrap())
+                .collect::<Vec<_>>()
+        });
+        assert_eq!(counts, [1, 2, 3]);
+        assert_eq!(counter(&c, "K"), Some((3, 50)));
+        // Another process counts too: its count is read before the next batch.
+        let other = Connection::open(&path).unwrap();
+        other
+            .execute("UPDATE counters SET count = count + 10 WHERE key = 'K'", [])
+            .unwrap();
+        let next = batch(&c, &mut held, |h| {
+            assert_eq!(h.count(&c, "K").unwrap(), 13);
+            h.add_one(&c, "K", 99).unwrap()
+        });
+        assert_eq!(next, 14);
+        // The expiry stays the one the counter was made with.
+        assert_eq!(counter(&other, "K"), Some((14, 50)));
+        // A purge of expired counters removed it meanwhile (in this connection, which the
+        // held rows do not see): it is made again, not lost.
+        batch(&c, &mut held, |_| {
+            c.execute("DELETE FROM counters WHERE expires < 60", [])
+                .unwrap();
+        });
+        batch(&c, &mut held, |h| h.add_one(&c, "K", 50).unwrap());
+        assert_eq!(counter(&c, "K"), Some((15, 50)));
     }
 
     #[test]

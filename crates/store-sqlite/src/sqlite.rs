@@ -339,7 +339,7 @@ impl SqliteStore {
         T: Send + 'static,
         F: FnOnce(&Connection, &mut Held) -> DbResult<T> + Send + 'static,
     {
-        self.write_checked(|_| Ok(Ok(())), move |tx, held, ()| f(tx, held))
+        self.write_checked(|_, _| Ok(Ok(())), move |tx, held, ()| f(tx, held))
             .await
     }
 
@@ -364,10 +364,10 @@ impl SqliteStore {
     async fn write_checked<P, T, C, W>(&self, check: C, then: W) -> Result<T, StoreError>
     where
         T: Send + 'static,
-        C: FnOnce(&Connection) -> DbResult<Result<P, T>> + Send + 'static,
+        C: FnOnce(&Connection, &mut Held) -> DbResult<Result<P, T>> + Send + 'static,
         W: FnOnce(&Connection, &mut Held, P) -> DbResult<T> + Send + 'static,
     {
-        self.queue(move |c, held| checked(c, check, |c, p| then(c, held, p)))
+        self.queue(move |c, held| checked(c, held, check, then))
             .await
     }
 
@@ -797,7 +797,7 @@ impl ItemStore for SqliteStore {
         if distinct_items(&steps) {
             return self
                 .write_checked(
-                    move |tx| {
+                    move |tx, _| {
                         let mut decided = Vec::with_capacity(steps.len());
                         for step in steps {
                             match decide(tx, step)? {
@@ -928,25 +928,27 @@ impl UsageStore for SqliteStore {
         let claims = self.closing.claims.clone();
         // Every limit is read before anything is counted, in the batch's write transaction (no
         // other writer meanwhile): a refused visit counts nowhere, and no savepoint is needed.
+        // The visit's own counters are the ones the writer holds ([`Held`]); the period's usage
+        // is claimed in blocks and written as it is claimed, so it is read from the file.
         self.write_checked(
-            move |tx| {
-                if count_of(tx, &source_key)? >= i64::from(source_rps)
-                    || count_of(tx, &rate_key)? >= i64::from(project_rps)
+            move |tx, held| {
+                if held.count(tx, &source_key)? >= i64::from(source_rps)
+                    || held.count(tx, &rate_key)? >= i64::from(project_rps)
                 {
                     return Ok(Err(Counted::RateLimited));
                 }
                 // Period positions this process holds unused are claimed, not spent.
                 let developer = count_of(tx, &usage_key)? - claims.unused(&apk, &usage_key);
-                if count_of(tx, &visits_key)? >= max_requests.saturating_sub(developer) {
+                if held.count(tx, &visits_key)? >= max_requests.saturating_sub(developer) {
                     return Ok(Err(Counted::QuotaExceeded));
                 }
                 Ok(Ok((source_key, rate_key, visits_key, developer)))
             },
-            move |tx, _, (source_key, rate_key, visits_key, developer)| {
+            move |tx, held, (source_key, rate_key, visits_key, developer)| {
                 let expires = second + RATE_WINDOW_TTL;
-                let in_second = add_one(tx, &source_key, expires)?;
-                add_one(tx, &rate_key, expires)?;
-                let visits = add_one(tx, &visits_key, usage_expires)?;
+                let in_second = held.add_one(tx, &source_key, expires)?;
+                held.add_one(tx, &rate_key, expires)?;
+                let visits = held.add_one(tx, &visits_key, usage_expires)?;
                 Ok(Counted::Allowed {
                     in_second: u32::try_from(in_second).unwrap_or(u32::MAX),
                     in_period: u64::try_from(developer + visits).unwrap_or(0),
@@ -1093,17 +1095,6 @@ fn allowed(in_second: i64, in_period: i64) -> Counted {
         in_second: u32::try_from(in_second).unwrap_or(u32::MAX),
         in_period: u64::try_from(in_period).unwrap_or(0),
     }
-}
-
-/// One more in the counter `key`: its new value. The caller has read that it is under its limit.
-fn add_one(tx: &Connection, key: &str, expires: i64) -> Result<i64, Db> {
-    Ok(tx
-        .prepare_cached(
-            "INSERT INTO counters (key, count, expires) VALUES (?1, 1, ?2)
-             ON CONFLICT (key) DO UPDATE SET count = count + 1
-             RETURNING count",
-        )?
-        .query_row(params![key, expires], |r| r.get(0))?)
 }
 
 /// A counter's value; 0 when it was never counted.

@@ -239,25 +239,27 @@ where
 }
 
 /// Runs a write that decides before it writes, with no savepoint: `check` only reads, and
-/// refuses (`Err`) or hands what it read to `then`, which writes and cannot refuse. The flag is
+/// refuses (`Err`) or hands what it read to `then`, which writes and cannot refuse. Both are
+/// given `state` (the rows the writer holds), which `check` may read but not change. The flag is
 /// false when `then` failed or panicked, having perhaps written part of its work: the batch must
 /// not commit.
-pub fn checked<P, T, E, C, W>(
+pub fn checked<S, P, T, E, C, W>(
     conn: &Connection,
+    state: &mut S,
     check: C,
     then: W,
 ) -> (bool, Result<Result<T, T>, E>)
 where
-    C: FnOnce(&Connection) -> Result<Result<P, T>, E>,
-    W: FnOnce(&Connection, P) -> Result<T, E>,
+    C: FnOnce(&Connection, &mut S) -> Result<Result<P, T>, E>,
+    W: FnOnce(&Connection, &mut S, P) -> Result<T, E>,
     E: From<String>,
 {
     let mut writing = false;
-    let out = catch_unwind(AssertUnwindSafe(|| match check(conn)? {
+    let out = catch_unwind(AssertUnwindSafe(|| match check(conn, &mut *state)? {
         Err(refused) => Ok(Err(refused)),
         Ok(read) => {
             writing = true;
-            then(conn, read).map(Ok)
+            then(conn, state, read).map(Ok)
         }
     }))
     .unwrap_or_else(|_| Err(E::from("a write panicked".to_owned())));
@@ -345,29 +347,32 @@ mod tests {
             let n: i64 = c.query_row("SELECT count(*) FROM t WHERE k = ?1", [k], |r| r.get(0))?;
             Ok(if n == 0 { Ok(()) } else { Err(()) })
         };
-        let first = checked(&c, |c| absent(c, "a"), |c, ()| put(c, "a"));
+        let first = checked(&c, &mut (), |c, _| absent(c, "a"), |c, _, ()| put(c, "a"));
         assert!(matches!(first, (true, Ok(Ok(())))));
         // Refused by its check: nothing written, the batch sound.
-        let again = checked(&c, |c| absent(c, "a"), |c, ()| put(c, "a"));
+        let again = checked(&c, &mut (), |c, _| absent(c, "a"), |c, _, ()| put(c, "a"));
         assert!(matches!(again, (true, Ok(Err(())))));
         // A check that fails or panics wrote nothing either.
         let failed_check = checked(
             &c,
-            |_| -> Result<Result<(), ()>, Failed> { Err(Failed("no read".into())) },
-            |c, ()| put(c, "x"),
+            &mut (),
+            |_, _| -> Result<Result<(), ()>, Failed> { Err(Failed("no read".into())) },
+            |c, _, ()| put(c, "x"),
         );
         assert!(matches!(failed_check, (true, Err(_))));
         let panicked_check = checked(
             &c,
-            |_| -> Result<Result<(), ()>, Failed> { panic!("a bug in a check") },
-            |c, ()| put(c, "x"),
+            &mut (),
+            |_, _| -> Result<Result<(), ()>, Failed> { panic!("a bug in a check") },
+            |c, _, ()| put(c, "x"),
         );
         assert!(matches!(panicked_check, (true, Err(Failed(m))) if m.contains("panicked")));
         // A write that fails after writing part of its work leaves the batch unsound.
         let half = checked(
             &c,
-            |c| absent(c, "b"),
-            |c, ()| {
+            &mut (),
+            |c, _| absent(c, "b"),
+            |c, _, ()| {
                 put(c, "b")?;
                 put(c, "a")
             },
