@@ -34,6 +34,8 @@ use vigil_core::store::plan::Attributes;
 const VELOCITY_ROWS: usize = 16_384;
 const STATS_ROWS: usize = 1_024;
 const COUNTER_ROWS: usize = 4_096;
+/// Expired velocity rows read as absent; clearing them is housekeeping, done at most this often.
+const VELOCITY_PURGE_EVERY: i64 = 60;
 
 type Key = (String, String);
 
@@ -64,6 +66,8 @@ pub struct Held {
     stats: Rows<Option<Attributes>>,
     /// Keyed by the counter's key alone (the second part is empty).
     counters: Rows<Option<CounterRow>>,
+    /// When expired velocity rows are next cleared (Unix seconds).
+    velocity_purge: i64,
 }
 
 /// One table's held rows: clean (as the file has them) and changed in this batch.
@@ -117,6 +121,7 @@ impl Default for Held {
             velocity: Rows::new(VELOCITY_ROWS),
             stats: Rows::new(STATS_ROWS),
             counters: Rows::new(COUNTER_ROWS),
+            velocity_purge: 0,
         }
     }
 }
@@ -241,6 +246,16 @@ impl Held {
         let out = row.counters.clone();
         self.velocity.changed.insert(key, Some(row));
         Ok(out)
+    }
+
+    /// Whether expired velocity rows are to be cleared now: at most once every
+    /// [`VELOCITY_PURGE_EVERY`] seconds.
+    pub fn velocity_purge_due(&mut self, now: i64) -> bool {
+        let due = now >= self.velocity_purge;
+        if due {
+            self.velocity_purge = now + VELOCITY_PURGE_EVERY;
+        }
+        due
     }
 
     /// The plan counter `key`'s count; 0 when it was never counted.
@@ -471,6 +486,15 @@ mod tests {
         });
         batch(&c, &mut held, |h| h.add_one(&c, "K", 50).unwrap());
         assert_eq!(counter(&c, "K"), Some((15, 50)));
+    }
+
+    #[test]
+    fn expired_velocity_rows_are_cleared_once_a_minute_at_most() {
+        let mut held = Held::default();
+        assert!(held.velocity_purge_due(1_000));
+        assert!(!held.velocity_purge_due(1_000));
+        assert!(!held.velocity_purge_due(1_059));
+        assert!(held.velocity_purge_due(1_060));
     }
 
     #[test]

@@ -997,9 +997,9 @@ impl VelocityStore for SqliteStore {
             for sk in &work.reads {
                 read.push(held.velocity(tx, &pk, sk, work.at)?.unwrap_or_default());
             }
-            if updated.first().and_then(|c| c.numbers.get("eh")) == Some(&1) {
-                // The first visit of an address's hour clears expired counters, as the table's
-                // TTL would (held rows that expired read as absent).
+            if held.velocity_purge_due(work.at) {
+                // Expired counters are cleared, as the table's TTL would, at most once a minute
+                // (they read as absent meanwhile): once per new address was a statement a visit.
                 tx.prepare_cached("DELETE FROM velocity WHERE expires < ?1")?
                     .execute([work.at])?;
             }
