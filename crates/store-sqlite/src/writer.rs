@@ -106,8 +106,10 @@ impl Gate {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The writer, before a batch: waits while paused.
-    fn enter(&self) {
+    /// The writer, before a batch: waits while paused. The batch is over when the returned
+    /// guard is dropped, by the writer once its batch has committed or rolled back, or by its
+    /// unwinding should it panic (a pause then waits for nothing).
+    fn enter(&self) -> Writing<'_> {
         let mut state = self.lock();
         while state.paused {
             state = self
@@ -116,12 +118,17 @@ impl Gate {
                 .unwrap_or_else(PoisonError::into_inner);
         }
         state.writing = true;
+        Writing(self)
     }
+}
 
-    /// The writer, once its batch has committed or rolled back.
-    fn leave(&self) {
-        self.lock().writing = false;
-        self.changed.notify_all();
+/// A batch being written ([`Gate::enter`]).
+struct Writing<'a>(&'a Gate);
+
+impl Drop for Writing<'_> {
+    fn drop(&mut self) {
+        self.0.lock().writing = false;
+        self.0.changed.notify_all();
     }
 }
 
@@ -145,9 +152,9 @@ fn serve(conn: Connection, jobs: mpsc::Receiver<Job>, gate: &Gate) {
                 Err(_) => break,
             }
         }
-        gate.enter();
+        let writing = gate.enter();
         let (answers, outcome) = write_batch(&conn, &mut held, batch);
-        gate.leave();
+        drop(writing);
         for done in answers {
             done(outcome.as_ref().err());
         }
