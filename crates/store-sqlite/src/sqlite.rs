@@ -1019,7 +1019,7 @@ fn checkpoint_in_background(pool: Pool<SqliteConnectionManager>, alive: std::syn
         .name("sqlite-checkpoint".into())
         .spawn(move || {
             let mut given_back = std::time::Instant::now();
-            while alive.strong_count() > 0 {
+            loop {
                 std::thread::sleep(CHECKPOINT_EVERY);
                 let Some(store) = alive.upgrade() else { break };
                 if given_back.elapsed() >= GIVE_BACK_EVERY {

@@ -72,13 +72,7 @@ impl Writer {
     pub fn pause(&self) -> Paused<'_> {
         let mut state = self.gate.lock();
         state.paused = true;
-        while state.writing {
-            state = self
-                .gate
-                .changed
-                .wait(state)
-                .unwrap_or_else(PoisonError::into_inner);
-        }
+        drop(self.gate.wait_while(state, |s| s.writing));
         Paused(&self.gate)
     }
 }
@@ -110,15 +104,19 @@ impl Gate {
     /// guard is dropped, by the writer once its batch has committed or rolled back, or by its
     /// unwinding should it panic (a pause then waits for nothing).
     fn enter(&self) -> Writing<'_> {
-        let mut state = self.lock();
-        while state.paused {
-            state = self
-                .changed
-                .wait(state)
-                .unwrap_or_else(PoisonError::into_inner);
-        }
-        state.writing = true;
+        self.wait_while(self.lock(), |s| s.paused).writing = true;
         Writing(self)
+    }
+
+    /// Waits on `state` for as long as `busy` says.
+    fn wait_while<'a>(
+        &self,
+        state: MutexGuard<'a, GateState>,
+        busy: impl FnMut(&mut GateState) -> bool,
+    ) -> MutexGuard<'a, GateState> {
+        self.changed
+            .wait_while(state, busy)
+            .unwrap_or_else(PoisonError::into_inner)
     }
 }
 
