@@ -36,6 +36,9 @@ const STATS_ROWS: usize = 1_024;
 const COUNTER_ROWS: usize = 4_096;
 /// Expired velocity rows read as absent; clearing them is housekeeping, done at most this often.
 const VELOCITY_PURGE_EVERY: i64 = 60;
+/// Expired plan counters are never read again; they are cleared at most this often, so that the
+/// table stays about as small as the counters in force.
+const COUNTERS_PURGE_EVERY: i64 = 1;
 
 type Key = (String, String);
 
@@ -68,6 +71,8 @@ pub struct Held {
     counters: Rows<Option<CounterRow>>,
     /// When expired velocity rows are next cleared (Unix seconds).
     velocity_purge: i64,
+    /// When expired plan counters are next cleared (Unix seconds).
+    counters_purge: i64,
 }
 
 /// One table's held rows: clean (as the file has them) and changed in this batch.
@@ -122,6 +127,7 @@ impl Default for Held {
             stats: Rows::new(STATS_ROWS),
             counters: Rows::new(COUNTER_ROWS),
             velocity_purge: 0,
+            counters_purge: 0,
         }
     }
 }
@@ -251,11 +257,13 @@ impl Held {
     /// Whether expired velocity rows are to be cleared now: at most once every
     /// [`VELOCITY_PURGE_EVERY`] seconds.
     pub fn velocity_purge_due(&mut self, now: i64) -> bool {
-        let due = now >= self.velocity_purge;
-        if due {
-            self.velocity_purge = now + VELOCITY_PURGE_EVERY;
-        }
-        due
+        due(&mut self.velocity_purge, now, VELOCITY_PURGE_EVERY)
+    }
+
+    /// Whether expired plan counters are to be cleared now: at most once every
+    /// [`COUNTERS_PURGE_EVERY`] seconds.
+    pub fn counters_purge_due(&mut self, now: i64) -> bool {
+        due(&mut self.counters_purge, now, COUNTERS_PURGE_EVERY)
     }
 
     /// The plan counter `key`'s count; 0 when it was never counted.
@@ -298,6 +306,15 @@ impl Held {
     }
 }
 
+/// Whether a task due at `next` is due at `now`; if so, it is next due `every` seconds on.
+fn due(next: &mut i64, now: i64, every: i64) -> bool {
+    let due = now >= *next;
+    if due {
+        *next = now + every;
+    }
+    due
+}
+
 /// Adds `adds` to the numbers of `item` (absent ones count from zero).
 pub fn add_numbers(item: &mut Attributes, adds: &[(String, u64)]) {
     for (attr, n) in adds {
@@ -338,8 +355,7 @@ fn read_counter(conn: &Connection, key: &str) -> Result<Option<CounterRow>, Db> 
         .optional()?)
 }
 
-/// Writes a plan counter's count. A row the file has keeps its expiry (and its entry in the
-/// expiry index) as it was made; one it lacks (a new counter, or one a purge of expired counters
+/// Writes a plan counter's count. A row the file has keeps its expiry as it was made; one it lacks (a new counter, or one a purge of expired counters
 /// removed meanwhile) is made.
 fn write_counter(conn: &Connection, key: &str, row: &CounterRow) -> Result<(), Db> {
     if row.stored {

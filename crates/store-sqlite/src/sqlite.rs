@@ -55,13 +55,15 @@ CREATE TABLE IF NOT EXISTS due (
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS due_by_time ON due (due_at);
 -- Request counters, per second and per billing period (the table's RATE# and USAGE# items). Not
--- items: one is written per request, and they feed nothing.
+-- items: one is written per request, and they feed nothing. A second's counters are keyed by
+-- their second first (`second_key`): they are written side by side at the table's end, and
+-- cleared from its start by key, with no index on their expiry.
 CREATE TABLE IF NOT EXISTS counters (
     key     TEXT PRIMARY KEY,
     count   INTEGER NOT NULL,
     expires INTEGER NOT NULL
 ) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS counters_by_expiry ON counters (expires);
+DROP INDEX IF EXISTS counters_by_expiry;
 -- The sessions index (DynamoDB's sparse `sessions` GSI): each session summary by when it was last
 -- seen, with the scores the list filters on.
 CREATE TABLE IF NOT EXISTS sessions (
@@ -873,11 +875,11 @@ impl UsageStore for SqliteStore {
             Taken {
                 rate: held, want, ..
             } => {
-                let rate_key = format!("{pk}/{}", rate_sk(second));
+                let rate_key = second_key(second, &pk, &rate_sk(second));
                 let usage_expires = period.end.unix_seconds() + COUNTER_GRACE_SECONDS;
                 let (account, key, held_here) = (pk.clone(), usage_key.clone(), claims.clone());
                 let (rate, quota) = self
-                    .write(move |tx| {
+                    .write_held(move |tx, rows| {
                         let rate = match held {
                             Some(p) => (p, p + 1),
                             None => {
@@ -890,11 +892,8 @@ impl UsageStore for SqliteStore {
                                 }
                             }
                         };
-                        if rate.0 == 1 {
-                            // The first request of a second clears windows that have expired, as
-                            // a TTL would.
-                            tx.prepare_cached("DELETE FROM counters WHERE expires < ?1")?
-                                .execute([second])?;
+                        if rows.counters_purge_due(second) {
+                            purge_counters(tx, second)?;
                         }
                         let back = held_here.surrender_quota(&account, &key);
                         let quota = claim(tx, &key, max_requests, want, usage_expires, back)?;
@@ -918,8 +917,8 @@ impl UsageStore for SqliteStore {
 
     async fn count_visit(&self, v: &VisitCount<'_>) -> Result<Counted, StoreError> {
         let (apk, ppk) = (account_pk(v.account), project_pk(v.project));
-        let rate_key = format!("{ppk}/{}", visit_rate_sk(v.second));
-        let source_key = format!("{ppk}/{}", visit_source_sk(&v.source, v.second));
+        let rate_key = second_key(v.second, &ppk, &visit_rate_sk(v.second));
+        let source_key = second_key(v.second, &ppk, &visit_source_sk(&v.source, v.second));
         let usage_key = format!("{apk}/{}", usage_sk(v.period.start));
         let visits_key = format!("{apk}/{}", visits_sk(v.period.start));
         let usage_expires = v.period.end.unix_seconds() + COUNTER_GRACE_SECONDS;
@@ -945,6 +944,9 @@ impl UsageStore for SqliteStore {
                 Ok(Ok((source_key, rate_key, visits_key, developer)))
             },
             move |tx, held, (source_key, rate_key, visits_key, developer)| {
+                if held.counters_purge_due(second) {
+                    purge_counters(tx, second)?;
+                }
                 let expires = second + RATE_WINDOW_TTL;
                 let in_second = held.add_one(tx, &source_key, expires)?;
                 held.add_one(tx, &rate_key, expires)?;
@@ -1088,6 +1090,33 @@ fn claim(
         .execute(params![key, total, expires])?;
     }
     Ok((k > 0).then_some((total - k + 1, total + 1)))
+}
+
+/// Where the counters of one second (a developer's requests, a project's visits, a source's)
+/// begin in the `counters` table: after every period counter's key (`ACCOUNT#…`), since `~` sorts
+/// after them.
+const SECOND_KEYS: &str = "~";
+
+/// The `counters` key of a counter of one `second`: the second first (fixed width), then its
+/// item's key. A second's counters are then written side by side at the table's end, where each
+/// visit from a new address inserted a row at a random place, and expired seconds are cleared
+/// from the table's start by key ([`purge_counters`]).
+fn second_key(second: i64, pk: &str, sk: &str) -> String {
+    format!("{SECOND_KEYS}{second:015}/{pk}/{sk}")
+}
+
+/// Clears the counters that have expired at `now`, as the table's TTL would: the seconds whose
+/// window has passed by key, the few others (the periods', and any kept under the keys used
+/// before [`second_key`]) by their expiry. They are never read again once expired (their keys
+/// name a second or a period that has passed), so this is housekeeping, done once a second at
+/// most ([`Held::counters_purge_due`]).
+fn purge_counters(tx: &Connection, now: i64) -> Result<(), Db> {
+    let first_kept = format!("{SECOND_KEYS}{:015}", now - RATE_WINDOW_TTL);
+    tx.prepare_cached("DELETE FROM counters WHERE key >= ?1 AND key < ?2")?
+        .execute([SECOND_KEYS, &first_kept])?;
+    tx.prepare_cached("DELETE FROM counters WHERE key < ?1 AND expires < ?2")?
+        .execute(params![SECOND_KEYS, now])?;
+    Ok(())
 }
 
 fn allowed(in_second: i64, in_period: i64) -> Counted {
@@ -1374,6 +1403,45 @@ mod tests {
             FeedEvent::SessionChanged(c) => c,
             other => panic!("not a session change: {other:?}"),
         }
+    }
+
+    #[test]
+    fn expired_counters_are_cleared_by_their_second_or_their_expiry() {
+        let c = Connection::open_in_memory().unwrap();
+        c.execute_batch(SCHEMA).unwrap();
+        let now = 1_800_000_000;
+        let ttl = RATE_WINDOW_TTL;
+        let rows = [
+            // A second's counters: expired when their window ended before now.
+            (second_key(now - ttl - 1, "PROJECT#p", "VSRC#a#1"), now - 1),
+            (second_key(now - ttl, "PROJECT#p", "VRATE#1"), now),
+            (second_key(now, "ACCOUNT#a", "RATE#1"), now + ttl),
+            // The period's, and a second's kept under the key used before: by their expiry.
+            ("ACCOUNT#a/USAGE#old".to_owned(), now - 1),
+            ("ACCOUNT#a/USAGE#new".to_owned(), now + 100),
+            ("PROJECT#p/VSRC#a#1".to_owned(), now - 1),
+        ];
+        for (key, expires) in &rows {
+            c.execute(
+                "INSERT INTO counters (key, count, expires) VALUES (?1, 1, ?2)",
+                params![key, expires],
+            )
+            .unwrap();
+        }
+        purge_counters(&c, now).unwrap();
+        let left: Vec<String> = c
+            .prepare("SELECT key FROM counters ORDER BY key")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        // Seconds sort by time, after every period's key.
+        assert_eq!(
+            left,
+            [rows[4].0.as_str(), &rows[1].0, &rows[2].0],
+            "kept: the period in force and the seconds whose window has not ended"
+        );
     }
 
     /// The WAL's frames, as a checkpoint counts them.
