@@ -65,26 +65,26 @@ CREATE TABLE IF NOT EXISTS counters (
 ) WITHOUT ROWID;
 DROP INDEX IF EXISTS counters_by_expiry;
 -- The sessions index (DynamoDB's sparse `sessions` GSI): each session summary by when it was last
--- seen, with the scores the list filters on.
-CREATE TABLE IF NOT EXISTS sessions (
+-- seen, with the scores the list filters on. Keyed in the order the list reads it: a visit moves
+-- its session's entry to the index's end (deleting the one its summary had said), where a table
+-- keyed by session and an index beside it wrote a page at a random place and two more.
+CREATE TABLE IF NOT EXISTS sessions_seen (
     pk              TEXT NOT NULL,
-    sk              TEXT NOT NULL,
     seen            TEXT NOT NULL,
+    sk              TEXT NOT NULL,
     score_bot       REAL NOT NULL,
     score_proxy_vpn REAL NOT NULL,
-    PRIMARY KEY (pk, sk)
+    PRIMARY KEY (pk, seen)
 ) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS sessions_by_seen ON sessions (pk, seen);
 -- The devices index (DynamoDB's sparse `devices` GSI): each session summary with a device key,
--- by its project's device key and when it was last seen.
-CREATE TABLE IF NOT EXISTS session_devices (
-    pk   TEXT NOT NULL,
-    sk   TEXT NOT NULL,
+-- by its project's device key and when it was last seen, kept as `sessions_seen` is.
+CREATE TABLE IF NOT EXISTS devices_seen (
     dpk  TEXT NOT NULL,
     seen TEXT NOT NULL,
-    PRIMARY KEY (pk, sk)
+    pk   TEXT NOT NULL,
+    sk   TEXT NOT NULL,
+    PRIMARY KEY (dpk, seen)
 ) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS session_devices_by_seen ON session_devices (dpk, seen);
 -- Statistics items (the table's STATS# items). Not in `items`: one is written with every event,
 -- and they feed nothing.
 CREATE TABLE IF NOT EXISTS stats (
@@ -110,13 +110,25 @@ CREATE TABLE IF NOT EXISTS checkpoints (
 );
 ";
 
+/// A database from before the sessions index: the summaries it already has, indexed.
 const BACKFILL_SESSIONS: &str = "
-INSERT OR IGNORE INTO sessions (pk, sk, seen, score_bot, score_proxy_vpn)
-SELECT pk, sk,
+INSERT OR IGNORE INTO sessions_seen (pk, seen, sk, score_bot, score_proxy_vpn)
+SELECT pk,
        COALESCE(json_extract(body, '$.seen'),
                 json_extract(body, '$.last.createdAt') || '#' || json_extract(body, '$.sessionId')),
-       json_extract(body, '$.scoreBot'), json_extract(body, '$.scoreProxyVpn')
+       sk, json_extract(body, '$.scoreBot'), json_extract(body, '$.scoreProxyVpn')
 FROM items WHERE json_extract(body, '$.entity') = 'session';
+";
+
+/// A database whose indexes were tables keyed by session (`sessions`, `session_devices`), each
+/// with an index by when it was last seen: their entries, moved to the tables keyed that way.
+const MOVE_SESSIONS: &str = "
+INSERT OR IGNORE INTO sessions_seen (pk, seen, sk, score_bot, score_proxy_vpn)
+SELECT pk, seen, sk, score_bot, score_proxy_vpn FROM sessions;
+INSERT OR IGNORE INTO devices_seen (dpk, seen, pk, sk)
+SELECT dpk, seen, pk, sk FROM session_devices;
+DROP TABLE sessions;
+DROP TABLE session_devices;
 ";
 
 /// How long a writer waits for another process's transaction before giving up.
@@ -257,6 +269,28 @@ pub(crate) fn corrupt(e: impl Into<Cause>) -> Db {
     Db(StoreError::Corrupt(e.into()))
 }
 
+/// Creates what the file lacks, and brings the sessions index of an older file to this layout, in
+/// one transaction: two processes opening a file at once do it once.
+fn create_schema(conn: &mut Connection) -> DbResult<()> {
+    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    let table = |name: &str| -> DbResult<bool> {
+        Ok(tx.query_row(
+            "SELECT count(*) > 0 FROM sqlite_master WHERE type = 'table' AND name = ?1",
+            [name],
+            |r| r.get(0),
+        )?)
+    };
+    let (indexed, keyed_by_session) = (table("sessions_seen")?, table("sessions")?);
+    tx.execute_batch(SCHEMA)?;
+    if keyed_by_session {
+        tx.execute_batch(MOVE_SESSIONS)?;
+    } else if !indexed {
+        tx.execute_batch(BACKFILL_SESSIONS)?;
+    }
+    tx.commit()?;
+    Ok(())
+}
+
 impl SqliteStore {
     /// Opens (creating if needed) the database file.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
@@ -284,17 +318,8 @@ impl SqliteStore {
             .max_size(8)
             .connection_timeout(BUSY_TIMEOUT)
             .build(manager)?;
-        let conn = pool.get()?;
-        let had_sessions: bool = conn.query_row(
-            "SELECT count(*) > 0 FROM sqlite_master WHERE type = 'table' AND name = 'sessions'",
-            [],
-            |r| r.get(0),
-        )?;
-        conn.execute_batch(SCHEMA)?;
-        if !had_sessions {
-            // A database from before the sessions index: index the summaries it already has.
-            conn.execute_batch(BACKFILL_SESSIONS)?;
-        }
+        let mut conn = pool.get()?;
+        create_schema(&mut conn)?;
         let writer = Writer::start(writer).map_err(|e| {
             Db(StoreError::Backend(OpFailed::cause(
                 "sqlite writer thread",
@@ -617,7 +642,11 @@ fn put(tx: &Connection, pk: &str, sk: &str, old: Option<&str>, new: &Attributes)
     record_change(tx, pk, sk, old, Some(&body))?;
     match new.get("entity").and_then(serde_json::Value::as_str) {
         // Read back from the text just written: no copy of the attribute map.
-        Some("session") => index_session(tx, &serde_json::from_str(&body).map_err(corrupt)?),
+        Some("session") => index_session(
+            tx,
+            old.map(stored_summary),
+            &serde_json::from_str(&body).map_err(corrupt)?,
+        ),
         Some("delivery") => index_due(tx, pk, sk, new.get(DUE_AT).and_then(|v| v.as_str())),
         _ => Ok(()),
     }
@@ -627,6 +656,13 @@ fn delete(tx: &Connection, pk: &str, sk: &str, old: &str) -> Result<(), Db> {
     tx.prepare_cached("DELETE FROM items WHERE pk = ?1 AND sk = ?2")?
         .execute(params![pk, sk])?;
     record_change(tx, pk, sk, Some(old), None)?;
+    // A summary's key is its session's alone (`SESSION#<id>`, ids have no `#`).
+    if sk
+        .strip_prefix("SESSION#")
+        .is_some_and(|id| !id.contains('#'))
+    {
+        unindex_session(tx, pk, sk, &stored_summary(old), None)?;
+    }
     index_due(tx, pk, sk, None)
 }
 
@@ -1158,33 +1194,103 @@ impl ResultStore for SqliteStore {
     }
 }
 
-/// Keeps the sessions index up to date with a summary just written.
-fn index_session(tx: &Connection, s: &SessionItem) -> Result<(), Db> {
-    let seen = s
-        .seen
+/// What the sessions indexes hold of a summary as it was stored: its entries' keys, or `None`
+/// for a body that is not a summary this code can read (its entries are then found by session).
+fn stored_summary(body: &str) -> Option<SessionItem> {
+    serde_json::from_str::<SessionItem>(body)
+        .ok()
+        .filter(|s| s.entity == Entity::Session)
+}
+
+/// A summary's key in the sessions indexes ([`seen_key`]).
+fn seen_of(s: &SessionItem) -> String {
+    s.seen
         .clone()
-        .unwrap_or_else(|| seen_key(s.last_seen(), &s.session_id));
+        .unwrap_or_else(|| seen_key(s.last_seen(), &s.session_id))
+}
+
+/// Keeps the sessions indexes up to date with a summary just written over `old` (the summary
+/// stored before it: `None` when there was none, `Some(None)` when it could not be read).
+fn index_session(
+    tx: &Connection,
+    old: Option<Option<SessionItem>>,
+    s: &SessionItem,
+) -> Result<(), Db> {
+    let seen = seen_of(s);
+    if let Some(old) = old {
+        unindex_session(
+            tx,
+            &s.pk,
+            &s.sk,
+            &old,
+            Some((&seen, s.device_pk.as_deref())),
+        )?;
+    }
     tx.prepare_cached(
-        "INSERT OR REPLACE INTO sessions (pk, sk, seen, score_bot, score_proxy_vpn) \
+        "INSERT OR REPLACE INTO sessions_seen (pk, seen, sk, score_bot, score_proxy_vpn) \
          VALUES (?1, ?2, ?3, ?4, ?5)",
     )?
     .execute(params![
         s.pk,
-        s.sk,
         seen,
+        s.sk,
         s.score_bot.get(),
         s.score_proxy_vpn.get()
     ])?;
-    match &s.device_pk {
-        Some(dpk) => tx
-            .prepare_cached(
-                "INSERT OR REPLACE INTO session_devices (pk, sk, dpk, seen) VALUES (?1, ?2, ?3, ?4)",
-            )?
-            .execute(params![s.pk, s.sk, dpk, seen])?,
-        None => tx
-            .prepare_cached("DELETE FROM session_devices WHERE pk = ?1 AND sk = ?2")?
-            .execute(params![s.pk, s.sk])?,
+    if let Some(dpk) = &s.device_pk {
+        tx.prepare_cached(
+            "INSERT OR REPLACE INTO devices_seen (dpk, seen, pk, sk) VALUES (?1, ?2, ?3, ?4)",
+        )?
+        .execute(params![dpk, seen, s.pk, s.sk])?;
+    }
+    Ok(())
+}
+
+/// Removes the entries of the summary at (`pk`, `sk`) as it was stored (`old`), but those its
+/// next version writes over (`kept`: its seen key and device partition). An entry not found
+/// where the stored summary says (one indexed before the summary kept its `seen`, or a summary
+/// this code cannot read) is looked for by its session, in its partition, so that none is left
+/// to list the session twice.
+fn unindex_session(
+    tx: &Connection,
+    pk: &str,
+    sk: &str,
+    old: &Option<SessionItem>,
+    kept: Option<(&str, Option<&str>)>,
+) -> Result<(), Db> {
+    // Scans of a partition, for entries not where the summary says.
+    let session_by_id = || -> Result<(), Db> {
+        tx.prepare_cached("DELETE FROM sessions_seen WHERE pk = ?1 AND sk = ?2")?
+            .execute(params![pk, sk])?;
+        Ok(())
     };
+    let Some(old) = old else {
+        session_by_id()?;
+        // No device partition known: every device's entries of the project.
+        tx.prepare_cached("DELETE FROM devices_seen WHERE pk = ?1 AND sk = ?2")?
+            .execute(params![pk, sk])?;
+        return Ok(());
+    };
+    let seen = seen_of(old);
+    if kept.map(|k| k.0) != Some(seen.as_str()) {
+        let gone = tx
+            .prepare_cached("DELETE FROM sessions_seen WHERE pk = ?1 AND seen = ?2")?
+            .execute(params![pk, seen])?;
+        if gone == 0 {
+            session_by_id()?;
+        }
+    }
+    if let Some(dpk) = &old.device_pk
+        && kept != Some((seen.as_str(), Some(dpk.as_str())))
+    {
+        let gone = tx
+            .prepare_cached("DELETE FROM devices_seen WHERE dpk = ?1 AND seen = ?2")?
+            .execute(params![dpk, seen])?;
+        if gone == 0 {
+            tx.prepare_cached("DELETE FROM devices_seen WHERE dpk = ?1 AND pk = ?2 AND sk = ?3")?
+                .execute(params![dpk, pk, sk])?;
+        }
+    }
     Ok(())
 }
 
@@ -1210,15 +1316,15 @@ impl InsightStore for SqliteStore {
         // One device's sessions are read from the devices index, under its own partition.
         let (sql, partition) = match &query.device {
             None => (
-                "SELECT i.body FROM sessions s JOIN items i ON i.pk = s.pk AND i.sk = s.sk \
+                "SELECT i.body FROM sessions_seen s JOIN items i ON i.pk = s.pk AND i.sk = s.sk \
                  WHERE s.pk = ?1 AND s.seen < ?2 AND s.score_bot >= ?3 AND s.score_proxy_vpn >= ?4 \
                  AND (?6 IS NULL OR json_extract(i.body, '$.agent') = ?6) \
                  ORDER BY s.seen DESC LIMIT ?5",
                 pk,
             ),
             Some(d) => (
-                "SELECT i.body FROM session_devices d \
-                 JOIN sessions s ON s.pk = d.pk AND s.sk = d.sk \
+                "SELECT i.body FROM devices_seen d \
+                 JOIN sessions_seen s ON s.pk = d.pk AND s.seen = d.seen \
                  JOIN items i ON i.pk = d.pk AND i.sk = d.sk \
                  WHERE d.dpk = ?1 AND d.seen < ?2 AND s.score_bot >= ?3 AND s.score_proxy_vpn >= ?4 \
                  AND (?6 IS NULL OR json_extract(i.body, '$.agent') = ?6) \
@@ -1403,6 +1509,86 @@ mod tests {
             FeedEvent::SessionChanged(c) => c,
             other => panic!("not a session change: {other:?}"),
         }
+    }
+
+    /// The sessions listed by the store, newest first.
+    async fn listed(store: &SqliteStore) -> Vec<String> {
+        let query = SessionQuery {
+            limit: 100,
+            after: None,
+            min_score_bot: None,
+            min_score_proxy_vpn: None,
+            device: None,
+            agent: None,
+        };
+        let page = store
+            .sessions(&ProjectId::parse("p").unwrap(), &query)
+            .await
+            .unwrap();
+        page.sessions
+            .into_iter()
+            .map(|s| s.session_id.to_string())
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn a_file_indexed_by_session_is_moved_to_the_index_order_and_kept_exact() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("vigil.db");
+        let store = SqliteStore::open(&path).unwrap();
+        for (session, at) in [("a", "2026-11-21T10:00:01Z"), ("b", "2026-11-21T10:00:02Z")] {
+            store.add_result(&visit(session, 0.2, at)).await.unwrap();
+        }
+        drop(store);
+        // The layout an older build wrote: tables keyed by session, each with an index by when
+        // it was last seen. Session a's entry is where a backfill put it, not where its summary
+        // says; a device entry stands for the devices index.
+        let file = Connection::open(&path).unwrap();
+        file.execute_batch(
+            "CREATE TABLE sessions (pk TEXT NOT NULL, sk TEXT NOT NULL, seen TEXT NOT NULL,
+                 score_bot REAL NOT NULL, score_proxy_vpn REAL NOT NULL,
+                 PRIMARY KEY (pk, sk)) WITHOUT ROWID;
+             CREATE INDEX sessions_by_seen ON sessions (pk, seen);
+             CREATE TABLE session_devices (pk TEXT NOT NULL, sk TEXT NOT NULL, dpk TEXT NOT NULL,
+                 seen TEXT NOT NULL, PRIMARY KEY (pk, sk)) WITHOUT ROWID;
+             CREATE INDEX session_devices_by_seen ON session_devices (dpk, seen);
+             INSERT INTO sessions SELECT pk, sk, seen, score_bot, score_proxy_vpn FROM sessions_seen;
+             UPDATE sessions SET seen = '2026-11-21T10:00:01Z#a' WHERE sk = 'SESSION#a';
+             INSERT INTO session_devices VALUES ('PROJECT#p', 'SESSION#b', 'DEVICE#p#d', 'x#b');
+             DROP TABLE sessions_seen;
+             DROP TABLE devices_seen;",
+        )
+        .unwrap();
+        drop(file);
+
+        let store = SqliteStore::open(&path).unwrap();
+        assert_eq!(listed(&store).await, ["b", "a"]);
+        let c = store.pool.get().unwrap();
+        let tables: Vec<String> = c
+            .prepare("SELECT name FROM sqlite_master WHERE name LIKE 'session%' AND name != 'sessions_seen'")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert!(tables.is_empty(), "the old tables are gone: {tables:?}");
+        let devices: i64 = c
+            .query_row("SELECT count(*) FROM devices_seen", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(devices, 1, "the devices index moved with it");
+        drop(c);
+        // A visit moves a's entry, found by its session where its summary did not say.
+        store
+            .add_result(&visit("a", 0.3, "2026-11-21T10:00:03Z"))
+            .await
+            .unwrap();
+        assert_eq!(listed(&store).await, ["a", "b"]);
+        // Visits move entries without leaving any behind.
+        for (i, session) in ["b", "a", "b"].iter().enumerate() {
+            let at = format!("2026-11-21T10:00:1{i}Z");
+            store.add_result(&visit(session, 0.3, &at)).await.unwrap();
+        }
+        assert_eq!(listed(&store).await, ["b", "a"]);
     }
 
     #[test]
