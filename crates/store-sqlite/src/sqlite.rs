@@ -32,7 +32,7 @@ use crate::domain::{
     AccountId, Delivery, Project, ProjectId, ResultPosition, Score, SessionId, Timestamp, Webhook,
     WebhookId,
 };
-use crate::held::Held;
+use crate::held::{Held, SUMMARIES, Summaries};
 use crate::writer::{Done, Job, Writer, checked, in_savepoint};
 
 pub(crate) const SCHEMA: &str = "
@@ -151,6 +151,8 @@ struct Closing {
     /// handler, which sleeps in steps of up to 100 ms: a burst of visits had a p99 of hundreds
     /// of milliseconds.
     writer: Writer,
+    /// The session summaries the writer committed last, to plan visits on ([`Summaries`]).
+    summaries: std::sync::Arc<Summaries>,
 }
 
 impl Closing {
@@ -320,7 +322,8 @@ impl SqliteStore {
             .build(manager)?;
         let mut conn = pool.get()?;
         create_schema(&mut conn)?;
-        let writer = Writer::start(writer).map_err(|e| {
+        let summaries = std::sync::Arc::new(Summaries::new(SUMMARIES));
+        let writer = Writer::start(writer, Held::new(summaries.clone())).map_err(|e| {
             Db(StoreError::Backend(OpFailed::cause(
                 "sqlite writer thread",
                 e,
@@ -329,6 +332,7 @@ impl SqliteStore {
         let closing = std::sync::Arc::new(Closing {
             claims: std::sync::Arc::default(),
             writer,
+            summaries,
         });
         checkpoint_in_background(pool.clone(), std::sync::Arc::downgrade(&closing));
         Ok(Self { pool, closing })
@@ -635,24 +639,42 @@ fn image(item: &Attributes) -> Result<serde_dynamo::Item, Db> {
 
 /// Writes `new` at (pk, sk) over `old` (read in this transaction), with its change record and the
 /// tables that index some kinds of item: the sessions index and the due index.
-fn put(tx: &Connection, pk: &str, sk: &str, old: Option<&str>, new: &Attributes) -> Result<(), Db> {
+fn put(
+    tx: &Connection,
+    held: Option<&mut Held>,
+    pk: &str,
+    sk: &str,
+    old: Option<&str>,
+    new: &Attributes,
+) -> Result<(), Db> {
     let body = serde_json::to_string(new).map_err(corrupt)?;
     tx.prepare_cached("INSERT OR REPLACE INTO items (pk, sk, body) VALUES (?1, ?2, ?3)")?
         .execute(params![pk, sk, body])?;
     record_change(tx, pk, sk, old, Some(&body))?;
     match new.get("entity").and_then(serde_json::Value::as_str) {
         // Read back from the text just written: no copy of the attribute map.
-        Some("session") => index_session(
-            tx,
-            old.map(stored_summary),
-            &serde_json::from_str(&body).map_err(corrupt)?,
-        ),
+        Some("session") => {
+            if let Some(held) = held {
+                held.summary_written(pk, sk, Some(&body));
+            }
+            index_session(
+                tx,
+                old.map(stored_summary),
+                &serde_json::from_str(&body).map_err(corrupt)?,
+            )
+        }
         Some("delivery") => index_due(tx, pk, sk, new.get(DUE_AT).and_then(|v| v.as_str())),
         _ => Ok(()),
     }
 }
 
-fn delete(tx: &Connection, pk: &str, sk: &str, old: &str) -> Result<(), Db> {
+fn delete(
+    tx: &Connection,
+    held: Option<&mut Held>,
+    pk: &str,
+    sk: &str,
+    old: &str,
+) -> Result<(), Db> {
     tx.prepare_cached("DELETE FROM items WHERE pk = ?1 AND sk = ?2")?
         .execute(params![pk, sk])?;
     record_change(tx, pk, sk, Some(old), None)?;
@@ -661,6 +683,9 @@ fn delete(tx: &Connection, pk: &str, sk: &str, old: &str) -> Result<(), Db> {
         .strip_prefix("SESSION#")
         .is_some_and(|id| !id.contains('#'))
     {
+        if let Some(held) = held {
+            held.summary_written(pk, sk, None);
+        }
         unindex_session(tx, pk, sk, &stored_summary(old), None)?;
     }
     index_due(tx, pk, sk, None)
@@ -790,8 +815,8 @@ fn decide(tx: &Connection, step: Step) -> Result<Result<Decided, Applied>, Db> {
 fn write_decided(tx: &Connection, held: Option<&mut Held>, d: Decided) -> Result<(), Db> {
     let Decided { pk, sk, outcome } = d;
     match outcome {
-        Outcome::Put { stored, new } => put(tx, &pk, &sk, stored.as_deref(), &new),
-        Outcome::Delete { stored } => delete(tx, &pk, &sk, &stored),
+        Outcome::Put { stored, new } => put(tx, held, &pk, &sk, stored.as_deref(), &new),
+        Outcome::Delete { stored } => delete(tx, held, &pk, &sk, &stored),
         Outcome::Add { blank, adds } => add_stats(tx, held, &pk, &sk, blank, &adds),
         Outcome::Nothing => Ok(()),
     }
@@ -1173,6 +1198,22 @@ fn count_of(c: &Connection, key: &str) -> Result<i64, Db> {
 }
 
 impl ResultStore for SqliteStore {
+    /// The summary this process's writer committed last, when it has it ([`Summaries`]): no
+    /// read. Else read from the file.
+    async fn prior_summary(
+        &self,
+        project: &ProjectId,
+        session: &SessionId,
+    ) -> Result<super::write::PriorSummary, StoreError> {
+        let key = (project_pk(project), session_sk(session));
+        if let Some(body) = self.closing.summaries.get(&key)
+            && let Ok(summary) = serde_json::from_str::<SessionItem>(&body)
+        {
+            return Ok(super::write::PriorSummary::known(summary));
+        }
+        super::write::prior_summary(self, project, session).await
+    }
+
     async fn results(
         &self,
         project: &ProjectId,
@@ -1589,6 +1630,59 @@ mod tests {
             store.add_result(&visit(session, 0.3, &at)).await.unwrap();
         }
         assert_eq!(listed(&store).await, ["b", "a"]);
+    }
+
+    #[tokio::test]
+    async fn visits_plan_on_the_summary_committed_last_and_a_stale_one_is_planned_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("vigil.db");
+        let store = SqliteStore::open(&path).unwrap();
+        let (project, session) = (
+            ProjectId::parse("p").unwrap(),
+            SessionId::parse("s").unwrap(),
+        );
+        let key = (project_pk(&project), session_sk(&session));
+        let summary = |store: &SqliteStore| {
+            let c = store.pool.get().unwrap();
+            get::<SessionItem>(&c, &key.0, &key.1).unwrap().unwrap()
+        };
+        store
+            .add_result(&visit("s", 0.2, "2026-11-21T10:00:01Z"))
+            .await
+            .unwrap();
+        let held = store
+            .closing
+            .summaries
+            .get(&key)
+            .expect("the summary committed");
+        let held: SessionItem = serde_json::from_str(&held).unwrap();
+        assert_eq!(held, summary(&store));
+
+        // Another process writes the session: what this one holds is stale until its writer's
+        // next batch, and a visit planned on it is refused once and planned again.
+        let other = SqliteStore::open(&path).unwrap();
+        other
+            .add_result(&visit("s", 0.9, "2026-11-21T10:00:02Z"))
+            .await
+            .unwrap();
+        let prior = store.prior_summary(&project, &session).await.unwrap();
+        assert!(
+            format!("{prior:?}").contains("seq: 1,"),
+            "planned on the summary held, not read: {prior:?}"
+        );
+        store
+            .write_result_after(&visit("s", 0.4, "2026-11-21T10:00:03Z"), None, prior)
+            .await
+            .unwrap();
+        let now = summary(&store);
+        assert_eq!(now.seq, 3, "every result counted once");
+        assert_eq!(
+            now.score_proxy_vpn.get(),
+            0.9,
+            "the other process's result is in it"
+        );
+        let held = store.closing.summaries.get(&key).unwrap();
+        assert_eq!(serde_json::from_str::<SessionItem>(&held).unwrap(), now);
     }
 
     #[test]

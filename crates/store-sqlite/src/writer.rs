@@ -51,14 +51,14 @@ pub struct Writer {
 }
 
 impl Writer {
-    /// Starts the thread that writes through `conn`.
-    pub fn start(conn: Connection) -> std::io::Result<Self> {
+    /// Starts the thread that writes through `conn`, holding what it holds in `held`.
+    pub fn start(conn: Connection, held: Held) -> std::io::Result<Self> {
         let (send, receive) = mpsc::channel::<Job>();
         let gate = Arc::new(Gate::default());
         let at_gate = gate.clone();
         std::thread::Builder::new()
             .name("sqlite-writer".into())
-            .spawn(move || serve(conn, receive, &at_gate))?;
+            .spawn(move || serve(conn, held, receive, &at_gate))?;
         Ok(Self { jobs: send, gate })
     }
 
@@ -140,8 +140,7 @@ impl Drop for Paused<'_> {
     }
 }
 
-fn serve(conn: Connection, jobs: mpsc::Receiver<Job>, gate: &Gate) {
-    let mut held = Held::default();
+fn serve(conn: Connection, mut held: Held, jobs: mpsc::Receiver<Job>, gate: &Gate) {
     while let Ok(first) = jobs.recv() {
         let mut batch = vec![first];
         while batch.len() < MAX_BATCH {
@@ -210,6 +209,8 @@ fn write_batch(
         // and what is held with it.
         let _ = run(conn, "ROLLBACK");
         held.drop_all();
+    } else {
+        held.committed();
     }
     (answers, outcome)
 }
@@ -399,7 +400,7 @@ mod tests {
 
     #[test]
     fn a_pause_waits_for_the_batch_and_holds_the_next() {
-        let writer = Writer::start(conn()).unwrap();
+        let writer = Writer::start(conn(), Held::default()).unwrap();
         let (ran, started) = mpsc::channel();
         let (go, wait) = mpsc::channel();
         assert!(writer.send(held_job(ran.clone(), wait)).is_ok());
@@ -440,7 +441,7 @@ mod tests {
         let c = Connection::open(&path).unwrap();
         c.execute_batch("CREATE TABLE t (k TEXT PRIMARY KEY, n INTEGER NOT NULL)")
             .unwrap();
-        let writer = Writer::start(c).unwrap();
+        let writer = Writer::start(c, Held::default()).unwrap();
         let (tx, rx) = mpsc::channel();
         for i in 0..200 {
             let tx = tx.clone();

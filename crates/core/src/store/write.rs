@@ -312,6 +312,13 @@ pub async fn write_result<S: ItemStore + ?Sized>(
 #[derive(Debug, Clone)]
 pub struct PriorSummary(Option<SessionItem>);
 
+impl PriorSummary {
+    /// A summary the store knows without reading it (the one it wrote last, kept in memory).
+    pub fn known(summary: SessionItem) -> Self {
+        Self(Some(summary))
+    }
+}
+
 /// The session's summary, read for [`write_result`].
 pub async fn prior_summary<S: ItemStore + ?Sized>(
     s: &S,
