@@ -244,6 +244,17 @@ impl Claims {
         })
     }
 
+    /// Whether [`Claims::idle`] would give up or forget anything now.
+    pub fn any_idle(&self, keep: Duration) -> bool {
+        let now = Instant::now();
+        let old = |at: Option<Instant>| at.is_none_or(|t| now.duration_since(t) >= keep);
+        self.with(|accounts| {
+            accounts
+                .values()
+                .any(|a| old(a.rate.at) || a.quota.values().any(|held| old(held.at)))
+        })
+    }
+
     /// Gives up the period positions held for longer than `keep` (all of them when `keep` is
     /// zero), as (usage counter key, how many) for the file to take back; forgets idle accounts.
     pub fn idle(&self, keep: Duration) -> Vec<(String, i64)> {
