@@ -264,6 +264,64 @@ impl Held {
         Ok(row.filter(|r| r.expires >= now).map(|r| r.counters))
     }
 
+    /// Reads from the file the velocity items of project `pk` among `sks` that are not held, ahead
+    /// of [`Held::add_velocity`] and [`Held::velocity`], and holds them (or their absence). A
+    /// visit adds to and reads each subject's hour and day items, this one's and the one before
+    /// (`VEL#<subject>#<H|D>#<start>`), which sit side by side in the table: they are read as one
+    /// range of keys per subject, one descent of the table instead of one per item. (Should the
+    /// keys change shape, the ranges only grow less useful: an item is taken from its range by
+    /// its key.)
+    pub fn read_velocity_ahead<'a>(
+        &mut self,
+        conn: &Connection,
+        pk: &str,
+        sks: impl IntoIterator<Item = &'a str>,
+    ) -> Result<(), Db> {
+        let mut subjects: Vec<(&str, Vec<&str>)> = Vec::new();
+        for sk in sks {
+            let key = (pk.to_owned(), sk.to_owned());
+            if self.velocity.changed.contains_key(&key) || self.velocity.clean.contains_key(&key) {
+                continue;
+            }
+            let subject = sk.rsplitn(3, '#').nth(2).unwrap_or(sk);
+            match subjects.iter_mut().find(|(s, _)| *s == subject) {
+                Some((_, wanted)) => wanted.push(sk),
+                None => subjects.push((subject, vec![sk])),
+            }
+        }
+        for (_, mut wanted) in subjects {
+            wanted.sort_unstable();
+            wanted.dedup();
+            let (Some(&first), Some(&last)) = (wanted.first(), wanted.last()) else {
+                continue;
+            };
+            let mut found: Vec<Option<VelocityRow>> = vec![None; wanted.len()];
+            let mut stmt = conn.prepare_cached(
+                "SELECT sk, body, expires FROM velocity WHERE pk = ?1 AND sk >= ?2 AND sk <= ?3",
+            )?;
+            let mut rows = stmt.query(params![pk, first, last])?;
+            while let Some(row) = rows.next()? {
+                let sk = row.get_ref(0)?.as_str().map_err(rusqlite::Error::from)?;
+                let Ok(i) = wanted.binary_search(&sk) else {
+                    continue;
+                };
+                let body = row.get_ref(1)?.as_str().map_err(rusqlite::Error::from)?;
+                let expires = row.get(2)?;
+                found[i] = Some(VelocityRow {
+                    counters: crate::velocity_body::decode(body).map_err(corrupt)?,
+                    expires,
+                    stored: Some(expires),
+                });
+            }
+            for (sk, row) in wanted.into_iter().zip(found) {
+                self.velocity
+                    .clean
+                    .insert((pk.to_owned(), sk.to_owned()), row);
+            }
+        }
+        Ok(())
+    }
+
     /// Adds `u` to the velocity item at (`pk`, `u.sk`) (a new one if it is absent or expired
     /// before `now`) and returns it as it now stands.
     pub fn add_velocity(
@@ -546,6 +604,36 @@ mod tests {
         });
         batch(&c, &mut held, |h| h.add_one(&c, "K", 50).unwrap());
         assert_eq!(counter(&c, "K"), Some((15, 50)));
+    }
+
+    #[test]
+    fn a_subjects_items_are_read_ahead_in_one_range_and_held_found_or_absent() {
+        let (_dir, _path, c) = file();
+        let mut held = Held::default();
+        let (hour, day, before) = ("VEL#a#x#H#7200", "VEL#a#x#D#0", "VEL#a#x#H#3600");
+        batch(&c, &mut held, |h| {
+            h.add_velocity(&c, "P", &visit(hour, 100), 10).unwrap();
+            h.add_velocity(&c, "P", &visit(day, 100), 10).unwrap();
+            // Another subject's item inside the range's bounds is not taken for one of these.
+            h.add_velocity(&c, "P", &visit("VEL#a#x#E#1", 100), 10)
+                .unwrap();
+        });
+        let mut cold = Held::default();
+        let (now, gone) = batch(&c, &mut cold, |h| {
+            h.read_velocity_ahead(&c, "P", [hour, day, before, hour])
+                .unwrap();
+            // Everything asked for is held now: the file is no longer read for them.
+            c.execute("DELETE FROM velocity", []).unwrap();
+            c.execute(
+                "INSERT INTO velocity (pk, sk, body, expires) VALUES ('P', ?1, '', 100)",
+                [before],
+            )
+            .unwrap();
+            let now = [hour, day].map(|sk| h.velocity(&c, "P", sk, 11).unwrap());
+            (now, h.velocity(&c, "P", before, 11).unwrap())
+        });
+        assert_eq!(now.map(|v| v.map(|v| v.numbers["eh"])), [Some(1), Some(1)]);
+        assert_eq!(gone, None, "held as absent, as the file had it when read");
     }
 
     #[test]

@@ -1057,6 +1057,12 @@ impl VelocityStore for SqliteStore {
         let pk = project_pk(project);
         let work = work.clone();
         self.write_held(move |tx, held| {
+            let updates = work.updates.iter().map(|u| u.sk.as_str());
+            held.read_velocity_ahead(
+                tx,
+                &pk,
+                updates.chain(work.reads.iter().map(String::as_str)),
+            )?;
             let mut updated = Vec::with_capacity(work.updates.len());
             for u in &work.updates {
                 updated.push(held.add_velocity(tx, &pk, u, work.at)?);
