@@ -623,6 +623,8 @@ fn stream_record(seq: i64, text: &str) -> Result<EventRecord, Db> {
 fn feed_event_of(seq: i64, text: &str) -> FeedEvent {
     if text.starts_with(COMPACT) {
         match serde_json::from_str::<Change>(text) {
+            // Only session summaries make events; their bodies are not read for other items.
+            Ok(c) if !is_summary_sk(&c.sk) => FeedEvent::Other,
             Ok(c) => feed_event_of_bodies(
                 &seq.to_string(),
                 c.old.map(|b| b.get()),
@@ -683,11 +685,7 @@ fn delete(
     tx.prepare_cached("DELETE FROM items WHERE pk = ?1 AND sk = ?2")?
         .execute(params![pk, sk])?;
     record_change(tx, pk, sk, Some(old), None)?;
-    // A summary's key is its session's alone (`SESSION#<id>`, ids have no `#`).
-    if sk
-        .strip_prefix("SESSION#")
-        .is_some_and(|id| !id.contains('#'))
-    {
+    if is_summary_sk(sk) {
         if let Some(held) = held {
             held.summary_written(pk, sk, None);
         }
@@ -1246,28 +1244,58 @@ impl ResultStore for SqliteStore {
     }
 }
 
-/// What the sessions indexes hold of a summary as it was stored: its entries' keys, or `None`
-/// for a body that is not a summary this code can read (its entries are then found by session).
-fn stored_summary(body: &str) -> Option<SessionItem> {
-    serde_json::from_str::<SessionItem>(body)
+/// Whether `sk` is a session summary's key: its session's alone (`SESSION#<id>`; ids have no
+/// `#`), where a result's goes on (`SESSION#<id>#RESULT#…`).
+fn is_summary_sk(sk: &str) -> bool {
+    sk.strip_prefix("SESSION#")
+        .is_some_and(|id| !id.contains('#'))
+}
+
+/// What the sessions indexes need of a summary: its scores and where its entries go. Read
+/// instead of the whole [`SessionItem`] (its last result and reasons) on every visit's write.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Indexed {
+    entity: Entity,
+    pk: String,
+    sk: String,
+    session_id: SessionId,
+    score_bot: Score,
+    score_proxy_vpn: Score,
+    last: LastAt,
+    #[serde(default)]
+    last_seen_at: Option<Timestamp>,
+    #[serde(default)]
+    seen: Option<String>,
+    #[serde(default)]
+    device_pk: Option<String>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct LastAt {
+    created_at: Timestamp,
+}
+
+/// What the sessions indexes hold of a summary as it was stored, or `None` for a body that is
+/// not a summary this code can read (its entries are then found by session).
+fn stored_summary(body: &str) -> Option<Indexed> {
+    serde_json::from_str::<Indexed>(body)
         .ok()
         .filter(|s| s.entity == Entity::Session)
 }
 
-/// A summary's key in the sessions indexes ([`seen_key`]).
-fn seen_of(s: &SessionItem) -> String {
+/// A summary's key in the sessions indexes ([`seen_key`]): as [`SessionItem`]'s, from the same
+/// fields.
+fn seen_of(s: &Indexed) -> String {
     s.seen
         .clone()
-        .unwrap_or_else(|| seen_key(s.last_seen(), &s.session_id))
+        .unwrap_or_else(|| seen_key(s.last_seen_at.unwrap_or(s.last.created_at), &s.session_id))
 }
 
 /// Keeps the sessions indexes up to date with a summary just written over `old` (the summary
 /// stored before it: `None` when there was none, `Some(None)` when it could not be read).
-fn index_session(
-    tx: &Connection,
-    old: Option<Option<SessionItem>>,
-    s: &SessionItem,
-) -> Result<(), Db> {
+fn index_session(tx: &Connection, old: Option<Option<Indexed>>, s: &Indexed) -> Result<(), Db> {
     let seen = seen_of(s);
     if let Some(old) = old {
         unindex_session(
@@ -1307,7 +1335,7 @@ fn unindex_session(
     tx: &Connection,
     pk: &str,
     sk: &str,
-    old: &Option<SessionItem>,
+    old: &Option<Indexed>,
     kept: Option<(&str, Option<&str>)>,
 ) -> Result<(), Db> {
     // Scans of a partition, for entries not where the summary says.
@@ -1694,6 +1722,32 @@ mod tests {
         );
         let held = store.closing.summaries.get(&key).unwrap();
         assert_eq!(serde_json::from_str::<SessionItem>(&held).unwrap(), now);
+    }
+
+    #[test]
+    fn a_summarys_index_fields_are_read_as_from_the_whole_summary() {
+        let summary = SessionItem::next(None, &visit("s", 0.3, "2026-11-21T10:00:01Z"));
+        let whole = |s: &SessionItem| {
+            s.seen
+                .clone()
+                .unwrap_or_else(|| seen_key(s.last_seen(), &s.session_id))
+        };
+        let mut legacy = serde_json::to_value(&summary).unwrap();
+        legacy.as_object_mut().unwrap().remove("seen");
+        legacy.as_object_mut().unwrap().remove("lastSeenAt");
+        let legacy: SessionItem = serde_json::from_value(legacy).unwrap();
+        for s in [&summary, &legacy] {
+            let body = serde_json::to_string(s).unwrap();
+            let indexed = stored_summary(&body).expect("a summary");
+            assert_eq!(seen_of(&indexed), whole(s));
+            assert_eq!(
+                (indexed.pk.as_str(), indexed.sk.as_str()),
+                (s.pk.as_str(), s.sk.as_str())
+            );
+            assert_eq!(indexed.score_proxy_vpn, s.score_proxy_vpn);
+        }
+        assert!(stored_summary("{\"entity\":\"result\"}").is_none());
+        assert!(is_summary_sk("SESSION#s") && !is_summary_sk("SESSION#s#RESULT#x"));
     }
 
     #[test]
