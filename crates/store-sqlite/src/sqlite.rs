@@ -914,6 +914,71 @@ impl ProjectStore for SqliteStore {
     }
 }
 
+/// How long a request the file refused waits for one of its process's claims to land.
+const LANDING: Duration = Duration::from_millis(20);
+
+impl SqliteStore {
+    /// One try of [`UsageStore::count_request`]: positions held here, else a claim.
+    #[allow(clippy::too_many_arguments)]
+    async fn count_request_once(
+        &self,
+        claims: &std::sync::Arc<Claims>,
+        pk: &str,
+        second: i64,
+        max_rps: u32,
+        period: &Period,
+        usage_key: &str,
+        max_requests: i64,
+    ) -> Result<Counted, StoreError> {
+        let taken = claims.take(pk, second, i64::from(max_rps), usage_key, max_requests);
+        let Taken {
+            rate: held, want, ..
+        } = taken;
+        if let Taken {
+            rate: Some(r),
+            quota: Some(q),
+            ..
+        } = taken
+        {
+            return Ok(allowed(r, q));
+        }
+        let rate_key = second_key(second, pk, &rate_sk(second));
+        let usage_expires = period.end.unix_seconds() + COUNTER_GRACE_SECONDS;
+        let (account, key, held_here) = (pk.to_owned(), usage_key.to_owned(), claims.clone());
+        let flight = claims.flying();
+        let (rate, quota) = self
+            .write_held(move |tx, rows| {
+                let rate = match held {
+                    Some(p) => (p, p + 1),
+                    None => {
+                        let expires = second + RATE_WINDOW_TTL;
+                        let back = held_here.surrender_rate(&account, second);
+                        let max = i64::from(max_rps);
+                        match claim(tx, &rate_key, max, want, expires, back)? {
+                            Some(block) => block,
+                            None => return Ok((None, None)),
+                        }
+                    }
+                };
+                if rows.counters_purge_due(second) {
+                    purge_counters(tx, second)?;
+                }
+                let back = held_here.surrender_quota(&account, &key);
+                let quota = claim(tx, &key, max_requests, want, usage_expires, back)?;
+                Ok((Some(rate), quota))
+            })
+            .await?;
+        let claimed = rate.filter(|_| held.is_none());
+        claims.file(pk, second, claimed, usage_key, quota);
+        drop(flight);
+        Ok(match (rate, quota) {
+            (None, _) => Counted::RateLimited,
+            (Some(_), None) => Counted::QuotaExceeded,
+            (Some((r, _)), Some((q, _))) => allowed(r, q),
+        })
+    }
+}
+
 impl UsageStore for SqliteStore {
     /// Counts against the positions this process holds, claiming a block from the file when it
     /// holds none (see [`crate::claims`]): one write per claim, not per request.
@@ -929,54 +994,34 @@ impl UsageStore for SqliteStore {
         let usage_key = format!("{pk}/{}", usage_sk(period.start));
         let claims = &self.closing.claims;
         let max_requests = i64::try_from(max_requests).unwrap_or(i64::MAX);
-        let taken = claims.take(&pk, second, i64::from(max_rps), &usage_key, max_requests);
-        let counted = match taken {
-            Taken {
-                rate: Some(r),
-                quota: Some(q),
-                ..
-            } => allowed(r, q),
-            Taken {
-                rate: held, want, ..
-            } => {
-                let rate_key = second_key(second, &pk, &rate_sk(second));
-                let usage_expires = period.end.unix_seconds() + COUNTER_GRACE_SECONDS;
-                let (account, key, held_here) = (pk.clone(), usage_key.clone(), claims.clone());
-                let (rate, quota) = self
-                    .write_held(move |tx, rows| {
-                        let rate = match held {
-                            Some(p) => (p, p + 1),
-                            None => {
-                                let expires = second + RATE_WINDOW_TTL;
-                                let back = held_here.surrender_rate(&account, second);
-                                let max = i64::from(max_rps);
-                                match claim(tx, &rate_key, max, want, expires, back)? {
-                                    Some(block) => block,
-                                    None => return Ok((None, None)),
-                                }
-                            }
-                        };
-                        if rows.counters_purge_due(second) {
-                            purge_counters(tx, second)?;
-                        }
-                        let back = held_here.surrender_quota(&account, &key);
-                        let quota = claim(tx, &key, max_requests, want, usage_expires, back)?;
-                        Ok((Some(rate), quota))
-                    })
-                    .await?;
-                let claimed = rate.filter(|_| held.is_none());
-                claims.file(&pk, second, claimed, &usage_key, quota);
-                match (rate, quota) {
-                    (None, _) => Counted::RateLimited,
-                    (Some(_), None) => Counted::QuotaExceeded,
-                    (Some((r, _)), Some((q, _))) => allowed(r, q),
-                }
+        // A request the file refuses while other claims of this process are on their way
+        // (counted in the file, not yet held here) tries once more when one lands: refused, it
+        // would leave positions the second or the period had room for unused. (Its second try
+        // takes a position in the second again, as any request refused for the period has.)
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            let counted = self
+                .count_request_once(
+                    claims,
+                    &pk,
+                    second,
+                    max_rps,
+                    period,
+                    &usage_key,
+                    max_requests,
+                )
+                .await?;
+            if let Counted::Allowed { .. } = counted {
+                claims.admitted(&pk, second);
+            } else if matches!(counted, Counted::RateLimited | Counted::QuotaExceeded)
+                && tries == 1
+                && claims.land(LANDING).await
+            {
+                continue;
             }
-        };
-        if let Counted::Allowed { .. } = counted {
-            claims.admitted(&pk, second);
+            return Ok(counted);
         }
-        Ok(counted)
     }
 
     async fn count_visit(&self, v: &VisitCount<'_>) -> Result<Counted, StoreError> {
@@ -1748,6 +1793,42 @@ mod tests {
         }
         assert!(stored_summary("{\"entity\":\"result\"}").is_none());
         assert!(is_summary_sk("SESSION#s") && !is_summary_sk("SESSION#s#RESULT#x"));
+    }
+
+    /// Requests at a second's limit while other claims of the process are on their way: the file
+    /// counts those claims' positions before the process holds them, and a request refused then
+    /// tries again when one lands, so the second admits exactly its limit (it admitted a few
+    /// fewer now and then, and the positions were left unused).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn a_burst_at_the_seconds_limit_admits_exactly_the_limit() {
+        use crate::domain::plan::Period;
+        let period = Period {
+            start: "2026-11-01T00:00:00Z".parse().unwrap(),
+            end: "2026-12-01T00:00:00Z".parse().unwrap(),
+        };
+        let account = AccountId::parse("acc_burst").unwrap();
+        for round in 0..20 {
+            let dir = tempfile::tempdir().unwrap();
+            let store = std::sync::Arc::new(SqliteStore::open(dir.path().join("v.db")).unwrap());
+            let gate = std::sync::Arc::new(tokio::sync::Semaphore::new(16));
+            let tasks: Vec<_> = (0..1_100)
+                .map(|_| {
+                    let (store, account, gate) = (store.clone(), account.clone(), gate.clone());
+                    tokio::spawn(async move {
+                        let _turn = gate.acquire().await.unwrap();
+                        store
+                            .count_request(&account, 1_795_000_000, 1_000, &period, 1_000_000)
+                            .await
+                            .unwrap()
+                    })
+                })
+                .collect();
+            let mut allowed = 0;
+            for t in tasks {
+                allowed += usize::from(matches!(t.await.unwrap(), Counted::Allowed { .. }));
+            }
+            assert_eq!(allowed, 1_000, "round {round}");
+        }
     }
 
     #[test]
