@@ -306,12 +306,7 @@ impl Held {
                     continue;
                 };
                 let body = row.get_ref(1)?.as_str().map_err(rusqlite::Error::from)?;
-                let expires = row.get(2)?;
-                found[i] = Some(VelocityRow {
-                    counters: crate::velocity_body::decode(body).map_err(corrupt)?,
-                    expires,
-                    stored: Some(expires),
-                });
+                found[i] = Some(stored_velocity(body, row.get(2)?)?);
             }
             for (sk, row) in wanted.into_iter().zip(found) {
                 self.velocity
@@ -433,15 +428,17 @@ fn read_velocity(conn: &Connection, pk: &str, sk: &str) -> Result<Option<Velocit
         .prepare_cached("SELECT body, expires FROM velocity WHERE pk = ?1 AND sk = ?2")?
         .query_row(params![pk, sk], |r| Ok((r.get(0)?, r.get(1)?)))
         .optional()?;
-    row.map(|(body, expires)| {
-        let counters = crate::velocity_body::decode(&body).map_err(corrupt)?;
-        Ok(VelocityRow {
-            counters,
-            expires,
-            stored: Some(expires),
-        })
+    row.map(|(body, expires)| stored_velocity(&body, expires))
+        .transpose()
+}
+
+/// A velocity row as the file has it.
+fn stored_velocity(body: &str, expires: i64) -> Result<VelocityRow, Db> {
+    Ok(VelocityRow {
+        counters: crate::velocity_body::decode(body).map_err(corrupt)?,
+        expires,
+        stored: Some(expires),
     })
-    .transpose()
 }
 
 fn read_counter(conn: &Connection, key: &str) -> Result<Option<CounterRow>, Db> {
@@ -457,8 +454,8 @@ fn read_counter(conn: &Connection, key: &str) -> Result<Option<CounterRow>, Db> 
         .optional()?)
 }
 
-/// Writes a plan counter's count. A row the file has keeps its expiry as it was made; one it lacks (a new counter, or one a purge of expired counters
-/// removed meanwhile) is made.
+/// Writes a plan counter's count. A row the file has keeps its expiry as it was made; one it
+/// lacks (a new counter, or one a purge of expired counters removed meanwhile) is made.
 fn write_counter(conn: &Connection, key: &str, row: &CounterRow) -> Result<(), Db> {
     if row.stored {
         let updated = conn

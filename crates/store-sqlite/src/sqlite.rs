@@ -919,10 +919,8 @@ const LANDING: Duration = Duration::from_millis(20);
 
 impl SqliteStore {
     /// One try of [`UsageStore::count_request`]: positions held here, else a claim.
-    #[allow(clippy::too_many_arguments)]
     async fn count_request_once(
         &self,
-        claims: &std::sync::Arc<Claims>,
         pk: &str,
         second: i64,
         max_rps: u32,
@@ -930,18 +928,16 @@ impl SqliteStore {
         usage_key: &str,
         max_requests: i64,
     ) -> Result<Counted, StoreError> {
-        let taken = claims.take(pk, second, i64::from(max_rps), usage_key, max_requests);
-        let Taken {
-            rate: held, want, ..
-        } = taken;
-        if let Taken {
-            rate: Some(r),
-            quota: Some(q),
-            ..
-        } = taken
-        {
-            return Ok(allowed(r, q));
-        }
+        let claims = &self.closing.claims;
+        let (held, want) =
+            match claims.take(pk, second, i64::from(max_rps), usage_key, max_requests) {
+                Taken {
+                    rate: Some(r),
+                    quota: Some(q),
+                    ..
+                } => return Ok(allowed(r, q)),
+                Taken { rate, want, .. } => (rate, want),
+            };
         let rate_key = second_key(second, pk, &rate_sk(second));
         let usage_expires = period.end.unix_seconds() + COUNTER_GRACE_SECONDS;
         let (account, key, held_here) = (pk.to_owned(), usage_key.to_owned(), claims.clone());
@@ -1002,15 +998,7 @@ impl UsageStore for SqliteStore {
         loop {
             tries += 1;
             let counted = self
-                .count_request_once(
-                    claims,
-                    &pk,
-                    second,
-                    max_rps,
-                    period,
-                    &usage_key,
-                    max_requests,
-                )
+                .count_request_once(&pk, second, max_rps, period, &usage_key, max_requests)
                 .await?;
             if let Counted::Allowed { .. } = counted {
                 claims.admitted(&pk, second);
@@ -1636,6 +1624,16 @@ mod tests {
         }
     }
 
+    /// The first column of every row `sql` selects, as text.
+    fn texts(c: &Connection, sql: &str) -> Vec<String> {
+        c.prepare(sql)
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    }
+
     /// The sessions listed by the store, newest first.
     async fn listed(store: &SqliteStore) -> Vec<String> {
         let query = SessionQuery {
@@ -1689,13 +1687,10 @@ mod tests {
         let store = SqliteStore::open(&path).unwrap();
         assert_eq!(listed(&store).await, ["b", "a"]);
         let c = store.pool.get().unwrap();
-        let tables: Vec<String> = c
-            .prepare("SELECT name FROM sqlite_master WHERE name LIKE 'session%' AND name != 'sessions_seen'")
-            .unwrap()
-            .query_map([], |r| r.get(0))
-            .unwrap()
-            .collect::<Result<_, _>>()
-            .unwrap();
+        let tables = texts(
+            &c,
+            "SELECT name FROM sqlite_master WHERE name LIKE 'session%' AND name != 'sessions_seen'",
+        );
         assert!(tables.is_empty(), "the old tables are gone: {tables:?}");
         let devices: i64 = c
             .query_row("SELECT count(*) FROM devices_seen", [], |r| r.get(0))
@@ -1855,13 +1850,7 @@ mod tests {
             .unwrap();
         }
         purge_counters(&c, now).unwrap();
-        let left: Vec<String> = c
-            .prepare("SELECT key FROM counters ORDER BY key")
-            .unwrap()
-            .query_map([], |r| r.get(0))
-            .unwrap()
-            .collect::<Result<_, _>>()
-            .unwrap();
+        let left = texts(&c, "SELECT key FROM counters ORDER BY key");
         // Seconds sort by time, after every period's key.
         assert_eq!(
             left,
