@@ -24,7 +24,6 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 /// The most positions one claim takes.
@@ -121,22 +120,6 @@ pub struct Taken {
 #[derive(Debug, Default)]
 pub struct Claims {
     accounts: Mutex<HashMap<String, Account>>,
-    /// Claims written to the file whose blocks are not yet filed here ([`Claims::flying`]).
-    in_flight: AtomicUsize,
-    /// Told whenever one of them is filed.
-    landed: tokio::sync::Notify,
-}
-
-/// A claim on its way: from before its write is queued until its blocks are filed here. A claim
-/// refused meanwhile may be refused only because the file counts this one's positions before this
-/// process can hand them out ([`Claims::land`]).
-pub struct Flight<'a>(&'a Claims);
-
-impl Drop for Flight<'_> {
-    fn drop(&mut self) {
-        self.0.in_flight.fetch_sub(1, Ordering::AcqRel);
-        self.0.landed.notify_waiters();
-    }
 }
 
 impl Claims {
@@ -261,21 +244,15 @@ impl Claims {
         })
     }
 
-    /// Marks a claim on its way until the returned guard is dropped, after its blocks are filed.
-    pub fn flying(&self) -> Flight<'_> {
-        self.in_flight.fetch_add(1, Ordering::AcqRel);
-        Flight(self)
-    }
-
-    /// When other claims are on their way: waits (at most `within`) for one to be filed, and says
-    /// whether there were any. A request the file refused may then find positions held here.
-    pub async fn land(&self, within: Duration) -> bool {
-        let landed = self.landed.notified();
-        if self.in_flight.load(Ordering::Acquire) == 0 {
-            return false;
-        }
-        let _ = tokio::time::timeout(within, landed).await;
-        true
+    /// Whether positions of `second` or of the period at `usage_key` are held for the account: a
+    /// request the file refused may take one of them.
+    pub fn holds(&self, account: &str, second: i64, usage_key: &str) -> bool {
+        self.with(|accounts| {
+            accounts.get(account).is_some_and(|a| {
+                (a.second == second && a.rate.unused() > 0)
+                    || a.quota.get(usage_key).is_some_and(|q| q.unused() > 0)
+            })
+        })
     }
 
     /// Whether [`Claims::idle`] would give up or forget anything now.

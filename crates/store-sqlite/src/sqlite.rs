@@ -379,6 +379,20 @@ impl SqliteStore {
             .await
     }
 
+    /// [`Self::write_held`], running `committed` on the writer thread once the write has
+    /// committed, before any write queued after it is answered ([`Self::queue_then`]).
+    async fn write_held_then<T, F, A>(&self, f: F, committed: A) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection, &mut Held) -> DbResult<T> + Send + 'static,
+        A: FnOnce(&T) + Send + 'static,
+    {
+        let write = move |c: &Connection, held: &mut Held| {
+            checked(c, held, |_, _| Ok(Ok(())), move |tx, held, ()| f(tx, held))
+        };
+        self.queue_then(write, committed).await
+    }
+
     /// Like [`Self::write`], but `f` may refuse after writing: a refusal rolls back everything it
     /// wrote (a savepoint of its own). What the writer holds is written back and dropped first,
     /// since a savepoint's rollback could not undo a change to it.
@@ -414,6 +428,17 @@ impl SqliteStore {
         T: Send + 'static,
         F: FnOnce(&Connection, &mut Held) -> (bool, DbResult<Result<T, T>>) + Send + 'static,
     {
+        self.queue_then(f, |_| ()).await
+    }
+
+    /// [`Self::queue`], running `committed` on the writer thread once the write's batch has
+    /// committed (not when it refused or failed), before any later write of the queue is answered.
+    async fn queue_then<T, F, A>(&self, f: F, committed: A) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection, &mut Held) -> (bool, DbResult<Result<T, T>>) + Send + 'static,
+        A: FnOnce(&T) + Send + 'static,
+    {
         let (reply, answer) = tokio::sync::oneshot::channel::<DbResult<T>>();
         let job: Job = Box::new(move |conn| {
             let (sound, out) = match conn {
@@ -424,8 +449,12 @@ impl SqliteStore {
                 let out = match (out, commit) {
                     // Its writes went with the batch.
                     (Ok(Ok(_)), Some(e)) => Err(failed("sqlite commit", e)),
+                    (Ok(Ok(v)), None) => {
+                        committed(&v);
+                        Ok(v)
+                    }
                     // Refused: it wrote nothing, whatever became of the batch.
-                    (Ok(Ok(v) | Err(v)), _) => Ok(v),
+                    (Ok(Err(v)), _) => Ok(v),
                     (Err(e), _) => Err(e),
                 };
                 // The caller may have gone (its request was cancelled): nothing to tell.
@@ -914,8 +943,8 @@ impl ProjectStore for SqliteStore {
     }
 }
 
-/// How long a request the file refused waits for one of its process's claims to land.
-const LANDING: Duration = Duration::from_millis(20);
+/// Positions `first..end` a claim took in a counter.
+type Block = (i64, i64);
 
 impl SqliteStore {
     /// One try of [`UsageStore::count_request`]: positions held here, else a claim.
@@ -941,32 +970,39 @@ impl SqliteStore {
         let rate_key = second_key(second, pk, &rate_sk(second));
         let usage_expires = period.end.unix_seconds() + COUNTER_GRACE_SECONDS;
         let (account, key, held_here) = (pk.to_owned(), usage_key.to_owned(), claims.clone());
-        let flight = claims.flying();
+        let (filed_for, filed_at, filed_in) = (pk.to_owned(), usage_key.to_owned(), claims.clone());
+        // What the claim got is filed on the writer thread as its batch commits, before any
+        // claim queued after it is answered: a request the file refuses because earlier claims
+        // took the room finds their unused positions held here ([`UsageStore::count_request`]).
+        let file = move |&(rate, quota): &(Option<Block>, Option<Block>)| {
+            let claimed = rate.filter(|_| held.is_none());
+            filed_in.file(&filed_for, second, claimed, &filed_at, quota);
+        };
         let (rate, quota) = self
-            .write_held(move |tx, rows| {
-                let rate = match held {
-                    Some(p) => (p, p + 1),
-                    None => {
-                        let expires = second + RATE_WINDOW_TTL;
-                        let back = held_here.surrender_rate(&account, second);
-                        let max = i64::from(max_rps);
-                        match claim(tx, &rate_key, max, want, expires, back)? {
-                            Some(block) => block,
-                            None => return Ok((None, None)),
+            .write_held_then(
+                move |tx, rows| {
+                    let rate = match held {
+                        Some(p) => (p, p + 1),
+                        None => {
+                            let expires = second + RATE_WINDOW_TTL;
+                            let back = held_here.surrender_rate(&account, second);
+                            let max = i64::from(max_rps);
+                            match claim(tx, &rate_key, max, want, expires, back)? {
+                                Some(block) => block,
+                                None => return Ok((None, None)),
+                            }
                         }
+                    };
+                    if rows.counters_purge_due(second) {
+                        purge_counters(tx, second)?;
                     }
-                };
-                if rows.counters_purge_due(second) {
-                    purge_counters(tx, second)?;
-                }
-                let back = held_here.surrender_quota(&account, &key);
-                let quota = claim(tx, &key, max_requests, want, usage_expires, back)?;
-                Ok((Some(rate), quota))
-            })
+                    let back = held_here.surrender_quota(&account, &key);
+                    let quota = claim(tx, &key, max_requests, want, usage_expires, back)?;
+                    Ok((Some(rate), quota))
+                },
+                file,
+            )
             .await?;
-        let claimed = rate.filter(|_| held.is_none());
-        claims.file(pk, second, claimed, usage_key, quota);
-        drop(flight);
         Ok(match (rate, quota) {
             (None, _) => Counted::RateLimited,
             (Some(_), None) => Counted::QuotaExceeded,
@@ -990,10 +1026,10 @@ impl UsageStore for SqliteStore {
         let usage_key = format!("{pk}/{}", usage_sk(period.start));
         let claims = &self.closing.claims;
         let max_requests = i64::try_from(max_requests).unwrap_or(i64::MAX);
-        // A request the file refuses while other claims of this process are on their way
-        // (counted in the file, not yet held here) tries once more when one lands: refused, it
-        // would leave positions the second or the period had room for unused. (Its second try
-        // takes a position in the second again, as any request refused for the period has.)
+        // A request the file refuses may find positions held here that claims before its own
+        // took (they are filed before it is answered): it tries once more and takes one, or
+        // those positions would go unused while the second or the period had room. (Its second
+        // try takes a position in the second again, as any request refused for the period has.)
         let mut tries = 0;
         loop {
             tries += 1;
@@ -1004,7 +1040,7 @@ impl UsageStore for SqliteStore {
                 claims.admitted(&pk, second);
             } else if matches!(counted, Counted::RateLimited | Counted::QuotaExceeded)
                 && tries == 1
-                && claims.land(LANDING).await
+                && claims.holds(&pk, second, &usage_key)
             {
                 continue;
             }
@@ -1791,8 +1827,8 @@ mod tests {
     }
 
     /// Requests at a second's limit while other claims of the process are on their way: the file
-    /// counts those claims' positions before the process holds them, and a request refused then
-    /// tries again when one lands, so the second admits exactly its limit (it admitted a few
+    /// counts those claims' positions before they are filed here, and a request refused then
+    /// finds them filed and takes one, so the second admits exactly its limit (it admitted a few
     /// fewer now and then, and the positions were left unused).
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
     async fn a_burst_at_the_seconds_limit_admits_exactly_the_limit() {
