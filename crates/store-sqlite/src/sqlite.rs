@@ -375,8 +375,7 @@ impl SqliteStore {
         T: Send + 'static,
         F: FnOnce(&Connection, &mut Held) -> DbResult<T> + Send + 'static,
     {
-        self.write_checked(|_, _| Ok(Ok(())), move |tx, held, ()| f(tx, held))
-            .await
+        self.write_held_then(f, |_| ()).await
     }
 
     /// [`Self::write_held`], running `committed` on the writer thread once the write has
@@ -1030,22 +1029,18 @@ impl UsageStore for SqliteStore {
         // took (they are filed before it is answered): it tries once more and takes one, or
         // those positions would go unused while the second or the period had room. (Its second
         // try takes a position in the second again, as any request refused for the period has.)
-        let mut tries = 0;
-        loop {
-            tries += 1;
-            let counted = self
-                .count_request_once(&pk, second, max_rps, period, &usage_key, max_requests)
-                .await?;
-            if let Counted::Allowed { .. } = counted {
-                claims.admitted(&pk, second);
-            } else if matches!(counted, Counted::RateLimited | Counted::QuotaExceeded)
-                && tries == 1
-                && claims.holds(&pk, second, &usage_key)
-            {
-                continue;
-            }
-            return Ok(counted);
+        let once =
+            || self.count_request_once(&pk, second, max_rps, period, &usage_key, max_requests);
+        let mut counted = once().await?;
+        if matches!(counted, Counted::RateLimited | Counted::QuotaExceeded)
+            && claims.holds(&pk, second, &usage_key)
+        {
+            counted = once().await?;
         }
+        if let Counted::Allowed { .. } = counted {
+            claims.admitted(&pk, second);
+        }
+        Ok(counted)
     }
 
     async fn count_visit(&self, v: &VisitCount<'_>) -> Result<Counted, StoreError> {
