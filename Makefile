@@ -22,7 +22,7 @@ TOOLS_ENV     := PATH="$(CURDIR)/$(VENV_TOOLS)/bin:$$PATH" SAM_CLI_TELEMETRY=0
 # `sam validate` and `sam build` need a region but no account or credentials.
 SAM_OFFLINE   := $(TOOLS_ENV) AWS_REGION=us-east-1 AWS_DEFAULT_REGION=us-east-1
 
-.PHONY: help run test test-unit test-browser test-api lint fmt build sizes sam-build deploy tools clean bench bench-agent data wire-data eval cost links
+.PHONY: help run test test-unit test-browser test-api lint agent agent-check fmt build sizes sam-build deploy tools clean bench bench-agent data wire-data eval cost links
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -60,7 +60,7 @@ $(NODE_BROWSER)/.installed: tests/browser/package.json tests/browser/package-loc
 	cd $(NODE_BROWSER) && PUPPETEER_SKIP_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-test-browser: $(VENV_BROWSER)/.installed ## Real browsers and clients: the detection matrix (bots and people), thirty sessions of one person's Chromium (velocity), the wire matrix over HTTPS, patchright/nodriver/undetected-chromedriver against people at an action, the dashboard, and the API reference page
+test-browser: $(VENV_BROWSER)/.installed ## Real browsers and clients: the detection matrix (bots and people), thirty sessions of one person's Chromium (velocity), the wire matrix over HTTPS, patchright/nodriver/undetected-chromedriver against people at an action, the quiet scraper over the demo shop's pages, the dashboard, and the API reference page
 	scripts/browser-deps.sh
 	$(MAKE) --no-print-directory $(NODE_BROWSER)/.installed
 	cargo build --bin vigil --locked
@@ -68,6 +68,7 @@ test-browser: $(VENV_BROWSER)/.installed ## Real browsers and clients: the detec
 	$(VENV_BROWSER)/bin/python tests/browser/velocity.py
 	$(VENV_BROWSER)/bin/python tests/browser/wire.py
 	$(VENV_BROWSER)/bin/python tests/browser/automation.py
+	$(VENV_BROWSER)/bin/python tests/browser/quiet.py
 	$(VENV_BROWSER)/bin/python tests/browser/dashboard.py
 	$(VENV_BROWSER)/bin/python tests/browser/reference.py
 
@@ -92,7 +93,26 @@ lint: $(VENV_TOOLS)/.installed $(DOCS_LINT)/.installed ## rustfmt check, clippy 
 	$(SAM_OFFLINE) sam validate --lint
 	$(VENV_TOOLS)/bin/openapi-spec-validator openapi.yaml
 	scripts/vendor-redoc.sh --check
+	$(MAKE) --no-print-directory agent-check
 	$(MAKE) --no-print-directory links
+
+# The agent as served: agent/vigil.js minified by terser, pinned by scripts/agent-min/package-lock.json.
+# The minified copy is committed (the Rust build includes it and needs no Node); lint checks it.
+AGENT_MIN := $(CACHE)/agent-min
+TERSER    := $(AGENT_MIN)/node_modules/.bin/terser --compress passes=2 --mangle --comments '/^!/'
+$(AGENT_MIN)/.installed: scripts/agent-min/package.json scripts/agent-min/package-lock.json
+	mkdir -p $(AGENT_MIN)
+	cp scripts/agent-min/package.json scripts/agent-min/package-lock.json $(AGENT_MIN)/
+	cd $(AGENT_MIN) && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+agent: $(AGENT_MIN)/.installed ## Minify agent/vigil.js into agent/vigil.min.js (what /v1/agent.js serves), and print its gzipped size
+	$(TERSER) agent/vigil.js -o agent/vigil.min.js
+	@echo "agent/vigil.min.js: $$(wc -c < agent/vigil.min.js) bytes, $$(gzip -9c agent/vigil.min.js | wc -c) gzipped (budget 6144)"
+
+agent-check: $(AGENT_MIN)/.installed ## Fail when agent/vigil.min.js is not terser's output of agent/vigil.js (run make agent)
+	@$(TERSER) agent/vigil.js -o $(AGENT_MIN)/check.js
+	@cmp -s $(AGENT_MIN)/check.js agent/vigil.min.js || { echo "agent/vigil.min.js is stale: run make agent"; exit 1; }
 
 # The docs' relative links, files and headings (a moved heading fails), offline: remark with
 # remark-validate-links, pinned by scripts/docs-lint/package-lock.json; URLs are not fetched.

@@ -3,8 +3,8 @@
  *   Vigil.collect({ publicKey: "pk_...", sessionId: "...", sessionToken: "..." })
  *     .then(function (receiptId) { ... });
  * sessionToken comes from the site's backend (README, Security model). Every signal is read in
- * its own try: a browser quirk drops that signal, never the visit. No dependencies, no cookies,
- * nothing stored in the browser. */
+ * its own try: a browser quirk drops that signal, never the visit. No dependencies, no cookies;
+ * sessionStorage keeps one page's input counts for the tab's next page of the session. */
 (function (global) {
   "use strict";
 
@@ -260,9 +260,18 @@
     keys: 0, untrustedKeys: 0, charsWithoutKeydown: 0, capitalsWithoutShift: 0, keyIntervals: 0,
     fastKeyIntervals: 0, firstInputMs: -1 };
   var lastKeydown = 0, keyDown = false, charPending = false;
-  function first() { if (activity.firstInputMs < 0) activity.firstInputMs = Date.now() - since; }
+  // The whole page's input beside it, for the tab's next page (see pages below).
+  var page = { clicks: 0, wheels: 0, touches: 0, left: "unknown", lastInputAt: 0 };
+  function first() {
+    if (activity.firstInputMs < 0) activity.firstInputMs = Date.now() - since;
+    page.lastInputAt = Date.now();
+    soon();
+  }
+  function trusted(e) { if (e.isTrusted) first(); return e.isTrusted; }
   var onActivity = {
     mousemove: function () { activity.moves++; },
+    wheel: function (e) { if (trusted(e)) page.wheels++; },
+    touchstart: function (e) { if (trusted(e)) page.touches++; },
     pointerdown: function (e) {
       if (e.pointerType !== "mouse") return;
       first();
@@ -271,7 +280,14 @@
       // A device's press has pressure 0.5 where it measures none; a press with none is made.
       if (e.buttons && e.pressure === 0) activity.zeroPressure++;
     },
-    click: function (e) { if (!e.isTrusted) activity.untrustedClicks++; },
+    click: function (e) {
+      if (trusted(e)) page.clicks++;
+      else activity.untrustedClicks++;
+      // A link that leaves the page: followed by a device's click or by script.
+      var a = e.target && e.target.closest ? e.target.closest("a[href]") : null;
+      if (a && a.href.split("#")[0] !== location.href.split("#")[0]) page.left = e.isTrusted ? "link" : "script-link";
+    },
+    submit: function () { page.left = "form"; },
     keydown: function (e) {
       first();
       if (!e.isTrusted) { activity.untrustedKeys++; return; }
@@ -315,6 +331,64 @@
     var a = { action: String(name || "action").slice(0, 64), elapsedMs: Date.now() - since };
     for (var k in activity) if (Object.prototype.hasOwnProperty.call(activity, k)) a[k] = activity[k];
     return a;
+  }
+
+  // Pages: how this page was reached, and what the visitor did on the session's page before it
+  // in this tab, kept in sessionStorage (counts only) from one page to the next. A driver goes
+  // from page to page with no input on any; a person clicks, keys or taps (docs/detection.md).
+  var KEY = "vigil.page", pageSession = null, visibleMs = 0, focusMs = 0, shown = since, focused = since;
+  var previous = null, saving = 0;
+  try { previous = JSON.parse(sessionStorage.getItem(KEY)); } catch (e) { /* none, or blocked */ }
+  function visible() { return document.visibilityState !== "hidden"; }
+  function tick() {
+    var now = Date.now();
+    if (shown) visibleMs += now - shown;
+    if (focused) focusMs += now - focused;
+    shown = visible() ? now : 0;
+    focused = document.hasFocus() ? now : 0;
+  }
+  if (!visible()) shown = 0;
+  if (!document.hasFocus()) focused = 0;
+  function save() {
+    clearTimeout(saving);
+    saving = 0;
+    if (!pageSession) return;
+    tick();
+    var p = activitySummary("page");
+    delete p.action;
+    p.clicks = page.clicks; p.wheels = page.wheels; p.touches = page.touches; p.left = page.left;
+    p.dwellMs = Date.now() - since; p.visibleMs = visibleMs; p.focusMs = focusMs;
+    try { sessionStorage.setItem(KEY, JSON.stringify({ session: pageSession, lastInputAt: page.lastInputAt, page: p })); } catch (e) { /* full or blocked */ }
+  }
+  // Input is saved within a second, so a page left without pagehide still says it had some.
+  function soon() { if (pageSession && !saving) saving = setTimeout(save, 1000); }
+  try {
+    global.addEventListener("pagehide", save);
+    global.addEventListener("focus", tick);
+    global.addEventListener("blur", tick);
+    document.addEventListener("visibilitychange", function () { tick(); if (!visible()) save(); });
+  } catch (e) { /* ignore */ }
+
+  function referrer() {
+    if (!document.referrer) return "none";
+    var site = function (h) {
+      // The registrable domain, roughly: two labels, three under a two-letter country's
+      // second level (co.uk, com.au).
+      var l = h.split(".");
+      return l.slice(/^[a-z]{2}$/.test(l[l.length - 1]) && l[l.length - 2].length <= 3 ? -3 : -2).join(".");
+    };
+    try { return site(new URL(document.referrer).hostname) === site(location.hostname) ? "same-site" : "cross-site"; } catch (e) { return "cross-site"; }
+  }
+
+  function navigation(session) {
+    var n = {}, entry, p = previous;
+    read(n, "type", function () { entry = performance.getEntriesByType("navigation")[0]; return entry && entry.type; });
+    n.referrer = referrer();
+    if (p && p.session === session && p.page) {
+      n.previous = p.page;
+      if (p.lastInputAt) read(n, "sinceInputMs", function () { return Math.round(performance.timeOrigin - p.lastInputAt); });
+    }
+    return n;
   }
 
   function integrity(s) {
@@ -409,7 +483,14 @@
   /** Collects and sends this visit's signals; resolves to the visit's receipt id. */
   function collect(options) {
     options = options || {};
+    var nav = null;
+    if (!pageSession && options.sessionId) {
+      pageSession = String(options.sessionId);
+      nav = navigation(pageSession);
+      save();
+    }
     return signals(options).then(function (s) {
+      if (nav) s.navigation = nav;
       last = { options: options, signals: s };
       return send(options, s);
     });
@@ -422,7 +503,7 @@
     if (actions[name]) return actions[name];
     if (!last) return Promise.reject(new Error("Vigil: collect before an action"));
     var s = {}, k;
-    for (k in last.signals) if (Object.prototype.hasOwnProperty.call(last.signals, k)) s[k] = last.signals[k];
+    for (k in last.signals) if (Object.prototype.hasOwnProperty.call(last.signals, k) && k !== "navigation") s[k] = last.signals[k];
     s.activity = activitySummary(name);
     actions[name] = send(last.options, s);
     return actions[name];

@@ -89,8 +89,8 @@ fn main() {
         serde_json::from_value(serde_json::json!({"ipAddress": "84.128.0.1", "userAgent": ua}))
             .expect("evidence");
     let with = Beyond {
-        velocity: None,
         signature: Some(&check),
+        ..Default::default()
     };
     let v = engine.evaluate_with(&signed, with);
     assert_eq!(v.agent.status.as_str(), "verified", "{v:?}");

@@ -126,6 +126,7 @@ fn main() {
             ),
             agent: verdict.agent.clone(),
             allowed: false,
+            page: None,
         }),
     };
     let summary = SessionItem::next(None, &r);

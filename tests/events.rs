@@ -1344,5 +1344,38 @@ mod abuse {
                 .await
                 .expect_error(403, "The demo page shows only the session it created");
         }
+        // The shop: product pages go on with the browser's session, link to each other (the next
+        // product first), and an unknown product is a 404; /demo itself starts a new session.
+        let lamp = read("/demo/products/lamp", Some(pair)).await;
+        assert_eq!(lamp.status, 200);
+        assert!(
+            lamp.header_value("set-cookie")
+                .starts_with("vigil_demo_session=mine;")
+        );
+        let links: Vec<&str> = lamp
+            .body
+            .match_indices("href=\"/demo/products/")
+            .map(|(i, m)| {
+                let rest = &lamp.body[i + m.len()..];
+                &rest[..rest.find('"').unwrap()]
+            })
+            .collect();
+        assert_eq!(links, ["kettle", "chair", "rug", "clock"]);
+        assert!(lamp.body.contains("<h2>Desk lamp</h2>"));
+        let fresh = read("/demo/products/kettle", None).await;
+        assert!(
+            fresh
+                .header_value("set-cookie")
+                .starts_with("vigil_demo_session=demo-")
+        );
+        let home = read("/demo", Some(pair)).await;
+        assert!(
+            !home
+                .header_value("set-cookie")
+                .starts_with("vigil_demo_session=mine;")
+        );
+        read("/demo/products/nothing", Some(pair))
+            .await
+            .expect_error(404, "No such product in the demo shop");
     }
 }

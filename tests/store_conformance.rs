@@ -942,6 +942,7 @@ async fn events_and_public_keys_round_trip<S: Store>(store: S) {
         flagged: Default::default(),
         agent: vigil::detect::Agent::NONE,
         allowed: false,
+        page: None,
     });
     let at = store.add_result(&evaluated).await.unwrap();
     let plain = result("p", "s", 0.1, 0.2, "2026-11-21T10:00:00Z");
@@ -1067,6 +1068,7 @@ fn evaluated(
         flagged: Flagged::at(Score::HALF, score(bot), score(pv)),
         agent: vigil::detect::Agent::NONE,
         allowed: false,
+        page: None,
     });
     r
 }
@@ -1688,7 +1690,98 @@ conformance!(
     one_device_over_many_addresses_is_address_churn,
     agents_policies_events_and_the_agent_filter_round_trip,
     signature_uses_and_directories_are_kept,
+    a_sessions_path_is_kept_in_its_summary_and_judged_on_its_pages,
 );
+
+/// A page load of `browser_visit`'s browser saying how it was reached: `previous` is the agent's
+/// summary of the page before (null: none in the tab).
+fn page_load(previous: serde_json::Value, referrer: &str) -> vigil::domain::AddressedEvidence {
+    let visit = browser_visit("198.51.100.20", "Europe/Berlin");
+    let mut signals = visit.evidence().signals.clone().unwrap();
+    signals.navigation = Some(
+        serde_json::from_value(serde_json::json!({
+            "type": "navigate", "referrer": referrer, "previous": previous
+        }))
+        .unwrap(),
+    );
+    visit.with_signals(Some(signals))
+}
+
+/// Pages of one session, each reached with no input on the page before: named on the third, and
+/// the path it was judged on is the one the summary keeps (no other read); an action's second
+/// look is the same page and adds none. A person's session, links clicked, is not named.
+async fn a_sessions_path_is_kept_in_its_summary_and_judged_on_its_pages<S: Store + Clone>(
+    store: S,
+) {
+    let (app, clock) = detecting(store.clone(), "2026-11-27T10:00:00.000Z").await;
+    let (acc, p) = (AccountId::parse("acc_v").unwrap(), pid("pv"));
+    let quiet = serde_json::json!({"presses": 0, "keys": 0, "visibleMs": 2000, "left": "unknown"});
+    let clicked = serde_json::json!({"presses": 1, "clicks": 1, "visibleMs": 5000, "left": "link"});
+    let mut scraper = Vec::new();
+    let mut person = Vec::new();
+    for i in 0..4 {
+        clock.set(secs(ts("2026-11-27T10:00:00.000Z").unix_seconds() + i * 3));
+        let (q, c) = if i == 0 {
+            (serde_json::Value::Null, serde_json::Value::Null)
+        } else {
+            (quiet.clone(), clicked.clone())
+        };
+        let page = page_load(q, "none");
+        scraper.push(
+            app.record_event(&acc, &p, &sid("quiet"), &page, None)
+                .await
+                .unwrap(),
+        );
+        let page = page_load(c, "same-site");
+        person.push(
+            app.record_event(&acc, &p, &sid("reader"), &page, None)
+                .await
+                .unwrap(),
+        );
+    }
+    let named: Vec<bool> = scraper
+        .iter()
+        .map(|e| reason(e, "navigation_without_input").is_some())
+        .collect();
+    assert_eq!(named, [false, false, true, true], "{scraper:?}");
+    assert!(scraper[2].score_bot.get() >= 0.9, "{:?}", scraper[2]);
+    let bot_reasons = |e: &vigil::domain::Event| {
+        e.reasons
+            .iter()
+            .filter(|r| r.score == vigil::detect::Target::Bot)
+            .count()
+    };
+    assert!(
+        person
+            .iter()
+            .all(|e| e.score_bot.get() < 0.5 && bot_reasons(e) == 0),
+        "{person:?}"
+    );
+
+    let kept = store.prior_summary(&p, &sid("quiet")).await.unwrap().path();
+    assert_eq!((kept.pages, kept.unprompted, kept.summarised), (4, 3, 3));
+    // An action on the last page: judged on the same path, which it leaves as it was.
+    let mut action = page_load(quiet.clone(), "none");
+    let mut signals = action.evidence().signals.clone().unwrap();
+    signals.activity = Some(Default::default());
+    action = action.with_signals(Some(signals));
+    let e = app
+        .record_event(&acc, &p, &sid("quiet"), &action, None)
+        .await
+        .unwrap();
+    assert!(reason(&e, "navigation_without_input").is_some(), "{e:?}");
+    let after = store.prior_summary(&p, &sid("quiet")).await.unwrap().path();
+    assert_eq!(after, kept);
+    let reader = store
+        .prior_summary(&p, &sid("reader"))
+        .await
+        .unwrap()
+        .path();
+    assert_eq!(
+        (reader.pages, reader.unprompted, reader.input_pages),
+        (4, 0, 3)
+    );
+}
 
 /// A project's agent policy round-trips; an allowed verified agent's event keeps its scoreBot,
 /// shows `agent` and `allowed`, is no bot in the statistics, leaves the session's counted bot

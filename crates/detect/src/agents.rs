@@ -538,8 +538,8 @@ mod tests {
         ENGINE.evaluate_with(
             e,
             Beyond {
-                velocity: None,
                 signature: c,
+                ..Default::default()
             },
         )
     }

@@ -108,6 +108,70 @@ pub struct Signals {
     pub input: Option<Input>,
     /// Input between load and a meaningful action (`Vigil.action`), as counts.
     pub activity: Option<Activity>,
+    /// How this page was reached, with the agent's summary of the page before it in the tab.
+    pub navigation: Option<Navigation>,
+}
+
+/// How a page was reached (sent with its load's collect, never with an action's): the browser's
+/// own navigation facts and, from `sessionStorage`, what the visitor did on the session's page
+/// before it in the same tab. Judged across the session's pages (`crate::path`).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Navigation {
+    /// `PerformanceNavigationTiming.type`: `navigate`, `reload`, `back_forward`, `prerender`.
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    /// `document.referrer` against the page: `none`, `same-site` or `cross-site`.
+    pub referrer: Option<String>,
+    /// Milliseconds from the page before's last input to this page's navigation start.
+    #[serde(default, deserialize_with = "integral")]
+    pub since_input_ms: Option<i64>,
+    /// The session's page before this one in the tab, as its agent summarised it; absent when
+    /// the tab holds none (a first page, a new tab, storage cleared or blocked).
+    pub previous: Option<PageSummary>,
+}
+
+/// What a visitor did on a page, as counts (no keys, no positions): the action-time counts of
+/// [`Activity`] over the whole page, and the page's other input and time.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PageSummary {
+    #[serde(flatten)]
+    pub input: Activity,
+    /// Trusted clicks (a screen reader's activation is a click with no press before it).
+    #[serde(default, deserialize_with = "integral")]
+    pub clicks: Option<u32>,
+    /// Trusted wheel events.
+    #[serde(default, deserialize_with = "integral")]
+    pub wheels: Option<u32>,
+    /// Trusted touches.
+    #[serde(default, deserialize_with = "integral")]
+    pub touches: Option<u32>,
+    /// How long the page was open, visible and focused.
+    #[serde(default, deserialize_with = "integral")]
+    pub dwell_ms: Option<u64>,
+    #[serde(default, deserialize_with = "integral")]
+    pub visible_ms: Option<u64>,
+    #[serde(default, deserialize_with = "integral")]
+    pub focus_ms: Option<u64>,
+    /// How the page was left, where the agent saw it: `link` (a trusted click on a link),
+    /// `script-link` (a link clicked by script), `form`, or `unknown`.
+    pub left: Option<String>,
+}
+
+impl PageSummary {
+    /// Whether the visitor did anything on the page: a press, a key, a wheel turn, a touch or
+    /// a click from a device. Pointer moves alone are not counted: a resting mouse under a page
+    /// that loads, and a driver's protocol moves, make them too.
+    pub fn had_input(&self) -> bool {
+        let n = |v: Option<u32>| v.unwrap_or(0);
+        n(self.input.presses)
+            + n(self.input.keys)
+            + n(self.clicks)
+            + n(self.wheels)
+            + n(self.touches)
+            > 0
+    }
 }
 
 /// What input looked like between load and an action: counts of the artefacts that

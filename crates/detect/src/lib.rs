@@ -13,6 +13,7 @@ pub mod batch;
 pub mod evidence;
 pub mod net;
 pub mod networks;
+pub mod path;
 pub mod places;
 pub mod reasons;
 mod rules;
@@ -65,12 +66,15 @@ pub struct Verdict {
 }
 
 /// What the service found out about a visit beyond its evidence, for the engine to judge: the
-/// store's velocity counts and the outcome of checking its signature. Neither comes from the
-/// client.
+/// store's velocity counts, the outcome of checking its signature and the session's path so far.
+/// None of them comes from the client as it is.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Beyond<'a> {
     pub velocity: Option<&'a velocity::Velocity>,
     pub signature: Option<&'a SignatureCheck>,
+    /// The session's path with this visit's page added (the store keeps it in the session's
+    /// summary).
+    pub path: Option<&'a path::Path>,
 }
 
 pub struct Engine {
@@ -641,9 +645,11 @@ mod tests {
             assert!(!r.detail.is_empty() && r.weight > 0.0);
         }
         // Every code of the table has a case, but those counted across visits (their evidence
-        // is the store's counts, tested in `rules::velocity`) and those of a signature's check
+        // is the store's counts, tested in `rules::velocity` and `rules::path`) and those of a signature's check
         // (the service's, tested in `agents`).
         let counted = [
+            Code::NavigationWithoutInput,
+            Code::NoInputSession,
             Code::SessionChurn,
             Code::AddressVelocity,
             Code::AddressChurn,

@@ -64,6 +64,8 @@ reasons! {
     SignedAgent => Bot, 7.0, "a Web Bot Auth signature (RFC 9421) that verifies under the agent's key directory: certainly a bot, and one that says whose; shown as good, and a project may allow its category";
     SpoofedAgent => Bot, 9.0, "a signature that does not verify, is expired, replayed or not yet valid, or that claims a known agent's directory without its key: a forgery";
     AiAgent => Bot, 6.5, "declares an AI agent or AI crawler in its user agent, unsigned and outside any published range: a declared bot whose identity is unproven";
+    NavigationWithoutInput => Bot, 7.0, "pages in a row reached with no input on the page before (no press, key, wheel, touch or click from a device) and no same-site link: a browser driven from page to page; a person typing addresses or opening bookmarks makes one such page, not three";
+    NoInputSession => Bot, 4.5, "three or more pages visible for over a minute in all with no input of any kind from a device: read by something that never touches them; people reading without moving exist, so short of even odds alone";
     AddressChurn => Bot, 6.0, "one device key seen from many addresses or countries within a window: a device rotating through proxies; 3.5 for a key identical iPhones share";
     // proxy/VPN
     TorExit => ProxyVpn, 10.0, "a listed Tor exit: deterministic";

@@ -33,6 +33,8 @@ pub struct Visit<'a> {
     pub velocity: Option<&'a crate::velocity::Velocity>,
     /// How the service found the visit's signature; never from the client.
     pub signature: Option<&'a crate::signature::SignatureCheck>,
+    /// The session's pages so far, this one included; kept by the store.
+    pub path: Option<&'a crate::path::Path>,
 }
 
 impl<'a> Visit<'a> {
@@ -60,6 +62,7 @@ impl<'a> Visit<'a> {
             country: e.ip_address.and_then(|ip| engine.geo.country(ip)),
             velocity: beyond.velocity,
             signature: beyond.signature,
+            path: beyond.path,
         }
     }
 

@@ -1,7 +1,10 @@
-//! `vigil serve --demo`'s demo page: it loads the browser agent, sends the visit to the collect
-//! route as a customer's page would (with a session token that this server mints, as a customer's
-//! backend would), then shows the visitor's own latest scores and reasons, which the local server
-//! reads through the service for the demo project (the page holds no developer key).
+//! `vigil serve --demo`'s demo shop: a home page (`/demo`) and a few product pages
+//! (`/demo/products/{slug}`), linked to each other. Each page loads the browser agent, sends the
+//! visit to the collect route as a customer's page would (with a session token that this server
+//! mints, as a customer's backend would), then shows the visitor's own latest scores and reasons,
+//! which the local server reads through the service for the demo project (the page holds no
+//! developer key). `/demo` starts a session; the product pages go on with the browser's (its
+//! cookie), so a visitor browsing the shop is one session of several pages.
 //!
 //! The page and its read route answer loopback peers only, and the read route only the session
 //! that the page itself created for this browser (a cookie it set): it is no score oracle.
@@ -23,14 +26,53 @@ const COOKIE: &str = "vigil_demo_session";
 /// How long the page's session token is valid.
 const TOKEN_TTL_SECS: i64 = 3600;
 
-/// Answers `GET /demo` and `GET /demo/events/{sessionId}`; None for any other path.
+/// The shop's products: slug, name and a line about it.
+const PRODUCTS: &[(&str, &str, &str)] = &[
+    (
+        "lamp",
+        "Desk lamp",
+        "Warm light, a heavy base and a cloth cable.",
+    ),
+    (
+        "kettle",
+        "Kettle",
+        "1.2 litres, boils in three minutes, switches itself off.",
+    ),
+    (
+        "chair",
+        "Oak chair",
+        "Solid oak, oiled, made to be sat on for decades.",
+    ),
+    (
+        "rug",
+        "Wool rug",
+        "Hand-woven, 170 by 240 cm, in undyed wool.",
+    ),
+    (
+        "clock",
+        "Wall clock",
+        "Silent sweep movement, 30 cm across.",
+    ),
+];
+
+/// Which page of the shop a request is for.
+#[derive(Clone, Copy)]
+enum Shelf {
+    /// `/demo`: a new session unless `?session=` names one.
+    Home,
+    /// `/demo/products/{slug}`: the browser's session goes on.
+    Product(usize),
+}
+
+/// Answers `GET /demo`, `GET /demo/products/{slug}` and `GET /demo/events/{sessionId}`; None
+/// for any other path.
 pub async fn answer<S: Store, D, B>(
     app: &Vigil<S, D>,
     req: &http::Request<B>,
     peer: IpAddr,
 ) -> Option<Response<Body>> {
     let rest = req.uri().path().strip_prefix("/demo")?;
-    if !(rest.is_empty() || rest.starts_with("/events/")) {
+    if !(rest.is_empty() || rest.starts_with("/events/") || rest.starts_with("/products/")) {
         return None;
     }
     if req.method() != http::Method::GET {
@@ -47,7 +89,13 @@ pub async fn answer<S: Store, D, B>(
         _ => return Some(ApiError::Internal.into_response()),
     };
     if rest.is_empty() {
-        return Some(render(app, req, &account, &project).await);
+        return Some(render(app, req, &account, &project, Shelf::Home).await);
+    }
+    if let Some(slug) = rest.strip_prefix("/products/") {
+        return Some(match PRODUCTS.iter().position(|(s, ..)| *s == slug) {
+            Some(i) => render(app, req, &account, &project, Shelf::Product(i)).await,
+            None => ApiError::NotFound("No such product in the demo shop").into_response(),
+        });
     }
     let session = rest.strip_prefix("/events/")?;
     let session = match SessionId::parse(session) {
@@ -87,17 +135,22 @@ fn cookie_session<B>(req: &http::Request<B>) -> Option<String> {
         .map(|(_, value)| value.to_owned())
 }
 
-/// The page for a new session (or `?session=NAME`), with a token for it and the cookie that
-/// lets this browser read it back.
+/// A page of the shop for `?session=NAME`, else (product pages) the browser's session, else a
+/// new one; with a token for it and the cookie that lets this browser read it back.
 async fn render<S: Store, D, B>(
     app: &Vigil<S, D>,
     req: &http::Request<B>,
     account: &AccountId,
     project: &ProjectId,
+    shelf: Shelf,
 ) -> Response<Body> {
     let asked = url::form_urlencoded::parse(req.uri().query().unwrap_or("").as_bytes())
         .find(|(k, _)| k == "session")
-        .map(|(_, v)| v.into_owned());
+        .map(|(_, v)| v.into_owned())
+        .or_else(|| match shelf {
+            Shelf::Home => None,
+            Shelf::Product(_) => cookie_session(req),
+        });
     let session = match asked.map(SessionId::parse) {
         Some(Ok(s)) => s,
         Some(Err(e)) => return ApiError::bad_request(format!("session {e}")).into_response(),
@@ -120,17 +173,46 @@ async fn render<S: Store, D, B>(
         Ok(t) => t,
         Err(e) => return ApiError::from(e).into_response(),
     };
-    page(&p.api_key_public, session.as_str(), &token)
+    page(&p.api_key_public, session.as_str(), &token, shelf)
 }
 
-fn page(public_key: &str, session: &str, token: &str) -> Response<Body> {
+/// The shop's links, first the next product (the first a keyboard's Tab reaches), then the
+/// others; and the page's own product.
+fn shelf_html(shelf: Shelf) -> (String, String) {
+    let current = match shelf {
+        Shelf::Home => None,
+        Shelf::Product(i) => Some(i),
+    };
+    let next = current.map_or(0, |i| (i + 1) % PRODUCTS.len());
+    let link = |i: usize, label: &str| {
+        let (slug, name, _) = PRODUCTS[i];
+        format!("<a href=\"/demo/products/{slug}\" data-product=\"{slug}\">{label}{name}</a>")
+    };
+    let mut nav = link(next, "Next: ");
+    for i in (0..PRODUCTS.len()).filter(|i| *i != next && Some(*i) != current) {
+        nav.push_str(&link(i, ""));
+    }
+    let product = match current {
+        Some(i) => {
+            let (slug, name, blurb) = PRODUCTS[i];
+            format!("<section id=\"product\" data-product=\"{slug}\"><h2>{name}</h2><p>{blurb}</p></section>")
+        }
+        None => "<section id=\"product\"><h2>The demo shop</h2><p>Browse the products below: each page is a visit of this session.</p></section>".into(),
+    };
+    (nav, product)
+}
+
+fn page(public_key: &str, session: &str, token: &str, shelf: Shelf) -> Response<Body> {
     // Quoting as JSON keeps each value a string whatever a seed put in it.
     let js = |v: &str| {
         serde_json::to_string(v)
             .unwrap_or_else(|_| "\"\"".into())
             .replace('<', "\\u003c")
     };
+    let (nav, product) = shelf_html(shelf);
     let html = PAGE
+        .replace("__SHOP__", &nav)
+        .replace("__PRODUCT__", &product)
         .replace("__PUBLIC_KEY__", &js(public_key))
         .replace("__SESSION__", &js(session))
         .replace("__SESSION_TOKEN__", &js(token));
@@ -171,10 +253,17 @@ const PAGE: &str = r#"<!doctype html>
   /* A shop's checkout step: large, so that a test's operating-system clicks land on it. */
   #checkout { display: flex; gap: 1rem; margin: 0 0 1.5rem; height: 9rem; }
   #checkout input, #checkout button { flex: 1; font-size: 1.25rem; padding: 0 1rem; }
+  /* The shop's links: a bar at the bottom of the window, five tiles wide, so that a test's
+     operating-system clicks find them whatever the window's chrome. */
+  #shop { position: fixed; left: 0; right: 0; bottom: 0; display: flex; height: 5rem; background: #f3f5f9; border-top: 1px solid #d5dae3; }
+  #shop a { flex: 1; display: flex; align-items: center; justify-content: center; color: #1d4ed8; font-size: 1.1rem; }
+  body { padding-bottom: 6rem; }
 </style>
 </head>
 <body data-state="collecting">
+<nav id="shop">__SHOP__</nav>
 <form id="checkout"><input id="name" name="name" placeholder="Your name" autocomplete="off"><button type="button" id="continue" data-vigil-action="checkout">Continue</button></form>
+__PRODUCT__
 <h1>Vigil: what the engine sees of this visit</h1>
 <p class="muted">This page sends your browser's signals with the Vigil agent, then shows the scores and reasons stored for session <code id="session"></code>.</p>
 <div class="scores">

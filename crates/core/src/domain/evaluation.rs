@@ -22,6 +22,9 @@ pub struct Evaluation {
     /// A verified agent of a category or operator the project allows: its `scoreBot` is kept as
     /// evidence, but it counts as no bot (statistics, `bot_detect`).
     pub allowed: bool,
+    /// How the visit's page was reached, for the session's path (none for an action, or a visit
+    /// that did not say).
+    pub page: Option<crate::detect::path::Page>,
 }
 
 /// Whether an evaluated event counts as a bot and as a proxy: its scores against the threshold

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use super::{Detecting, ServiceError, ServiceResult, Vigil};
 use crate::detect::ENGINE_VERSION;
 use crate::detect::SignatureCheck;
+use crate::detect::path::Page;
 use crate::detect::velocity::Velocity;
 use crate::domain::Flagged;
 use crate::domain::idempotency::{Once, Written};
@@ -165,12 +166,18 @@ impl<S: ProjectStore + ResultStore + VelocityStore + AgentStore> Vigil<S, Detect
             .wire
             .as_ref()
             .and_then(|w| w.ja4.clone());
+        // The session's path with this page added, judged now and kept by the summary's write
+        // (which adds the page again to the summary it writes over, should another write of
+        // the session have landed meanwhile).
+        let page = Page::of(evidence.evidence());
+        let path = page.map_or(prior.path(), |pg| prior.path().after(pg));
         let started = Instant::now();
         let verdict = self.engine.evaluate_with(
             evidence.evidence(),
             crate::detect::Beyond {
                 velocity: velocity.as_ref(),
                 signature: signature.as_ref(),
+                path: Some(&path),
             },
         );
         let micros = started.elapsed().as_secs_f64() * 1e6;
@@ -200,6 +207,7 @@ impl<S: ProjectStore + ResultStore + VelocityStore + AgentStore> Vigil<S, Detect
                 flagged,
                 agent: verdict.agent.clone(),
                 allowed,
+                page,
             }),
         };
         let reasons = verdict.reasons;

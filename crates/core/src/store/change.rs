@@ -161,6 +161,7 @@ pub(crate) mod tests {
             flagged: Default::default(),
             agent: crate::detect::Agent::NONE,
             allowed: false,
+            page: None,
         });
         let mut rec = EventRecord::default();
         rec.event_name = "INSERT".into();

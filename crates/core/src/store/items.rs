@@ -391,6 +391,9 @@ pub struct SessionItem {
     /// (absent on summaries written before: `scoreBot`); `bot_detect` crosses on it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub score_bot_counted: Option<Score>,
+    /// How the session's pages were reached, so far (absent until a page says).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<crate::detect::path::Path>,
 }
 
 impl SessionItem {
@@ -442,6 +445,19 @@ impl SessionItem {
             device,
             agent,
             score_bot_counted: Some(score_bot_counted),
+            path: SessionItem::path_after(previous, r),
+        }
+    }
+
+    /// The session's path with `r`'s page added (unchanged by a result with no page).
+    fn path_after(
+        previous: Option<&SessionItem>,
+        r: &NewResult,
+    ) -> Option<crate::detect::path::Path> {
+        let before = previous.and_then(|p| p.path);
+        match r.evaluation.as_ref().and_then(|e| e.page) {
+            Some(page) => Some(before.unwrap_or_default().after(page)),
+            None => before,
         }
     }
 

@@ -317,6 +317,11 @@ impl PriorSummary {
     pub fn known(summary: SessionItem) -> Self {
         Self(Some(summary))
     }
+
+    /// The session's path so far: what its pages before this visit add up to.
+    pub fn path(&self) -> crate::detect::path::Path {
+        self.0.as_ref().and_then(|s| s.path).unwrap_or_default()
+    }
 }
 
 /// The session's summary, read for [`write_result`].

@@ -12,7 +12,7 @@ use crate::{Code, Engine, Reason, Visit, visitor_text};
 /// without Shift are not counted (virtual keyboards capitalise by themselves). Key timing is
 /// judged only on Chromium, whose events carry the operating system's timestamps: Firefox stamps
 /// them when it handles them, so a busy Firefox delivers a person's queued keys 0-3 ms apart.
-fn scripted(a: &Activity, mobile: bool, chromium: bool) -> Vec<String> {
+pub(super) fn scripted(a: &Activity, mobile: bool, chromium: bool) -> Vec<String> {
     let n = |v: Option<u32>| v.unwrap_or(0);
     let mut why = Vec::new();
     let keys = n(a.keys);
@@ -50,6 +50,16 @@ fn scripted(a: &Activity, mobile: bool, chromium: bool) -> Vec<String> {
         ));
     }
     why
+}
+
+/// Whether `v` claims a mobile browser, and a Chromium whose key timing can be judged (see
+/// [`scripted`]).
+pub(super) fn judged_as(v: &Visit<'_>) -> (bool, bool) {
+    let claim = v.ua_claim.or(v.js_claim);
+    let chromium = claim.is_some_and(|c| {
+        matches!(c.browser, ua::Browser::Chrome | ua::Browser::Edge) && c.platform != Some("iOS")
+    });
+    (claim.is_some_and(|c| c.mobile), chromium)
 }
 
 /// The reasons that name automation outright: function tampering counts only beside one of them,
@@ -134,12 +144,8 @@ pub fn reasons(_: &Engine, v: &Visit<'_>, out: &mut Vec<Reason>) {
         }
     }
     if let Some(a) = &s.activity {
-        let claim = v.ua_claim.or(v.js_claim);
-        let chromium = claim.is_some_and(|c| {
-            matches!(c.browser, ua::Browser::Chrome | ua::Browser::Edge)
-                && c.platform != Some("iOS")
-        });
-        let why = scripted(a, claim.is_some_and(|c| c.mobile), chromium);
+        let (mobile, chromium) = judged_as(v);
+        let why = scripted(a, mobile, chromium);
         if !why.is_empty() {
             let action = a
                 .action

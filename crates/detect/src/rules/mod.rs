@@ -8,6 +8,7 @@ mod browser;
 mod client_hints;
 mod integrity;
 mod language;
+mod path;
 mod place;
 mod proxy_headers;
 mod user_agent;
@@ -18,8 +19,9 @@ mod wire;
 /// A rule family: the reasons it finds in one visit, appended to `out`.
 pub type Rule = fn(&Engine, &Visit<'_>, &mut Vec<Reason>);
 
-/// Every family, in order. One dependency: `integrity` runs after `user_agent` and `browser`,
-/// because function tampering counts only beside another automation reason they may have found.
+/// Every family, in order. Two dependencies: `integrity` runs after `user_agent` and `browser`,
+/// because function tampering counts only beside another automation reason they may have found;
+/// `path` runs after `integrity`, so that a page's `scripted_input` is named once.
 pub const RULES: &[(&str, Rule)] = &[
     ("user_agent", user_agent::reasons),
     ("address", address::reasons),
@@ -32,4 +34,5 @@ pub const RULES: &[(&str, Rule)] = &[
     ("language", language::reasons),
     ("wire", wire::reasons),
     ("velocity", velocity::reasons),
+    ("path", path::reasons),
 ];

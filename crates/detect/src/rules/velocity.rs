@@ -209,7 +209,7 @@ mod tests {
             &e,
             crate::Beyond {
                 velocity: Some(&vel),
-                signature: None,
+                ..Default::default()
             },
         );
         let mut out = Vec::new();
