@@ -264,8 +264,10 @@
   var page = { clicks: 0, wheels: 0, touches: 0, left: "unknown", lastInputAt: 0 };
   function first() {
     if (activity.firstInputMs < 0) activity.firstInputMs = Date.now() - since;
+    // The page's first input is saved at once, later ones within a second.
+    var had = page.lastInputAt;
     page.lastInputAt = Date.now();
-    soon();
+    if (had) soon(); else save();
   }
   function trusted(e) { if (e.isTrusted) first(); return e.isTrusted; }
   var onActivity = {
@@ -285,9 +287,12 @@
       else activity.untrustedClicks++;
       // A link that leaves the page: followed by a device's click or by script.
       var a = e.target && e.target.closest ? e.target.closest("a[href]") : null;
-      if (a && a.href.split("#")[0] !== location.href.split("#")[0]) page.left = e.isTrusted ? "link" : "script-link";
+      if (a && a.href.split("#")[0] !== location.href.split("#")[0]) {
+        page.left = e.isTrusted ? "link" : "script-link";
+        save();
+      }
     },
-    submit: function () { page.left = "form"; },
+    submit: function () { page.left = "form"; save(); },
     keydown: function (e) {
       first();
       if (!e.isTrusted) { activity.untrustedKeys++; return; }
@@ -360,7 +365,7 @@
     p.dwellMs = Date.now() - since; p.visibleMs = visibleMs; p.focusMs = focusMs;
     try { sessionStorage.setItem(KEY, JSON.stringify({ session: pageSession, lastInputAt: page.lastInputAt, page: p })); } catch (e) { /* full or blocked */ }
   }
-  // Input is saved within a second, so a page left without pagehide still says it had some.
+  // Saved within a second of input, so a page left without pagehide still says it had some.
   function soon() { if (pageSession && !saving) saving = setTimeout(save, 1000); }
   try {
     global.addEventListener("pagehide", save);
