@@ -3,7 +3,9 @@
 after page of the demo shop and never acts is a bot by its third page; people browsing the same
 pages are not, on any page.
 
-Bots: the anti-detection drivers of 2026 from PyPI and npm driving Debian's Chromium with a display
+Bots: the anti-detection drivers of 2026 from PyPI and npm (patchright, rebrowser-playwright,
+nodriver, zendriver, undetected-chromedriver, botasaurus-driver, pydoll, rebrowser-puppeteer-core,
+puppeteer-real-browser, puppeteer-extra's stealth plugin) driving Debian's Chromium with a display
 (Xvfb), as they run in production; each opens five pages of one session (`/demo`, then four
 product pages) by `goto`, 1-3 s on each, no form, no input. pydoll also runs headless with a
 Windows user agent, which it spreads to client hints, `navigator.platform` and Workers. Each must
@@ -149,14 +151,34 @@ def pydoll_visit(headless):
     return visit
 
 
-def puppeteer_visit(server, tmp, display, rng):
-    session = session_id("puppeteer-extra-stealth")
-    out = subprocess.run(["node", str(ROOT / "tests" / "browser" / "pages.js"), str(int(dwell(rng) * 1000)),
-                          *urls(server, session)],
-                         env=dict(display.env(), NODE_PATH=str(NODE_MODULES), CHROMIUM=CHROMIUM),
-                         capture_output=True, text=True, timeout=180)
-    assert out.returncode == 0, out.stderr[-2000:]
+def botasaurus_visit(server, tmp, display, rng):
+    """botasaurus-driver: its own DevTools client, headful."""
+    from botasaurus_driver import Driver
+    session = session_id("botasaurus-driver")
+    os.environ["DISPLAY"] = display.name
+    driver = Driver(headless=False, chrome_executable_path=CHROMIUM,
+                    arguments=[a for a in QUIET if a == "--no-sandbox"])
+    try:
+        for url in urls(server, session):
+            driver.get(url)
+            time.sleep(dwell(rng))
+    finally:
+        driver.close()
     return session
+
+
+def puppeteer_like(driver, name):
+    """A puppeteer driver in `pages.js`: stealth, rebrowser or real-browser."""
+
+    def visit(server, tmp, display, rng):
+        session = session_id(name)
+        out = subprocess.run(["node", str(ROOT / "tests" / "browser" / "pages.js"), driver,
+                              str(int(dwell(rng) * 1000)), *urls(server, session)],
+                             env=dict(display.env(), NODE_PATH=str(NODE_MODULES), CHROMIUM=CHROMIUM),
+                             capture_output=True, text=True, timeout=180)
+        assert out.returncode == 0, out.stderr[-2000:]
+        return session
+    return visit
 
 
 BOTS = [
@@ -165,9 +187,12 @@ BOTS = [
     ("nodriver", cdp_driver("nodriver", "nodriver")),
     ("zendriver", cdp_driver("zendriver", "zendriver")),
     ("undetected-chromedriver", undetected_visit),
+    ("botasaurus-driver", botasaurus_visit),
     ("pydoll", pydoll_visit(headless=False)),
     ("pydoll-headless-windows-ua", pydoll_visit(headless=True)),
-    ("puppeteer-extra-stealth", puppeteer_visit),
+    ("rebrowser-puppeteer", puppeteer_like("rebrowser", "rebrowser-puppeteer")),
+    ("puppeteer-real-browser", puppeteer_like("real-browser", "puppeteer-real-browser")),
+    ("puppeteer-extra-stealth", puppeteer_like("stealth", "puppeteer-extra-stealth")),
 ]
 
 
