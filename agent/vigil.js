@@ -531,5 +531,5 @@
     }, { capture: true, passive: true });
   } catch (e) { /* ignore */ }
 
-  var Vigil = global.Vigil = { collect: collect, action: action, signals: signals, version: "3", collectMs: undefined };
+  var Vigil = global.Vigil = { collect: collect, action: action, signals: signals, version: "4", collectMs: undefined };
 })(typeof window !== "undefined" ? window : this);

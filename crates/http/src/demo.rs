@@ -177,7 +177,8 @@ async fn render<S: Store, D, B>(
 }
 
 /// The shop's links, first the next product (the first a keyboard's Tab reaches), then the
-/// others; and the page's own product.
+/// others; and the page's own product with the catalogue's cards (every other product, the
+/// next first), so that most of the page under a pointer is a link to follow.
 fn shelf_html(shelf: Shelf) -> (String, String) {
     let current = match shelf {
         Shelf::Home => None,
@@ -188,18 +189,30 @@ fn shelf_html(shelf: Shelf) -> (String, String) {
         let (slug, name, _) = PRODUCTS[i];
         format!("<a href=\"/demo/products/{slug}\" data-product=\"{slug}\">{label}{name}</a>")
     };
+    let others: Vec<usize> = std::iter::once(next)
+        .chain((0..PRODUCTS.len()).filter(|i| *i != next && Some(*i) != current))
+        .collect();
     let mut nav = link(next, "Next: ");
-    for i in (0..PRODUCTS.len()).filter(|i| *i != next && Some(*i) != current) {
-        nav.push_str(&link(i, ""));
+    for i in &others[1..] {
+        nav.push_str(&link(*i, ""));
     }
+    let cards: String = others
+        .iter()
+        .map(|i| {
+            let (slug, name, blurb) = PRODUCTS[*i];
+            format!(
+                "<a class=\"card\" href=\"/demo/products/{slug}\"><b>{name}</b><span>{blurb}</span></a>"
+            )
+        })
+        .collect();
     let product = match current {
         Some(i) => {
             let (slug, name, blurb) = PRODUCTS[i];
             format!("<section id=\"product\" data-product=\"{slug}\"><h2>{name}</h2><p>{blurb}</p></section>")
         }
-        None => "<section id=\"product\"><h2>The demo shop</h2><p>Browse the products below: each page is a visit of this session.</p></section>".into(),
+        None => "<section id=\"product\"><h2>The demo shop</h2><p>Browse the products: each page is a visit of this session.</p></section>".into(),
     };
-    (nav, product)
+    (nav, format!("{product}<div id=\"catalogue\">{cards}</div>"))
 }
 
 fn page(public_key: &str, session: &str, token: &str, shelf: Shelf) -> Response<Body> {
@@ -258,6 +271,9 @@ const PAGE: &str = r#"<!doctype html>
   #shop { position: fixed; left: 0; right: 0; bottom: 0; display: flex; height: 5rem; background: #f3f5f9; border-top: 1px solid #d5dae3; }
   #shop a { flex: 1; display: flex; align-items: center; justify-content: center; color: #1d4ed8; font-size: 1.1rem; }
   body { padding-bottom: 6rem; }
+  #catalogue { display: grid; grid-template-columns: repeat(2, 1fr); gap: 1rem; margin: 1rem 0 2rem; }
+  #catalogue .card { display: block; min-height: 7rem; padding: 1rem; border: 1px solid #d5dae3; border-radius: .5rem; color: #1d2330; text-decoration: none; }
+  #catalogue .card b { display: block; color: #1d4ed8; font-size: 1.2rem; }
 </style>
 </head>
 <body data-state="collecting">
