@@ -949,6 +949,54 @@ mod abuse {
         assert!(answers.iter().all(|r| matches!(r.status, 202 | 429)));
     }
 
+    /// Issue 52: a page is answered as for an unknown key when its customer's plan is not in
+    /// force (no word of billing, no Retry-After to the period's end).
+    #[tokio::test]
+    async fn a_page_is_not_told_that_its_customers_plan_is_not_in_force() {
+        let mut f = seed(1000, 100_000, false);
+        f["accounts"][0]["plan"]["status"] = json!("canceled");
+        let srv = Server::seeded(&f);
+        let refused = collect(&srv, visit("s")).await;
+        let mut stranger = visit("s");
+        stranger["publicKey"] = json!("pk_nobody");
+        let unknown = collect(&srv, stranger).await;
+        assert_eq!(
+            (refused.status, refused.message()),
+            (unknown.status, unknown.message())
+        );
+        refused.expect_no("retry-after");
+    }
+
+    /// Issue 52: ids made of dots alone (`.`, `..`) are path segments of their own: refused
+    /// wherever an id is read.
+    #[tokio::test]
+    async fn session_ids_of_dots_alone_are_refused() {
+        let srv = Server::seeded(&seed(1000, 100_000, false));
+        for id in [".", "..", "..."] {
+            let r = collect(&srv, visit(id)).await;
+            assert_eq!(r.status, 400, "{id}: {}", r.body);
+            assert!(r.message().contains("sessionId"), "{}", r.message());
+        }
+        assert_eq!(collect(&srv, visit("..a")).await.status, 202);
+    }
+
+    /// Issue 52: every answer of the API is one account's data, and some carry secrets: none may
+    /// be kept by a cache.
+    #[tokio::test]
+    async fn answers_that_carry_secrets_are_never_cached() {
+        let srv = Server::seeded(&seed(1000, 100_000, false));
+        let project = srv.get(KEY1, "/v1/projects/prj_1").await;
+        assert_eq!(project.status, 200);
+        assert!(project.json()["data"]["apiKeyPrivate"].is_string());
+        assert_eq!(project.header_value("cache-control"), "no-store");
+        assert_eq!(
+            srv.get(KEY1, "/v1/projects")
+                .await
+                .header_value("cache-control"),
+            "no-store"
+        );
+    }
+
     #[tokio::test]
     async fn a_spent_quota_refuses_only_visits() {
         let srv = Server::seeded(&seed(1000, 6, false));
@@ -1380,5 +1428,36 @@ mod abuse {
         read("/demo/products/nothing", Some(pair))
             .await
             .expect_error(404, "No such product in the demo shop");
+    }
+
+    /// Issue 52: behind a trusted proxy on loopback, the demo answers the clients it forwards
+    /// only when they are loopback clients themselves.
+    #[tokio::test]
+    async fn the_demo_is_for_loopback_clients_behind_a_trusted_proxy_too() {
+        let dir = tempfile::tempdir().unwrap();
+        let demo = Server::start_with(
+            &dir.path().join("vigil.db"),
+            None,
+            &["--demo", "--trust-proxy", "127.0.0.0/8"],
+        );
+        let remote = demo
+            .anonymous(
+                Method::GET,
+                "/demo",
+                &[("x-forwarded-for", "203.0.113.9")],
+                None,
+            )
+            .await;
+        remote.expect_error(404, "Not found");
+        assert!(remote.header("set-cookie").is_none());
+        let local = demo
+            .anonymous(
+                Method::GET,
+                "/demo",
+                &[("x-forwarded-for", "127.0.0.1")],
+                None,
+            )
+            .await;
+        assert_eq!(local.status, 200);
     }
 }

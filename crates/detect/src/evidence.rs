@@ -60,6 +60,7 @@ pub struct Signals {
     pub webdriver: Option<bool>,
     /// `navigator.userAgent`, as JavaScript sees it.
     pub user_agent: Option<String>,
+    #[serde(default, deserialize_with = "object")]
     pub ua_data: Option<UaData>,
     pub languages: Option<Vec<String>>,
     /// IANA zone name, e.g. `Europe/Berlin`.
@@ -103,12 +104,16 @@ pub struct Signals {
     /// Natives that are not what the engine ships (`Name.member:why`).
     pub tampered_functions: Option<Vec<String>>,
     /// `navigator.userAgentData.getHighEntropyValues(...)`.
+    #[serde(default, deserialize_with = "object")]
     pub high_entropy: Option<HighEntropy>,
     /// The page's first mouse and pointer events.
+    #[serde(default, deserialize_with = "object")]
     pub input: Option<Input>,
     /// Input between load and a meaningful action (`Vigil.action`), as counts.
+    #[serde(default, deserialize_with = "object")]
     pub activity: Option<Activity>,
     /// How this page was reached, with the agent's summary of the page before it in the tab.
+    #[serde(default, deserialize_with = "object")]
     pub navigation: Option<Navigation>,
 }
 
@@ -128,6 +133,7 @@ pub struct Navigation {
     pub since_input_ms: Option<i64>,
     /// The session's page before this one in the tab, as its agent summarised it; absent when
     /// the tab holds none (a first page, a new tab, storage cleared or blocked).
+    #[serde(default, deserialize_with = "object")]
     pub previous: Option<PageSummary>,
 }
 
@@ -270,6 +276,37 @@ where
         })
 }
 
+/// A member that must be a JSON object, or null: serde's derived structs also read an array by
+/// position (`"activity": [null, null]`), which no agent sends and which would pass unseen.
+fn object<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::de::DeserializeOwned,
+{
+    use serde::de::Error;
+    match Option::<serde_json::Value>::deserialize(d)? {
+        None | Some(serde_json::Value::Null) => Ok(None),
+        Some(v @ serde_json::Value::Object(_)) => serde_json::from_value(v)
+            .map(Some)
+            .map_err(D::Error::custom),
+        Some(other) => Err(D::Error::custom(format!(
+            "invalid type: {}, expected an object",
+            kind(&other)
+        ))),
+    }
+}
+
+fn kind(v: &serde_json::Value) -> &'static str {
+    match v {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "boolean",
+        serde_json::Value::Number(_) => "number",
+        serde_json::Value::String(_) => "string",
+        serde_json::Value::Array(_) => "array",
+        serde_json::Value::Object(_) => "object",
+    }
+}
+
 /// `navigator.userAgentData`.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 pub struct UaData {
@@ -303,6 +340,17 @@ mod tests {
     }
 
     #[test]
+    fn object_members_are_objects_or_null() {
+        let s: Signals = serde_json::from_value(serde_json::json!({
+            "activity": null, "input": {"events": 2}, "navigation": {"type": "navigate", "previous": null}
+        }))
+        .unwrap();
+        assert_eq!(s.activity, None);
+        assert_eq!(s.input.unwrap().events, Some(2));
+        assert_eq!(s.navigation.unwrap().kind.as_deref(), Some("navigate"));
+    }
+
+    #[test]
     fn integer_signals_may_be_written_as_whole_floats() {
         let s: Signals = serde_json::from_value(serde_json::json!({
             "plugins": 5.0, "evalLength": 33, "timezoneOffset": -60.0, "maxTouchPoints": null
@@ -329,6 +377,10 @@ mod tests {
     #[test]
     fn wrong_types_are_errors() {
         for bad in [
+            serde_json::json!({"signals": {"activity": [null, null]}}),
+            serde_json::json!({"signals": {"input": [1, 2, 3]}}),
+            serde_json::json!({"signals": {"navigation": {"previous": []}}}),
+            serde_json::json!({"signals": {"uaData": "Linux"}}),
             serde_json::json!({"ipAddress": "not an ip"}),
             serde_json::json!({"signals": {"plugins": "five"}}),
             serde_json::json!({"headers": {"via": 1}}),

@@ -57,6 +57,9 @@ impl<T: Serialize> Reply<T> {
             ApiError::Internal
         })?;
         let mut res = json_response(self.status, body);
+        // Every answer is one account's data, and some carry secrets (a project's
+        // `apiKeyPrivate`, a webhook's signing secret): no cache, shared or private, keeps one.
+        set_header(&mut res, header::CACHE_CONTROL, "no-store");
         for (name, value) in self.headers {
             set_header(&mut res, name, &value);
         }

@@ -307,8 +307,10 @@ async fn answer<S: Store>(
     req: hyper::Request<Incoming>,
     conn: &Connection,
 ) -> http::Response<Body> {
+    // The demo answers loopback clients only: behind a trusted proxy, the client it forwards.
     if conn.demo
-        && let Some(res) = crate::demo::answer(app, &req, conn.peer).await
+        && let Some(res) =
+            crate::demo::answer(app, &req, conn.trust_proxy.client(conn.peer, req.headers())).await
     {
         return res;
     }

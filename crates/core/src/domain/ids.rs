@@ -18,6 +18,9 @@ pub enum IdError {
     TooLong,
     #[error("may only contain letters, digits and _ . : -")]
     BadChar,
+    /// `.` and `..` name the path's own segments wherever an id becomes one (a URL, a file).
+    #[error("must hold a character other than .")]
+    OnlyDots,
     /// The id has the characters of an id but not the form of its kind.
     #[error("must be {0}")]
     Malformed(&'static str),
@@ -35,6 +38,9 @@ fn check(s: &str) -> Result<(), IdError> {
         .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b':' | b'-'))
     {
         return Err(IdError::BadChar);
+    }
+    if s.bytes().all(|b| b == b'.') {
+        return Err(IdError::OnlyDots);
     }
     Ok(())
 }
@@ -155,6 +161,12 @@ mod tests {
         for bad in ["a/b", "a b", "a%2F", "é", "a#b", "a\0"] {
             assert_eq!(ProjectId::parse(bad), Err(IdError::BadChar), "{bad}");
         }
+        // Path segments of their own wherever an id becomes one; dots beside anything else are
+        // fine.
+        for bad in [".", "..", "..."] {
+            assert_eq!(SessionId::parse(bad), Err(IdError::OnlyDots), "{bad}");
+        }
+        assert!(SessionId::parse("..a").is_ok() && SessionId::parse("a.").is_ok());
     }
 
     #[test]
