@@ -136,6 +136,23 @@ impl Origin {
 mod tests {
     use super::*;
 
+    /// Issue 52: entries outside openapi.yaml's pattern (non-ASCII letters, a leading space) were
+    /// stored and answered back.
+    #[test]
+    fn agent_policies_hold_to_the_schemas_pattern() {
+        let p = AgentPolicy::parse(vec![
+            "ai_agent".into(),
+            "Google".into(),
+            "Common Crawl".into(),
+        ])
+        .unwrap();
+        assert_eq!(p.allow, ["ai_agent", "Google", "Common Crawl"]);
+        for bad in ["Gööglé", " Google", "", "x/y", "エージェント"] {
+            assert!(AgentPolicy::parse(vec![bad.into()]).is_err(), "{bad:?}");
+        }
+        assert!(AgentPolicy::parse(vec!["a".repeat(65)]).is_err());
+    }
+
     #[test]
     fn names() {
         assert_eq!(ProjectName::parse("  Shop ").unwrap().into_string(), "Shop");
@@ -282,7 +299,8 @@ pub const MAX_ALLOWED_AGENTS: usize = 32;
 
 impl AgentPolicy {
     /// A policy from a request's list: each entry a known category, or an operator's name of 1 to
-    /// 64 letters, digits, spaces and `. - _`; duplicates dropped.
+    /// 64 ASCII letters, digits, spaces and `. - _`, not starting with a space; duplicates
+    /// dropped.
     pub fn parse(entries: Vec<String>) -> Result<Self, String> {
         if entries.len() > MAX_ALLOWED_AGENTS {
             return Err(format!(
@@ -290,13 +308,16 @@ impl AgentPolicy {
             ));
         }
         let mut allow: Vec<String> = Vec::new();
+        // As openapi.yaml's pattern says: ASCII letters, digits, `.`, `-`, `_` and spaces, not
+        // starting with a space (operators' names in the catalogue are ASCII).
+        let allowed = |c: char| c.is_ascii_alphanumeric() || ".-_".contains(c);
         for e in entries {
-            let e = e.trim().to_owned();
-            let ok = (1..=64).contains(&e.chars().count())
-                && e.chars().all(|c| c.is_alphanumeric() || " .-_".contains(c));
+            let ok = (1..=64).contains(&e.len())
+                && e.starts_with(allowed)
+                && e.chars().all(|c| allowed(c) || c == ' ');
             if !ok {
                 return Err(
-                    "`agents.allow` entries are categories (ai_agent, ai_crawler, search, monitor, preview, archive, seo, feed, other) or operator names of 1 to 64 letters, digits, spaces, `.`, `-` and `_`"
+                    "`agents.allow` entries are categories (ai_agent, ai_crawler, search, monitor, preview, archive, seo, feed, other) or operator names of 1 to 64 ASCII letters, digits, spaces, `.`, `-` and `_`, not starting with a space"
                         .into(),
                 );
             }
