@@ -6,7 +6,8 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use vigil::detect::{Engine, Evidence};
+use vigil::detect::path::{Page, Path as SessionPath};
+use vigil::detect::{Beyond, Engine, Evidence};
 
 fn rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")
@@ -92,10 +93,73 @@ fn main() {
         percentile(&times, 0.99),
         times[times.len() - 1]
     );
+    path_cost(&engine);
     println!(
         "resident memory: {before} KiB before loading, {first} KiB with the engine loaded \
          (+{} KiB), {} KiB after 100,000 evaluations",
         first.saturating_sub(before),
         rss_kib()
+    );
+}
+
+/// What judging a session's path adds to a page load's evaluation: the same visit with and
+/// without its navigation and the session's path, alternated in one run (a ratio, not a time).
+/// Fails if the path's page is not named `navigation_without_input`.
+fn path_cost(engine: &Engine) {
+    let plain: Evidence = serde_json::from_str(
+        r#"{"ipAddress":"84.128.0.1","userAgent":"Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0.0.0 Safari/537.36","signals":{"webdriver":false,"languages":["de-DE"],"timeZone":"Europe/Berlin","plugins":5,"evalLength":33}}"#,
+    )
+    .expect("evidence");
+    let mut paged = plain.clone();
+    if let Some(s) = paged.signals.as_mut() {
+        s.navigation = Some(
+            serde_json::from_str(
+                r#"{"type":"navigate","referrer":"none","previous":{"presses":0,"keys":0,"moves":0,"visibleMs":2000,"left":"unknown"}}"#,
+            )
+            .expect("navigation"),
+        );
+    }
+    let page = Page::of(&paged).expect("a page load");
+    let path = SessionPath::default().after(page).after(page);
+    let judged = engine.evaluate_with(
+        &paged,
+        Beyond {
+            path: Some(&path),
+            ..Default::default()
+        },
+    );
+    assert!(
+        judged
+            .reasons
+            .iter()
+            .any(|r| r.code.name() == "navigation_without_input"),
+        "the path bench's page is not named: {judged:?}"
+    );
+    assert!(engine.evaluate(&plain).reasons.is_empty());
+    let (mut with, mut without) = (Vec::with_capacity(50_000), Vec::with_capacity(50_000));
+    for _ in 0..50_000 {
+        let t = Instant::now();
+        let p = Page::of(std::hint::black_box(&paged)).map_or(path, |pg| path.after(pg));
+        std::hint::black_box(engine.evaluate_with(
+            &paged,
+            Beyond {
+                path: Some(&p),
+                ..Default::default()
+            },
+        ));
+        with.push(t.elapsed());
+        let t = Instant::now();
+        std::hint::black_box(engine.evaluate(std::hint::black_box(&plain)));
+        without.push(t.elapsed());
+    }
+    with.sort();
+    without.sort();
+    let (a, b) = (percentile(&with, 0.5), percentile(&without, 0.5));
+    println!(
+        "a page load with its navigation and the session's path, 50,000 alternated with the same \
+         visit without: p50 {a:?} against {b:?} ({:.2}x), p99 {:?} against {:?}",
+        a.as_secs_f64() / b.as_secs_f64(),
+        percentile(&with, 0.99),
+        percentile(&without, 0.99)
     );
 }
