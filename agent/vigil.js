@@ -261,7 +261,7 @@
     fastKeyIntervals: 0, firstInputMs: -1 };
   var lastKeydown = 0, keyDown = false, charPending = false;
   // The whole page's input beside it, for the tab's next page (see pages below).
-  var page = { clicks: 0, wheels: 0, touches: 0, left: "unknown", lastInputAt: 0 };
+  var page = { clicks: 0, wheels: 0, touches: 0, scrolls: 0, left: "unknown", lastInputAt: 0 };
   function first() {
     if (activity.firstInputMs < 0) activity.firstInputMs = Date.now() - since;
     // The page's first input is saved at once, later ones within a second.
@@ -273,6 +273,8 @@
   var onActivity = {
     mousemove: function () { activity.moves++; },
     wheel: function (e) { if (trusted(e)) page.wheels++; },
+    // Scrolls are counted, never taken for input: a script's scrollTo fires trusted ones too.
+    scroll: function () { page.scrolls++; },
     touchstart: function (e) { if (trusted(e)) page.touches++; },
     pointerdown: function (e) {
       if (e.pointerType !== "mouse") return;
@@ -361,7 +363,7 @@
     tick();
     var p = activitySummary("page");
     delete p.action;
-    p.clicks = page.clicks; p.wheels = page.wheels; p.touches = page.touches; p.left = page.left;
+    p.clicks = page.clicks; p.wheels = page.wheels; p.touches = page.touches; p.scrolls = page.scrolls; p.left = page.left;
     p.dwellMs = Date.now() - since; p.visibleMs = visibleMs; p.focusMs = focusMs;
     try { sessionStorage.setItem(KEY, JSON.stringify({ session: pageSession, lastInputAt: page.lastInputAt, page: p })); } catch (e) { /* full or blocked */ }
   }

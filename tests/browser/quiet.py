@@ -96,7 +96,9 @@ def cdp_driver(module, name):
                 if asyncio.iscoroutine(stopped):
                     await stopped
 
-        asyncio.run(run())
+        # The driver's own loop, left open as its documentation does: closing it under the
+        # browser's process transports prints a traceback at exit.
+        driver.loop().run_until_complete(run())
         return session
     return visit
 

@@ -153,6 +153,9 @@ pub struct PageSummary {
     /// Trusted touches.
     #[serde(default, deserialize_with = "integral")]
     pub touches: Option<u32>,
+    /// Scroll events: counted, never taken for input (a script's `scrollTo` fires them too).
+    #[serde(default, deserialize_with = "integral")]
+    pub scrolls: Option<u32>,
     /// How long the page was open, visible and focused.
     #[serde(default, deserialize_with = "integral")]
     pub dwell_ms: Option<u64>,
