@@ -964,7 +964,10 @@ mod abuse {
             (refused.status, refused.message()),
             (unknown.status, unknown.message())
         );
-        refused.expect_no("retry-after");
+        refused
+            .expect_no("retry-after")
+            .expect_no("access-control-allow-origin");
+        unknown.expect_no("access-control-allow-origin");
     }
 
     /// Issue 52: ids made of dots alone (`.`, `..`) are path segments of their own: refused

@@ -14,9 +14,10 @@ use super::extract::{Json, JsonBody, Members, Paging, bounded_body, has_media_ty
 use super::paths::BASE;
 use super::pipeline::{Call, Endpoint, Reply};
 use crate::detect::{Evidence, Headers, RequestLine, Signals};
+use crate::domain::plan::Refusal;
 use crate::domain::project::Origin;
 use crate::domain::{AddressedEvidence, Event, EventId, ProjectId, SessionId};
-use crate::service::{Detecting, Vigil};
+use crate::service::{Detecting, ServiceError, Vigil};
 use crate::store::{
     AccountStore, AgentStore, IdempotencyStore, ProjectStore, ResultStore, UsageStore,
     VelocityStore,
@@ -287,14 +288,23 @@ where
     let site = app.site(&visit.public_key, &origin).await?;
     *allowed = HeaderValue::from_str(origin.as_str()).ok();
     let evidence = request_evidence(ctx, req)?.with_signals(visit.signals);
-    Ok(app
+    let recorded = app
         .record_visit(
             &site,
             &visit.session,
             visit.session_token.as_deref(),
             &evidence,
         )
-        .await?)
+        .await;
+    match recorded {
+        // A page is answered exactly as for an unknown key (no CORS header either): it must
+        // not learn its customer's billing state, nor when the period ends (a Retry-After).
+        Err(ServiceError::Refused(Refusal::PlanInactive)) => {
+            *allowed = None;
+            Err(ServiceError::UnknownPublicKey.into())
+        }
+        other => Ok(other?),
+    }
 }
 
 /// The request's `Origin`, if it is one a browser sends.

@@ -12,6 +12,7 @@ use crate::detect::path::Page;
 use crate::detect::velocity::Velocity;
 use crate::domain::Flagged;
 use crate::domain::idempotency::{Once, Written};
+use crate::domain::plan::Refusal;
 use crate::domain::plan::Terms;
 use crate::domain::project::{Origin, origin_allowed};
 use crate::domain::session_token;
@@ -382,10 +383,8 @@ impl<S: ProjectStore + ResultStore + UsageStore + VelocityStore + AgentStore> Vi
         evidence: &AddressedEvidence,
     ) -> ServiceResult<String> {
         let (project, now) = (&site.project, self.now());
-        // A page is answered as for an unknown key: it must not learn its customer's billing
-        // state (nor when a period ends, which a Retry-After would tell it).
         if !site.terms.in_force(now) {
-            return Err(ServiceError::UnknownPublicKey);
+            return Err(ServiceError::Refused(Refusal::PlanInactive));
         }
         if project.require_session_token {
             let token = token.ok_or(ServiceError::SessionTokenRequired)?;
