@@ -112,18 +112,24 @@ def nodriver_visit(server, tmp, display, act):
     return session
 
 
-def undetected_visit(server, tmp, display, act):
+def undetected_chrome(tmp, session, display):
+    """undetected-chromedriver, headful on the display, given Debian's chromedriver (it never
+    downloads one) and a profile of its own."""
     import undetected_chromedriver as uc
-    from selenium.webdriver.common.by import By
-    session = session_id("undetected-chromedriver")
     os.environ["DISPLAY"] = display.name
     options = uc.ChromeOptions()
     options.binary_location = CHROMIUM
     if os.geteuid() == 0:
         options.add_argument("--no-sandbox")
-    driver = uc.Chrome(options=options, browser_executable_path=CHROMIUM, driver_executable_path=CHROMEDRIVER,
-                       headless=False, use_subprocess=True, version_main=int(chromium_major()),
-                       user_data_dir=f"{tmp}/{session}")
+    return uc.Chrome(options=options, browser_executable_path=CHROMIUM, driver_executable_path=CHROMEDRIVER,
+                     headless=False, use_subprocess=True, version_main=int(chromium_major()),
+                     user_data_dir=f"{tmp}/{session}")
+
+
+def undetected_visit(server, tmp, display, act):
+    from selenium.webdriver.common.by import By
+    session = session_id("undetected-chromedriver")
+    driver = undetected_chrome(tmp, session, display)
     try:
         driver.get(server.demo_url(session))
         wait_events(server, session, 1)

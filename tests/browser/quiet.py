@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from automation import CHROMEDRIVER, chromium_major, events, session_id, wait_events, xdotool  # noqa: E402
+from automation import session_id, undetected_chrome, wait_events, xdotool  # noqa: E402
 from demo import (CHROMIUM, FIREFOX, FIREFOX_PREFS, NODE_MODULES, PERSON_CHROMIUM_ARGS, QUIET, ROOT,  # noqa: E402
                   WIN_UA, Display, Server, codes)
 
@@ -104,16 +104,8 @@ def cdp_driver(module, name):
 
 
 def undetected_visit(server, tmp, display, rng):
-    import undetected_chromedriver as uc
     session = session_id("undetected-chromedriver")
-    os.environ["DISPLAY"] = display.name
-    options = uc.ChromeOptions()
-    options.binary_location = CHROMIUM
-    if os.geteuid() == 0:
-        options.add_argument("--no-sandbox")
-    driver = uc.Chrome(options=options, browser_executable_path=CHROMIUM, driver_executable_path=CHROMEDRIVER,
-                       headless=False, use_subprocess=True, version_main=int(chromium_major()),
-                       user_data_dir=f"{tmp}/{session}")
+    driver = undetected_chrome(tmp, session, display)
     try:
         for url in urls(server, session):
             driver.get(url)
