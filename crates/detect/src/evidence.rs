@@ -280,34 +280,33 @@ where
 }
 
 /// A member that must be a JSON object, or null: serde's derived structs also read an array by
-/// position (`"activity": [null, null]`), which no agent sends and which would pass unseen.
+/// position (`"activity": [null, null]`), which no agent sends and which would pass unseen. Read
+/// in place (no intermediate value: the collect route reads these on every visit).
 fn object<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
 where
     D: serde::Deserializer<'de>,
-    T: serde::de::DeserializeOwned,
+    T: Deserialize<'de>,
 {
-    use serde::de::Error;
-    match Option::<serde_json::Value>::deserialize(d)? {
-        None | Some(serde_json::Value::Null) => Ok(None),
-        Some(v @ serde_json::Value::Object(_)) => serde_json::from_value(v)
-            .map(Some)
-            .map_err(D::Error::custom),
-        Some(other) => Err(D::Error::custom(format!(
-            "invalid type: {}, expected an object",
-            kind(&other)
-        ))),
+    struct Object<T>(std::marker::PhantomData<T>);
+    impl<'de, T: Deserialize<'de>> serde::de::Visitor<'de> for Object<T> {
+        type Value = Option<T>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("an object or null")
+        }
+        fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_none<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_some<S: serde::Deserializer<'de>>(self, d: S) -> Result<Self::Value, S::Error> {
+            d.deserialize_any(self)
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+            T::deserialize(serde::de::value::MapAccessDeserializer::new(map)).map(Some)
+        }
     }
-}
-
-fn kind(v: &serde_json::Value) -> &'static str {
-    match v {
-        serde_json::Value::Null => "null",
-        serde_json::Value::Bool(_) => "boolean",
-        serde_json::Value::Number(_) => "number",
-        serde_json::Value::String(_) => "string",
-        serde_json::Value::Array(_) => "array",
-        serde_json::Value::Object(_) => "object",
-    }
+    d.deserialize_any(Object(std::marker::PhantomData))
 }
 
 /// `navigator.userAgentData`.
