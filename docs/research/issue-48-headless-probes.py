@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "browser"))
-from demo import CHROMIUM, PERSON_CHROMIUM_ARGS, QUIET, WIN_UA, Display, free_port  # noqa: E402
+from demo import CHROMIUM, PERSON_CHROMIUM_ARGS, QUIET, Display, free_port  # noqa: E402
 
 PROBES = """(async () => {
   const o = {};
@@ -91,18 +91,10 @@ def person(url, tmp, display):
 
 def pydoll_headless(url, tmp):
     from pydoll.browser import Chrome
-    from pydoll.browser.options import ChromiumOptions
+    from quiet import pydoll_options
 
     async def run():
-        options = ChromiumOptions()
-        options.binary_location = CHROMIUM
-        options.headless = True
-        for a in QUIET:
-            if a not in ("--no-first-run", "--no-default-browser-check"):
-                options.add_argument(a)
-        options.add_argument(f"--user-data-dir={tmp}/pydoll")
-        options.add_argument(f"--user-agent={WIN_UA}")
-        async with Chrome(options=options) as browser:
+        async with Chrome(options=pydoll_options(f"{tmp}/pydoll", headless=True)) as browser:
             tab = await browser.start()
             await tab.go_to(url)
             r = await tab.execute_script(PROBES, await_promise=True, return_by_value=True)

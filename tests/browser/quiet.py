@@ -115,26 +115,31 @@ def undetected_visit(server, tmp, display, rng):
     return session
 
 
+def pydoll_options(profile, headless):
+    """pydoll's options on Debian's Chromium; headless with a borrowed Windows user agent, which
+    pydoll spreads to client hints, navigator.platform and Workers."""
+    from pydoll.browser.options import ChromiumOptions
+    options = ChromiumOptions()
+    options.binary_location = CHROMIUM
+    options.headless = headless
+    for a in QUIET:
+        # pydoll adds these two itself, and refuses an argument given twice.
+        if a not in ("--no-first-run", "--no-default-browser-check"):
+            options.add_argument(a)
+    options.add_argument(f"--user-data-dir={profile}")
+    if headless:
+        options.add_argument(f"--user-agent={WIN_UA}")
+    return options
+
+
 def pydoll_visit(headless):
     def visit(server, tmp, display, rng):
         from pydoll.browser import Chrome
-        from pydoll.browser.options import ChromiumOptions
         session = session_id("pydoll-headless-windows" if headless else "pydoll")
 
         async def run():
             os.environ["DISPLAY"] = display.name
-            options = ChromiumOptions()
-            options.binary_location = CHROMIUM
-            options.headless = headless
-            for a in QUIET:
-                # pydoll adds these two itself, and refuses an argument given twice.
-                if a not in ("--no-first-run", "--no-default-browser-check"):
-                    options.add_argument(a)
-            options.add_argument(f"--user-data-dir={tmp}/{session}")
-            if headless:
-                # pydoll spreads the user agent to client hints, navigator.platform and Workers.
-                options.add_argument(f"--user-agent={WIN_UA}")
-            async with Chrome(options=options) as browser:
+            async with Chrome(options=pydoll_options(f"{tmp}/{session}", headless)) as browser:
                 tab = await browser.start()
                 for url in urls(server, session):
                     await tab.go_to(url)
