@@ -22,13 +22,13 @@ TOOLS_ENV     := PATH="$(CURDIR)/$(VENV_TOOLS)/bin:$$PATH" SAM_CLI_TELEMETRY=0
 # `sam validate` and `sam build` need a region but no account or credentials.
 SAM_OFFLINE   := $(TOOLS_ENV) AWS_REGION=us-east-1 AWS_DEFAULT_REGION=us-east-1
 
-.PHONY: help run test test-unit test-browser test-api lint agent agent-check fmt build sizes sam-build deploy tools clean bench bench-agent data wire-data eval cost links
+.PHONY: help run test test-unit test-browser test-network test-api lint agent agent-check fmt build sizes sam-build deploy tools clean bench bench-agent data wire-data eval cost links
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
 
 run: ## The whole API on http://127.0.0.1:3000/v1 over SQLite (vigil.db), with demo data
-	cargo run --bin vigil -- serve --demo
+	cargo run --bin vigil -- serve --demo --stun-port 3478
 
 $(VENV_TEST)/.installed: requirements-test.txt
 	$(PY) -m venv $(VENV_TEST)
@@ -71,6 +71,11 @@ test-browser: $(VENV_BROWSER)/.installed ## Real browsers and clients: the detec
 	$(VENV_BROWSER)/bin/python tests/browser/quiet.py
 	$(VENV_BROWSER)/bin/python tests/browser/dashboard.py
 	$(VENV_BROWSER)/bin/python tests/browser/reference.py
+
+test-network: ## The relay lab: network namespaces joined by a delaying wire, HTTP CONNECT and SOCKS5 exits, curl, Python and Chromium, direct and relayed (root, ip netns, /dev/net/tun)
+	scripts/browser-deps.sh
+	cargo build --bin vigil --locked
+	python3 tests/network/lab.py
 
 test-api: $(VENV_TEST)/.installed ## Schemathesis against vigil serve on SQLite and on the emulator (every check, stateful links)
 	cargo build --bin vigil --locked

@@ -84,6 +84,18 @@
     });
   }
 
+  // The page's STUN server; else the one `vigil serve` runs beside the API (it appends
+  // `Vigil.stunPort` to the script it serves), asked on the host the script came from.
+  // `stun: false` turns WebRTC off.
+  function stunServer(options) {
+    if (options.stun !== undefined) return options.stun;
+    try {
+      return Vigil.stunPort && script && script.src ? "stun:" + new URL(script.src).hostname + ":" + Vigil.stunPort : null;
+    } catch (e) {
+      return null;
+    }
+  }
+
   // ---- Browser integrity, as measured against drivers and people (docs/research).
 
   // A DevTools Protocol client with the Runtime domain on (every Playwright and Puppeteer driver)
@@ -421,7 +433,8 @@
     var s = {}, nav = global.navigator || {}, t0 = Date.now();
     var pending = early || offThread(options.timeout || 150);
     early = null;
-    pending = pending.concat(options.stun ? webrtcIps(options.stun, options.webrtcTimeout || 300) : []);
+    var stun = stunServer(options);
+    pending = pending.concat(stun ? webrtcIps(stun, options.webrtcTimeout || 300) : []);
     read(s, "webdriver", function () { return nav.webdriver === true; });
     read(s, "userAgent", function () { return nav.userAgent; });
     read(s, "uaData", function () {
@@ -533,5 +546,5 @@
     }, { capture: true, passive: true });
   } catch (e) { /* ignore */ }
 
-  var Vigil = global.Vigil = { collect: collect, action: action, signals: signals, version: "4", collectMs: undefined };
+  var Vigil = global.Vigil = { collect: collect, action: action, signals: signals, version: "5", collectMs: undefined };
 })(typeof window !== "undefined" ? window : this);

@@ -95,6 +95,7 @@ fn main() {
             ja4: Some(ja4.to_owned()),
             http_version: Some("2".to_owned()),
             header_order: header_order_of(headers.keys().map(|k| k.as_str())),
+            transport: None,
         });
         v
     };
@@ -126,6 +127,7 @@ fn main() {
             ja4: Some(browser.to_owned()),
             http_version: Some("2".to_owned()),
             header_order: header_order_of(headers.keys().map(|k| k.as_str())),
+            transport: None,
         });
         std::hint::black_box(engine.evaluate(std::hint::black_box(&v)));
         wired.push(t.elapsed());

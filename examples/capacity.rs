@@ -118,6 +118,7 @@ fn main() {
             reasons: verdict.reasons.clone(),
             engine_version: vigil::detect::ENGINE_VERSION.to_owned(),
             ja4: None,
+            transport: None,
             device: None,
             flagged: Flagged::at(
                 Score::HALF,

@@ -18,6 +18,8 @@ command -v certutil >/dev/null || missing+=(libnss3-tools)
 # downloads one), and xdotool for the people's operating-system input.
 command -v chromedriver >/dev/null || missing+=(chromium-driver)
 command -v xdotool >/dev/null || missing+=(xdotool)
+# The relay lab (make test-network): network namespaces and TUN devices.
+command -v ip >/dev/null || missing+=(iproute2)
 sudo=()
 [ "$(id -u)" -eq 0 ] || sudo=(sudo)
 if [ ${#missing[@]} -gt 0 ]; then

@@ -155,6 +155,11 @@ pub enum Command {
         /// SHA-256 is printed), for trying the wire evidence locally.
         #[arg(long)]
         tls_self_signed: bool,
+        /// Answer STUN binding requests (RFC 8489) on this UDP port of --addr's address; the agent
+        /// served here then asks it for the browser's public address (WebRTC), which shows a
+        /// visitor behind an HTTP or SOCKS proxy (`webrtc_ip_mismatch`). `make run` uses 3478.
+        #[arg(long, value_name = "PORT")]
+        stun_port: Option<u16>,
     },
     /// Load a seed file into the store.
     Seed {
@@ -378,6 +383,7 @@ async fn run_on<S: Store + ChangeFeed>(
             tls_cert,
             tls_key,
             tls_self_signed,
+            stun_port,
         } => {
             let tls = match (tls_cert, tls_key) {
                 (Some(cert), Some(key)) => Some(crate::http::tls::Tls::from_pem_files(&cert, &key)),
@@ -405,6 +411,7 @@ async fn run_on<S: Store + ChangeFeed>(
                 trust_proxy: trust_proxy.into(),
                 demo,
                 tls,
+                stun_port,
             };
             serve(app, store, addr, seed, Arc::new(dispatcher), limits).await
         }
@@ -620,6 +627,19 @@ async fn serve<S: Store + ChangeFeed>(
     let listen = |source| CliError::Listen { addr, source };
     let listener = tokio::net::TcpListener::bind(addr).await.map_err(listen)?;
     let local = listener.local_addr().map_err(listen)?;
+    let mut limits = limits;
+    if let Some(port) = limits.stun_port {
+        match tokio::net::UdpSocket::bind((addr.ip(), port)).await {
+            Ok(socket) => {
+                tokio::spawn(crate::http::stun::serve(socket));
+            }
+            // The API still serves; only the agent's WebRTC address goes unasked.
+            Err(e) => {
+                eprintln!("STUN not served: cannot bind UDP {}:{port}: {e}", addr.ip());
+                limits.stun_port = None;
+            }
+        }
+    }
     let scheme = if limits.tls.is_some() {
         "https"
     } else {
@@ -630,6 +650,9 @@ async fn serve<S: Store + ChangeFeed>(
     let mut banner = format!("vigil listening on {scheme}://{local}/v1\n");
     if let Some(tls) = &limits.tls {
         banner.push_str(&format!("certificate SHA-256: {}\n", tls.cert_sha256()));
+    }
+    if let Some(port) = limits.stun_port {
+        banner.push_str(&format!("STUN: udp {}:{port}\n", local.ip()));
     }
     banner.push_str(&format!("dashboard: {scheme}://{local}/dashboard\n"));
     banner.push_str(&format!("API reference: {scheme}://{local}/docs\n"));

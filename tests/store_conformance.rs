@@ -934,10 +934,18 @@ async fn events_and_public_keys_round_trip<S: Store>(store: S) {
     }))
     .unwrap();
     let device = vigil::domain::DeviceKey::of("sk_test", &signals).expect("enough signals");
+    let transport: vigil::detect::transport::Transport =
+        serde_json::from_value(serde_json::json!({
+            "tcpRttMs": 20.5, "endToEndRttMs": 131.2, "endToEndSamples": 3,
+            "syn": {"ttl": 117, "window": 64240, "mss": 1460, "windowScale": 8,
+                    "options": ["mss", "nop", "windowScale", "nop", "nop", "sackPermitted"]}
+        }))
+        .unwrap();
     evaluated.evaluation = Some(vigil::domain::Evaluation {
         reasons: vec![reason.clone()],
         engine_version: "vigil-detect/test".into(),
         ja4: Some("t13d1516h2_8daaf6152771_d8a2da3f94cd".into()),
+        transport: Some(transport.clone()),
         device: Some(device.clone()),
         flagged: Default::default(),
         agent: vigil::detect::Agent::NONE,
@@ -962,6 +970,11 @@ async fn events_and_public_keys_round_trip<S: Store>(store: S) {
         "the wire's fingerprint is kept with the event"
     );
     assert_eq!(
+        e.transport.as_ref(),
+        Some(&transport),
+        "and the connection's round trips and SYN"
+    );
+    assert_eq!(
         e.device.as_deref(),
         Some(device.as_str()),
         "and the device key"
@@ -973,8 +986,14 @@ async fn events_and_public_keys_round_trip<S: Store>(store: S) {
         .unwrap()
         .unwrap();
     assert_eq!(
-        (e.reasons.len(), e.engine_version, e.ja4, e.device),
-        (0, None, None, None)
+        (
+            e.reasons.len(),
+            e.engine_version,
+            e.ja4,
+            e.device,
+            e.transport
+        ),
+        (0, None, None, None, None)
     );
     assert_eq!(
         at_plain.seq,
@@ -1064,6 +1083,7 @@ fn evaluated(
             .collect(),
         engine_version: "vigil-detect/test".into(),
         ja4: None,
+        transport: None,
         device: None,
         flagged: Flagged::at(Score::HALF, score(bot), score(pv)),
         agent: vigil::detect::Agent::NONE,

@@ -19,6 +19,7 @@ pub mod reasons;
 mod rules;
 pub mod signature;
 pub mod table;
+pub mod transport;
 pub mod ua;
 pub mod velocity;
 mod visit;
@@ -611,6 +612,26 @@ mod tests {
             (
                 Code::TlsFingerprintMismatch,
                 with(home(), &["wire"], json!({"ja4": PYTHON_REQUESTS_JA4})),
+            ),
+            (
+                Code::RelayLatency,
+                with(
+                    home(),
+                    &["wire"],
+                    json!({"transport": {"tcpRttMs": 21.0, "endToEndRttMs": 143.5,
+                                         "endToEndSamples": 4}}),
+                ),
+            ),
+            (
+                // A Linux SYN (TTL 64, MSS then SACK permitted) under a Windows user agent.
+                Code::TcpOsMismatch,
+                with(
+                    home(),
+                    &["wire"],
+                    json!({"transport": {"syn": {"ttl": 61, "window": 64240, "mss": 1460,
+                        "windowScale": 7,
+                        "options": ["mss", "sackPermitted", "timestamp", "nop", "windowScale"]}}}),
+                ),
             ),
             (
                 Code::ScriptedInput,

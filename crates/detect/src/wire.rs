@@ -18,7 +18,7 @@ use crate::DataError;
 pub const MAX_HEADER_NAMES: usize = 64;
 
 /// What the wire said of one request. Every part is optional; absent, it is no evidence.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Wire {
     /// The ClientHello's JA4 fingerprint (`t13d1516h2_8daaf6152771_d8a2da3f94cd`).
@@ -30,6 +30,9 @@ pub struct Wire {
     /// The request's header names in the order sent, lower-cased, pseudo-headers left out.
     #[serde(default, deserialize_with = "header_order")]
     pub header_order: Option<Vec<String>>,
+    /// The connection's round trips and SYN ([`crate::transport`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transport: Option<crate::transport::Transport>,
 }
 
 impl Wire {

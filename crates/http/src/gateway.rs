@@ -129,6 +129,9 @@ impl Edge {
             ja4,
             http_version,
             header_order,
+            // CloudFront ends the viewer's TCP at its edge and forwards no round trip or SYN
+            // (docs/detection.md, "What the AWS path measures").
+            transport: None,
         };
         ctx.wire = (wire != Wire::default()).then_some(wire);
         ctx

@@ -370,6 +370,32 @@ pub fn agent_script(req: &Request) -> Response<Body> {
     crate::statics::asset(req, &AGENT.0, &AGENT.1, "text/javascript; charset=utf-8")
 }
 
+/// The agent as `vigil serve` serves it beside its own STUN server ([`crate::stun`]): told the
+/// port, it asks that server, on the host it was loaded from, for the browser's public address
+/// (unless the page passes `stun` itself, or `stun: false`).
+#[derive(Debug, Clone)]
+pub struct StunAgent {
+    body: String,
+    etag: String,
+}
+
+impl StunAgent {
+    pub fn new(stun_port: u16) -> Self {
+        let body = format!("{AGENT_SOURCE}\n;Vigil.stunPort={stun_port};\n");
+        let etag = crate::statics::etag(&body);
+        Self { body, etag }
+    }
+
+    pub fn answer(&self, req: &Request) -> Response<Body> {
+        crate::statics::asset(
+            req,
+            &self.body,
+            &self.etag,
+            "text/javascript; charset=utf-8",
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -20,6 +20,8 @@ pub mod reply;
 pub mod routes;
 pub mod server;
 pub mod statics;
+pub mod stun;
+pub mod tcp;
 pub mod tls;
 
 // The layers below, named as the modules here name them.

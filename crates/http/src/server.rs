@@ -27,6 +27,7 @@ use crate::extract::UnreadableBody;
 use crate::routes::{Route, with_routes};
 use crate::service::{Detecting, Vigil};
 use crate::store::Store;
+use crate::tcp::{Metered, Physics};
 use crate::{ApiError, Context, Resolved, Router, auth};
 
 /// Largest request body read; API Gateway's own limit is far higher, but no route needs more.
@@ -48,6 +49,8 @@ pub struct Limits {
     pub demo: bool,
     /// HTTPS (HTTP/2 and HTTP/1.1 by ALPN) with this certificate; plain HTTP/1.1 when None.
     pub tls: Option<crate::tls::Tls>,
+    /// The UDP port of the server's STUN service, which the agent it serves then uses.
+    pub stun_port: Option<u16>,
 }
 
 /// Proxy ranges whose `X-Forwarded-For` is believed. Empty: none, the peer is the client.
@@ -115,6 +118,7 @@ impl Default for Limits {
             trust_proxy: TrustedProxies::default(),
             demo: false,
             tls: None,
+            stun_port: None,
         }
     }
 }
@@ -127,6 +131,14 @@ pub async fn serve<S: Store>(
     shutdown: impl std::future::Future<Output = ()>,
 ) -> std::io::Result<()> {
     let router = Arc::new(Router::new());
+    let agent = limits
+        .stun_port
+        .map(|p| Arc::new(crate::ingest::StunAgent::new(p)));
+    // Each connection's SYN, for the wire evidence (`crate::tcp`); a kernel that refuses it
+    // costs that evidence only.
+    if let Err(e) = crate::tcp::save_syns(&listener) {
+        tracing::warn!(error = %e, "the listener cannot save SYNs; visits carry no SYN");
+    }
     let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
     let mut http = http1::Builder::new();
     http.timer(TokioTimer::new())
@@ -154,6 +166,8 @@ pub async fn serve<S: Store>(
             () = &mut shutdown => return Ok(()),
         };
         let _ = stream.set_nodelay(true);
+        let physics = Physics::new(crate::tcp::saved_syn(&stream));
+        let stream = Metered::new(stream, physics.clone());
         let (app, router, http) = (app.clone(), router.clone(), http.clone());
         let mut conn = Connection {
             peer: peer.ip(),
@@ -161,6 +175,8 @@ pub async fn serve<S: Store>(
             trust_proxy: limits.trust_proxy.clone(),
             demo: limits.demo,
             tls: None,
+            physics,
+            agent: agent.clone(),
         };
         let tls = limits.tls.clone();
         tokio::spawn(async move {
@@ -170,15 +186,18 @@ pub async fn serve<S: Store>(
                     http.serve_connection(TokioIo::new(stream), service).await
                 }
                 Some(tls) => {
-                    let (stream, ja4, h2) = match tls.accept(stream, conn.body_timeout).await {
+                    let (stream, shook, h2) = match tls.accept(stream, conn.body_timeout).await {
                         Ok(accepted) => accepted,
                         Err(e) => {
                             tracing::debug!(error = %e, "TLS handshake failed");
                             return;
                         }
                     };
+                    if let Some(took) = shook.round_trip {
+                        conn.physics.end_to_end(took);
+                    }
                     conn.tls = Some(ConnectionTls {
-                        ja4: ja4.map(Arc::from),
+                        ja4: shook.ja4.map(Arc::from),
                     });
                     let (service, io) = (service(app, router, conn), TokioIo::new(stream));
                     if h2 {
@@ -225,6 +244,10 @@ struct Connection {
     demo: bool,
     /// What the TLS handshake showed; None on plain HTTP.
     tls: Option<ConnectionTls>,
+    /// The connection's SYN and round trips, as measured so far.
+    physics: Arc<Physics>,
+    /// The agent that names the server's STUN port, when it runs one.
+    agent: Option<Arc<crate::ingest::StunAgent>>,
 }
 
 #[derive(Debug, Clone)]
@@ -234,11 +257,17 @@ struct ConnectionTls {
 }
 
 impl Connection {
-    /// The wire evidence of one request on this connection: on HTTPS, the connection's JA4 with
-    /// the request's HTTP version and header order; nothing on plain HTTP, where the server
-    /// cannot tell a browser's connection from a script's.
+    /// The wire evidence of one request on this connection: the connection's SYN and round
+    /// trips so far and, on HTTPS, its JA4 with the request's HTTP version and header order
+    /// (not on plain HTTP, where the server cannot tell a browser's connection from a script's).
     fn wire<B>(&self, req: &http::Request<B>) -> Option<Wire> {
-        let tls = self.tls.as_ref()?;
+        let transport = self.physics.transport();
+        let Some(tls) = self.tls.as_ref() else {
+            return transport.map(|t| Wire {
+                transport: Some(t),
+                ..Wire::default()
+            });
+        };
         let version = match req.version() {
             http::Version::HTTP_10 => "1.0",
             http::Version::HTTP_2 => "2",
@@ -249,8 +278,9 @@ impl Connection {
             ja4: tls.ja4.as_deref().map(str::to_owned),
             http_version: Some(version.to_owned()),
             header_order: header_order_of(req.headers().keys().map(|k| k.as_str())),
+            transport,
         };
-        tracing::debug!(ja4 = ?wire.ja4, version, headers = ?wire.header_order, "wire");
+        tracing::debug!(ja4 = ?wire.ja4, version, headers = ?wire.header_order, transport = ?wire.transport, "wire");
         Some(wire)
     }
 }
@@ -364,6 +394,11 @@ async fn answer<S: Store>(
                 .collect::<HashMap<_, _>>(),
         )
         .with_query_string_parameters(query);
+    if route == Route::AgentScript
+        && let Some(agent) = &conn.agent
+    {
+        return agent.answer(&req);
+    }
     route_to(app, route, ctx, req).await
 }
 

@@ -108,15 +108,16 @@ impl Tls {
     }
 
     /// Reads the ClientHello off `stream` within `timeout`, fingerprints it, and completes the
-    /// handshake on the same bytes. Returns the TLS stream, the JA4 (None when the ClientHello
-    /// could not be read as one) and whether HTTP/2 was agreed.
+    /// handshake on the same bytes. Returns the TLS stream, what the handshake showed (the JA4,
+    /// None when the ClientHello could not be read as one; its round trip) and whether HTTP/2
+    /// was agreed.
     pub async fn accept<S>(
         &self,
         mut stream: S,
         timeout: Duration,
     ) -> io::Result<(
         tokio_rustls::server::TlsStream<Prefixed<S>>,
-        Option<String>,
+        Handshake,
         bool,
     )>
     where
@@ -130,13 +131,27 @@ impl Tls {
             prefix: raw,
             at: 0,
             inner: stream,
+            first_write: None,
         };
         let tls = tokio::time::timeout(timeout, self.acceptor.accept(prefixed))
             .await
             .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "TLS handshake timed out"))??;
+        // The server's first flight left at the first write; the handshake ends when the
+        // client's answer to it (its Finished) has been read: one round trip to the client
+        // itself, wherever TCP ends, and the client's own work on the flight.
+        let round_trip = tls.get_ref().0.first_write.map(|at| at.elapsed());
         let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
-        Ok((tls, ja4, h2))
+        Ok((tls, Handshake { ja4, round_trip }, h2))
     }
+}
+
+/// What a connection's TLS handshake showed.
+#[derive(Debug, Clone)]
+pub struct Handshake {
+    /// The ClientHello's JA4.
+    pub ja4: Option<String>,
+    /// From the server's first flight to the end of the handshake.
+    pub round_trip: Option<Duration>,
 }
 
 /// Reads whole TLS records until they hold the first handshake message. Returns every byte
@@ -301,10 +316,12 @@ pub fn ja4(handshake: &[u8]) -> Option<String> {
 }
 
 /// A stream whose first bytes were already read: they are handed out again before the rest.
+/// It notes when the server first wrote (its first handshake flight).
 pub struct Prefixed<S> {
     prefix: Vec<u8>,
     at: usize,
     inner: S,
+    first_write: Option<std::time::Instant>,
 }
 
 impl<S: AsyncRead + Unpin> AsyncRead for Prefixed<S> {
@@ -334,6 +351,9 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Prefixed<S> {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
+        if self.first_write.is_none() && !buf.is_empty() {
+            self.first_write = Some(std::time::Instant::now());
+        }
         Pin::new(&mut self.inner).poll_write(cx, buf)
     }
 
@@ -434,6 +454,7 @@ mod tests {
             prefix: b"ab".to_vec(),
             at: 0,
             inner: &b"cd"[..],
+            first_write: None,
         };
         let mut all = String::new();
         p.read_to_string(&mut all).await.unwrap();

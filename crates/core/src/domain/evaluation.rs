@@ -13,6 +13,8 @@ pub struct Evaluation {
     pub engine_version: String,
     /// The JA4 fingerprint of the visit's TLS connection, where the wire was seen.
     pub ja4: Option<String>,
+    /// The connection's round trips and SYN, where the server or an edge measured them.
+    pub transport: Option<crate::detect::transport::Transport>,
     /// The project's key for the visit's browser (see [`super::DeviceKey`]).
     pub device: Option<super::DeviceKey>,
     /// Whether the visit counts as a bot and as a proxy in the project's statistics.

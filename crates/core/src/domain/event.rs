@@ -90,6 +90,9 @@ pub struct Event {
     /// The JA4 fingerprint of the visit's TLS connection; null where the wire was not seen
     /// (plain HTTP, or an events call without `wire`).
     pub ja4: Option<String>,
+    /// The visit's connection as measured: the TCP and end-to-end round trips and the SYN;
+    /// null where they were not (AWS's edge, or an events call without them).
+    pub transport: Option<crate::detect::transport::Transport>,
     /// The project's key for the visit's browser, which links its sessions (null without enough
     /// of the agent's signals).
     pub device: Option<String>,

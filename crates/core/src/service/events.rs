@@ -161,11 +161,9 @@ impl<S: ProjectStore + ResultStore + VelocityStore + AgentStore> Vigil<S, Detect
         } = found;
         let project = &p.id;
         let ip_address = evidence.address();
-        let ja4 = evidence
-            .evidence()
-            .wire
-            .as_ref()
-            .and_then(|w| w.ja4.clone());
+        let wire = evidence.evidence().wire.as_ref();
+        let ja4 = wire.and_then(|w| w.ja4.clone());
+        let transport = wire.and_then(|w| w.transport.clone());
         // The session's path with this page added, judged now and kept by the summary's write
         // (which adds the page again to the summary it writes over, should another write of
         // the session have landed meanwhile).
@@ -203,6 +201,7 @@ impl<S: ProjectStore + ResultStore + VelocityStore + AgentStore> Vigil<S, Detect
                 reasons: verdict.reasons.clone(),
                 engine_version: ENGINE_VERSION.to_owned(),
                 ja4: ja4.clone(),
+                transport: transport.clone(),
                 device: device.clone(),
                 flagged,
                 agent: verdict.agent.clone(),
@@ -225,6 +224,7 @@ impl<S: ProjectStore + ResultStore + VelocityStore + AgentStore> Vigil<S, Detect
             reasons,
             engine_version: Some(ENGINE_VERSION.to_owned()),
             ja4,
+            transport,
             device: device.map(|d| d.as_str().to_owned()),
             agent: Some(verdict.agent),
             allowed,

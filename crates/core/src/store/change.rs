@@ -157,6 +157,7 @@ pub(crate) mod tests {
             reasons: vec![reason.clone()],
             engine_version: "vigil-detect/test".into(),
             ja4: None,
+            transport: None,
             device: None,
             flagged: Default::default(),
             agent: crate::detect::Agent::NONE,

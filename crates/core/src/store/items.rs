@@ -287,6 +287,8 @@ pub struct ResultItem {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ja4: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transport: Option<crate::detect::transport::Transport>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<crate::detect::Agent>,
@@ -318,6 +320,7 @@ impl ResultItem {
                 .unwrap_or_default(),
             engine_version: r.evaluation.as_ref().map(|e| e.engine_version.clone()),
             ja4: r.evaluation.as_ref().and_then(|e| e.ja4.clone()),
+            transport: r.evaluation.as_ref().and_then(|e| e.transport.clone()),
             device: r
                 .evaluation
                 .as_ref()
@@ -346,6 +349,7 @@ impl ResultItem {
             reasons: self.reasons,
             engine_version: self.engine_version,
             ja4: self.ja4,
+            transport: self.transport,
             device: self.device,
             agent: self.agent,
             allowed: self.allowed,

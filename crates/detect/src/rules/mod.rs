@@ -11,6 +11,7 @@ mod language;
 mod path;
 mod place;
 mod proxy_headers;
+mod relay;
 mod user_agent;
 mod velocity;
 mod webrtc;
@@ -33,6 +34,7 @@ pub const RULES: &[(&str, Rule)] = &[
     ("proxy_headers", proxy_headers::reasons),
     ("language", language::reasons),
     ("wire", wire::reasons),
+    ("relay", relay::reasons),
     ("velocity", velocity::reasons),
     ("path", path::reasons),
 ];
