@@ -304,6 +304,77 @@ mod black_box {
         assert!(event["scoreBot"].as_f64().unwrap() < 0.5, "{event}");
     }
 
+    /// An edge that ends the visitor's TCP passes the connection's physics as `wire.transport`:
+    /// an end-to-end round trip far beyond the TCP one is a relay, the event shows what was
+    /// measured, and a measurement that cannot be one is refused with the field named.
+    #[tokio::test]
+    async fn the_events_route_judges_the_transport_a_backend_passes() {
+        let srv = Server::seeded(&fixture(vec![]));
+        let body = |transport: serde_json::Value| {
+            json!({"ipAddress": "84.128.0.1", "userAgent": "curl/8.5.0",
+                   "wire": {"transport": transport}})
+            .to_string()
+        };
+        let relayed = json!({"tcpRttMs": 21.0, "endToEndRttMs": 96.5, "endToEndSamples": 3,
+            "syn": {"ttl": 49, "window": 64240, "mss": 1460, "windowScale": 7,
+                    "options": ["mss", "sackPermitted", "timestamp", "nop", "windowScale"]}});
+        let r = srv.post(KEY1, EVENTS, &body(relayed.clone())).await;
+        assert_eq!(r.status, 201, "{}", r.body);
+        let event = r.json()["data"].clone();
+        assert!(codes(&event).contains(&"relay_latency"), "{event}");
+        assert!(event["scoreProxyVpn"].as_f64().unwrap() >= 0.9, "{event}");
+        assert_eq!(event["transport"], relayed);
+        // A slow line is slow end to end and over TCP alike: no relay.
+        let r = srv
+            .post(
+                KEY1,
+                EVENTS,
+                &body(json!({"tcpRttMs": 580.0, "endToEndRttMs": 640.0})),
+            )
+            .await;
+        assert_eq!(r.status, 201, "{}", r.body);
+        let event = r.json()["data"].clone();
+        assert!(!codes(&event).contains(&"relay_latency"), "{event}");
+        for bad in [
+            json!({"tcpRttMs": -3}),
+            json!({"syn": {"ttl": 64}}),
+            json!({"rttMs": 5}),
+        ] {
+            let r = srv.post(KEY1, EVENTS, &body(bad.clone())).await;
+            assert_eq!(r.status, 400, "{bad}: {}", r.body);
+            assert!(r.body.contains("wire"), "{bad}: {}", r.body);
+        }
+    }
+
+    /// A rotating residential pool: one browser (one device key) relayed through six exits in a
+    /// few minutes. Each visit is a relay by physics, and the device's address churn counts
+    /// across them: both scores high, both reasons named.
+    #[tokio::test]
+    async fn a_relayed_device_rotating_exits_is_both_relayed_and_churning() {
+        let srv = Server::seeded(&fixture(vec![]));
+        let chrome = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0.0.0 Safari/537.36";
+        let mut last = serde_json::Value::Null;
+        for i in 1..=6 {
+            let body = json!({"ipAddress": format!("84.128.{i}.7"), "userAgent": chrome, "signals": {
+                "userAgent": chrome, "webglRenderer": "ANGLE (Intel)", "screenWidth": 1920,
+                "screenHeight": 1080, "hardwareConcurrency": 8, "maxTouchPoints": 0,
+                "timeZone": "Europe/Berlin", "languages": ["de-DE"], "evalLength": 33,
+                "productSub": "20030107"},
+                "wire": {"transport": {"tcpRttMs": 18.0, "endToEndRttMs": 140.0, "endToEndSamples": 4}}});
+            let path = format!("/v1/projects/prj_1/sessions/pool{i}/events");
+            let r = srv.post(KEY1, &path, &body.to_string()).await;
+            assert_eq!(r.status, 201, "{}", r.body);
+            last = r.json()["data"].clone();
+        }
+        let c = codes(&last);
+        assert!(
+            c.contains(&"relay_latency") && c.contains(&"address_churn"),
+            "{last}"
+        );
+        assert!(last["scoreProxyVpn"].as_f64().unwrap() >= 0.9, "{last}");
+        assert!(last["scoreBot"].as_f64().unwrap() >= 0.5, "{last}");
+    }
+
     /// A browser's sessions share the project's key for it; another browser gets another.
     #[tokio::test]
     async fn a_browsers_sessions_share_its_device_key() {

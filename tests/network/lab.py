@@ -19,7 +19,7 @@ Cases (each asserted):
 - an exit with a Windows-like stack (TTL 128, no timestamps) relaying a Linux user agent:
   tcp_os_mismatch and scoreProxyVpn >= 0.5; a Windows user agent through it: no mismatch;
 - Chromium behind the HTTP proxy with the agent's STUN on: webrtc_ip_mismatch;
-- one device through several exits: the relay's score and address_churn together.
+- one browser through a rotating pool's exits: relay_latency and address_churn together.
 
 Needs root, `ip netns` and /dev/net/tun. Writes target/network/table.md.
 """
@@ -50,6 +50,8 @@ VISITOR, EXIT_A, EXIT_B, SERVER = "216.160.83.56", "89.160.20.1", "89.160.20.112
 CONTROL_ROOT, CONTROL_SERVER = "10.199.47.1", "10.199.47.2"
 HOST = "shop.lab"
 API_PORT, PAGE_PORT, STUN_PORT, HTTP_PROXY, SOCKS_PROXY = 8443, 8444, 3478, 3128, 1080
+# A rotating pool on the same exit: each connection leaves from the next of these addresses.
+POOL, POOL_HTTP, POOL_SOCKS = [f"89.160.20.{i}" for i in range(113, 118)], 3129, 1081
 ORIGIN = f"https://{HOST}:{PAGE_PORT}"
 COLLECT = f"https://{HOST}:{API_PORT}/v1/collect"
 NEAR = 20  # ms between the exit and the server: the exit is near the site, as pools choose
@@ -105,6 +107,8 @@ class Lab:
         sh(*ns(NS_V, "ip", "route", "add", "default", "dev", "va"))
         sh(*ns(NS_S, "ip", "route", "add", "default", "dev", "sb"))
         sh(*ns(NS_X, "sysctl", "-qw", "net.ipv4.ip_forward=1"))
+        for a in POOL:
+            sh(*ns(NS_X, "ip", "addr", "add", f"{a}/32", "dev", "xb"))
         # The harness reaches the API over a link of its own, without delay.
         sh("ip", "link", "add", "vgl-ctl", "type", "veth", "peer", "name", "ctl", "netns", NS_S)
         sh("ip", "addr", "add", f"{CONTROL_ROOT}/30", "dev", "vgl-ctl")
@@ -116,6 +120,8 @@ class Lab:
         self.links(40, NEAR)
         self.wire = self.start([sys.executable, HERE / "wire.py", self.wire_config], "wire ready")
         self.start(ns(NS_X, sys.executable, HERE / "proxy.py", HTTP_PROXY, SOCKS_PROXY), "proxies ready")
+        self.start(ns(NS_X, sys.executable, HERE / "proxy.py", POOL_HTTP, POOL_SOCKS, ",".join(POOL)),
+                   "proxies ready")
         self.serve()
         self.page_server()
         return self
@@ -217,7 +223,7 @@ def proxy_args(kind):
     return {None: [], "http": ["http", EXIT_A, HTTP_PROXY], "socks5": ["socks5", EXIT_A, SOCKS_PROXY]}[kind]
 
 
-def visit(lab, client, proxy, ua=None, stun=False):
+def visit(lab, client, proxy, ua=None, stun=False, port=None):
     """One visit by `client` (curl, python, chromium) through `proxy` (None, http, socks5).
     Returns its event."""
     session = f"{client}-{uuid.uuid4().hex[:10]}"
@@ -227,8 +233,8 @@ def visit(lab, client, proxy, ua=None, stun=False):
             url += f"&stun=stun:{SERVER}:{STUN_PORT}"
         flags = [f"--user-data-dir={lab.tmp / ('chromium-' + session)}", *CHROMIUM_FLAGS]
         if proxy:
-            flags.append(f"--proxy-server={'socks5' if proxy == 'socks5' else 'http'}://{EXIT_A}:"
-                         f"{SOCKS_PROXY if proxy == 'socks5' else HTTP_PROXY}")
+            port = port or (SOCKS_PROXY if proxy == "socks5" else HTTP_PROXY)
+            flags.append(f"--proxy-server={'socks5' if proxy == 'socks5' else 'http'}://{EXIT_A}:{port}")
         if ua:
             flags.append(f"--user-agent={ua}")
         env = dict(os.environ, TZ="America/Los_Angeles", LANG="en_US.UTF-8")
@@ -331,6 +337,15 @@ def main():
         check("webrtc_ip_mismatch" in codes(e),
               f"chromium via http with STUN: {sorted(codes(e))}, " +
               next((r["detail"] for r in e["reasons"] if r["code"] == "webrtc_ip_mismatch"), "no WebRTC reason"))
+
+        print("== one browser rotating through a pool's exits (velocity meets physics)")
+        addresses = set()
+        for _ in range(6):
+            e = visit(lab, "chromium", "http", port=POOL_HTTP)
+            addresses.add(e["ipAddress"])
+        check({"relay_latency", "address_churn"} <= codes(e) and e["scoreProxyVpn"] >= 0.9,
+              f"chromium via {len(addresses)} exits of a pool: scoreBot {e['scoreBot']}, scoreProxyVpn "
+              f"{e['scoreProxyVpn']}, {sorted(codes(e))}")
 
     table = ["| relay adds | client | proxy | relay_latency and scoreProxyVpn >= 0.9 |", "|---|---|---|---|"]
     for added, client, proxy, hits, n in rows:

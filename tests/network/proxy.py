@@ -3,12 +3,15 @@
 as a residential proxy network's exit node runs them. Each ends the client's TCP connection and
 opens its own to the target, so the server sees the exit's TCP stack and round trip.
 
-    proxy.py HTTP_PORT SOCKS_PORT
+    proxy.py HTTP_PORT SOCKS_PORT [SOURCE,SOURCE,...]
+
+With SOURCEs, each outgoing connection leaves from the next of them in turn: a rotating pool.
 
 Only the standard library: the lab runs before any virtualenv exists.
 """
 
 import asyncio
+import itertools
 import ipaddress
 import socket
 import struct
@@ -29,9 +32,13 @@ async def pipe(reader, writer):
             pass
 
 
+SOURCES = itertools.cycle([None])
+
+
 async def splice(client_r, client_w, host, port, answer_ok, answer_fail):
+    source = next(SOURCES)
     try:
-        up_r, up_w = await asyncio.open_connection(host, port)
+        up_r, up_w = await asyncio.open_connection(host, port, local_addr=(source, 0) if source else None)
     except OSError:
         client_w.write(answer_fail)
         await client_w.drain()
@@ -87,4 +94,6 @@ async def main(http_port, socks_port):
 
 
 if __name__ == "__main__":
+    if len(sys.argv) > 3:
+        SOURCES = itertools.cycle(sys.argv[3].split(","))
     asyncio.run(main(int(sys.argv[1]), int(sys.argv[2])))
