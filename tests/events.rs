@@ -21,6 +21,7 @@ mod lambda {
         e["reasons"] = json!([]);
         e["engineVersion"] = Value::Null;
         e["ja4"] = Value::Null;
+        e["transport"] = Value::Null;
         e["device"] = Value::Null;
         e["agent"] = Value::Null;
         e["allowed"] = json!(false);
@@ -442,8 +443,8 @@ mod black_box {
             .collect();
         assert_eq!(
             keys.len(),
-            12,
-            "id, sessionId, createdAt, ipAddress, scores, reasons, engineVersion, ja4, device, agent, allowed: {keys:?}"
+            13,
+            "id, sessionId, createdAt, ipAddress, scores, reasons, engineVersion, ja4, transport, device, agent, allowed: {keys:?}"
         );
         assert_eq!(event["ja4"], Value::Null, "no wire in the evidence");
         assert_eq!(

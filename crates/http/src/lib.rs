@@ -14,6 +14,7 @@ pub mod handlers;
 pub mod ingest;
 pub mod insight;
 pub mod paths;
+pub mod ping;
 pub mod pipeline;
 pub mod reference;
 pub mod reply;

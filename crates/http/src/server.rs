@@ -32,6 +32,10 @@ use crate::{ApiError, Context, Resolved, Router, auth};
 
 /// Largest request body read; API Gateway's own limit is far higher, but no route needs more.
 const MAX_BODY: usize = 1024 * 1024;
+/// How long a visit on a new HTTP/2 connection waits for its first PING's answer: twice the
+/// handshake's round trip, within these bounds.
+const PING_WAIT_MIN: Duration = Duration::from_millis(20);
+const PING_WAIT_MAX: Duration = Duration::from_secs(1);
 /// Largest request head (request line and headers) read; a larger one is refused with 431.
 pub const MAX_HEAD_BYTES: usize = 16 * 1024;
 
@@ -198,15 +202,19 @@ pub async fn serve<S: Store>(
                     }
                     conn.tls = Some(ConnectionTls {
                         ja4: shook.ja4.map(Arc::from),
+                        h2,
                     });
-                    let (service, io) = (service(app, router, conn), TokioIo::new(stream));
+                    let physics = conn.physics.clone();
+                    let service = service(app, router, conn);
                     if h2 {
+                        // PINGs of the server's own time the path to the client (crate::ping).
+                        let io = TokioIo::new(crate::ping::Pinger::new(stream, physics));
                         http2::Builder::new(TokioExecutor::new())
                             .max_header_list_size(MAX_HEAD_BYTES as u32)
                             .serve_connection(io, service)
                             .await
                     } else {
-                        http.serve_connection(io, service).await
+                        http.serve_connection(TokioIo::new(stream), service).await
                     }
                 }
             };
@@ -254,13 +262,25 @@ struct Connection {
 struct ConnectionTls {
     /// The ClientHello's JA4, computed once for the connection.
     ja4: Option<Arc<str>>,
+    /// HTTP/2, whose PINGs time the path to the client (`crate::ping`).
+    h2: bool,
 }
 
 impl Connection {
     /// The wire evidence of one request on this connection: the connection's SYN and round
     /// trips so far and, on HTTPS, its JA4 with the request's HTTP version and header order
     /// (not on plain HTTP, where the server cannot tell a browser's connection from a script's).
-    fn wire<B>(&self, req: &http::Request<B>) -> Option<Wire> {
+    async fn wire<B>(&self, req: &http::Request<B>) -> Option<Wire> {
+        // A visit that opens its HTTP/2 connection comes with the first PING still out: it
+        // waits for that answer, at most about one round trip, so that it is judged on a PING
+        // (which the client answers at once) and not only on the handshake (which carries the
+        // client's certificate checks).
+        if self.tls.as_ref().is_some_and(|t| t.h2)
+            && let Some(handshake) = self.physics.end_to_end_min()
+        {
+            let limit = (handshake * 2).clamp(PING_WAIT_MIN, PING_WAIT_MAX);
+            self.physics.samples(2, limit).await;
+        }
         let transport = self.physics.transport();
         let Some(tls) = self.tls.as_ref() else {
             return transport.map(|t| Wire {
@@ -426,7 +446,7 @@ async fn context<S: Store, B>(
         direct: !conn.trust_proxy.trusts(conn.peer),
         // Only a visit is judged on its connection (the events route takes a backend's `wire`).
         wire: if route == Route::Collect {
-            conn.wire(req)
+            conn.wire(req).await
         } else {
             None
         },

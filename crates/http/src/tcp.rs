@@ -26,6 +26,8 @@ pub struct Physics {
     tcp_min_us: AtomicU32,
     end_to_end_min_us: AtomicU32,
     end_to_end_samples: AtomicU32,
+    /// Woken at each end-to-end sample, for a request that waits for its first PING.
+    answered: tokio::sync::Notify,
 }
 
 impl Physics {
@@ -35,6 +37,7 @@ impl Physics {
             tcp_min_us: AtomicU32::new(NONE),
             end_to_end_min_us: AtomicU32::new(NONE),
             end_to_end_samples: AtomicU32::new(0),
+            answered: tokio::sync::Notify::new(),
         })
     }
 
@@ -47,6 +50,30 @@ impl Physics {
         let us = u32::try_from(took.as_micros()).unwrap_or(NONE - 1);
         self.end_to_end_min_us.fetch_min(us, Ordering::Relaxed);
         self.end_to_end_samples.fetch_add(1, Ordering::Relaxed);
+        self.answered.notify_waiters();
+    }
+
+    /// Waits, at most `limit`, until `n` end-to-end exchanges have been timed.
+    pub async fn samples(&self, n: u32, limit: Duration) {
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            // Registered before the count is read, so a sample in between still wakes it.
+            let answered = self.answered.notified();
+            if self.end_to_end_samples.load(Ordering::Relaxed) >= n {
+                return;
+            }
+            if tokio::time::timeout_at(deadline, answered).await.is_err() {
+                return;
+            }
+        }
+    }
+
+    /// The smallest end-to-end round trip so far.
+    pub fn end_to_end_min(&self) -> Option<Duration> {
+        match self.end_to_end_min_us.load(Ordering::Relaxed) {
+            NONE => None,
+            us => Some(Duration::from_micros(u64::from(us))),
+        }
     }
 
     /// What has been measured so far; None when nothing has.
@@ -79,6 +106,10 @@ impl<S: sys::Socket> Metered<S> {
             physics.tcp(us);
         }
         Self { inner, physics }
+    }
+
+    pub fn get_ref(&self) -> &S {
+        &self.inner
     }
 }
 
@@ -130,7 +161,7 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Metered<S> {
     }
 }
 
-pub use sys::{save_syns, saved_syn};
+pub use sys::{min_rtt_us, save_syns, saved_syn};
 
 #[cfg(target_os = "linux")]
 mod sys {
