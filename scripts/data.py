@@ -17,7 +17,9 @@ Every source is fetched with its registry's own client (npm pack, pip download, 
   data/asn-hosting.tsv    the announced ranges of hosting, cloud and colocation networks (ASNs),
                           with each network's number, kind and name: @ip-location-db/asn (CC BY
                           4.0: RouteViews, DB-IP, NRO), classified by scripts/hosting-asns.tsv
-                          (Vigil's reviewed list) and by registered names (HOSTING_NAME)
+                          (Vigil's reviewed list) and by registered names (HOSTING_NAME), and
+                          the networks that split TCP near their users (satellite PEPs:
+                          scripts/splitting-asns.tsv, kind `splitting`, not hosting)
   data/zones.tsv          IANA zone (and its aliases) to the countries that use it: tzdata (public
                           domain zone1970.tab / zone.tab, Apache-2.0 packaging)
   data/agents.tsv         known agents (operator, name, category, user-agent tokens, published
@@ -246,14 +248,22 @@ def asn_rows(tgz):
             yield start, end, int(asn), name
 
 
-def hosting_asns():
-    """The hosting networks: {asn: (kind, name)}, `listed` from scripts/hosting-asns.tsv, `named`
-    by HOSTING_NAME; and their ranges, clipped where the data overlaps."""
-    listed = {}
-    for line in (ROOT / "scripts" / "hosting-asns.tsv").read_text().splitlines():
+def reviewed(name):
+    """{asn: operator} of one of Vigil's reviewed lists under scripts/."""
+    out = {}
+    for line in (ROOT / "scripts" / name).read_text().splitlines():
         if line and not line.startswith("#"):
             asn, operator = line.split("\t")
-            listed[int(asn)] = operator
+            out[int(asn)] = operator
+    return out
+
+
+def hosting_asns():
+    """The hosting networks: {asn: (kind, name)}, `listed` from scripts/hosting-asns.tsv, `named`
+    by HOSTING_NAME, and the networks that split TCP near their users (`splitting`, from
+    scripts/splitting-asns.tsv: not hosting, but known to the engine); and their ranges, clipped
+    where the data overlaps."""
+    listed, splitting = reviewed("hosting-asns.tsv"), reviewed("splitting-asns.tsv")
     tgz = npm_pack("@ip-location-db/asn", NPM["@ip-location-db/asn"][0])
     networks, ranges = {}, []
     last_end = {4: -1, 6: -1}
@@ -268,6 +278,8 @@ def hosting_asns():
         last_end[fam] = int(e)
         if asn in listed:
             kind, label = "listed", listed[asn]
+        elif asn in splitting:
+            kind, label = "splitting", splitting[asn]
         elif HOSTING_NAME.search(name) and not NOT_HOSTING.search(name):
             kind, label = "named", name
         else:
@@ -275,6 +287,18 @@ def hosting_asns():
         networks[asn] = (kind, label.replace("\t", " "))
         ranges.append((str(s), str(e), asn))
     return networks, ranges
+
+
+def write_networks():
+    """data/asn-hosting.tsv from hosting_asns()."""
+    networks, ranges = hosting_asns()
+    with open(OUT / "asn-hosting.tsv", "w") as f:
+        f.write("# @ip-location-db/asn: announced ranges of hosting networks (kinds listed, named) and of "
+                "networks that split TCP (kind splitting); lines #A asn kind name\n")
+        for asn, (kind, name) in sorted(networks.items()):
+            f.write(f"#A\t{asn}\t{kind}\t{name}\n")
+        for start, end, asn in ranges:
+            f.write(f"{start}\t{end}\t{asn}\n")
 
 
 WIRE_TABLE = "wire-fingerprints"
@@ -396,13 +420,7 @@ def build():
                         NPM["@ip-location-db/geo-whois-asn-country-mmdb"][0])
     (OUT / "country.mmdb").write_bytes(tar_member(mmdb_tgz, "package/geo-whois-asn-country.mmdb"))
 
-    networks, hosting = hosting_asns()
-    with open(OUT / "asn-hosting.tsv", "w") as f:
-        f.write("# @ip-location-db/asn: announced ranges of hosting networks; lines #A asn kind name\n")
-        for asn, (kind, name) in sorted(networks.items()):
-            f.write(f"#A\t{asn}\t{kind}\t{name}\n")
-        for start, end, asn in hosting:
-            f.write(f"{start}\t{end}\t{asn}\n")
+    write_networks()
 
     with open(OUT / "zones.tsv", "w") as f:
         f.write("# IANA zone\tcountries (ISO 3166) that use it\n")

@@ -1,6 +1,7 @@
 //! Hosting networks by ASN: the announced ranges of every network classified as hosting, cloud or
 //! colocation (data/asn-hosting.tsv, made by `make data`), so that any address of such a network is
-//! known as one, not only the ranges operators publish.
+//! known as one, not only the ranges operators publish. The same table knows the networks that
+//! split TCP near their users (satellite accelerators), which are not hosting: see [`Basis`].
 
 use std::borrow::Cow;
 use std::net::IpAddr;
@@ -15,6 +16,15 @@ pub enum Basis {
     Listed,
     /// By its registered name (hosting, cloud, servers, data centre, ...).
     Named,
+    /// Not hosting: a network that splits TCP near its users (a geostationary satellite
+    /// service's accelerator), on Vigil's reviewed list (scripts/splitting-asns.tsv).
+    Splitting,
+}
+
+impl Network<'_> {
+    pub fn is_hosting(&self) -> bool {
+        self.basis != Basis::Splitting
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,7 +92,7 @@ impl Networks {
         let mut last = None;
         for r in records {
             let (asn, basis, name) = index::read(r);
-            let known = matches!(basis, index::LISTED | index::NAMED);
+            let known = matches!(basis, index::LISTED | index::NAMED | index::SPLITTING);
             if !known || meta.get(name).is_none() || last.is_some_and(|l| l >= asn) {
                 return Err(bad());
             }
@@ -105,10 +115,10 @@ impl Networks {
         let (asn, basis, name) = index::read(&records[i]);
         Some(Network {
             asn,
-            basis: if basis == index::NAMED {
-                Basis::Named
-            } else {
-                Basis::Listed
+            basis: match basis {
+                index::NAMED => Basis::Named,
+                index::SPLITTING => Basis::Splitting,
+                _ => Basis::Listed,
             },
             name: self.meta.get(name)?,
         })

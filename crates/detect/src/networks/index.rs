@@ -10,8 +10,9 @@ use std::ops::Range;
 pub const RECORD: usize = 12;
 pub const LISTED: u8 = 0;
 pub const NAMED: u8 = 1;
+pub const SPLITTING: u8 = 2;
 
-/// The index of `meta`'s `#A \t asn \t listed|named \t name` lines (other lines are not
+/// The index of `meta`'s `#A \t asn \t listed|named|splitting \t name` lines (other lines are not
 /// networks); an ASN named twice is its last line's. The error is the 1-based line at fault.
 pub fn build(meta: &str) -> Result<Vec<u8>, usize> {
     let mut networks: Vec<(u32, u8, u32, u16)> = Vec::new();
@@ -31,6 +32,7 @@ pub fn build(meta: &str) -> Result<Vec<u8>, usize> {
         let basis = match basis {
             "listed" => LISTED,
             "named" => NAMED,
+            "splitting" => SPLITTING,
             _ => return Err(n + 1),
         };
         // The name is the last field.

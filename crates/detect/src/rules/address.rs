@@ -29,13 +29,16 @@ pub fn reasons(engine: &Engine, v: &Visit<'_>, out: &mut Vec<Reason>) {
             )),
         }
     }
-    let network = ip.and_then(|ip| engine.networks.lookup(ip));
+    // Networks that split TCP are in the same table, and are not hosting.
+    let network = ip
+        .and_then(|ip| engine.networks.lookup(ip))
+        .filter(|n| n.is_hosting());
     let Some(label) = label else {
         // Not in an operator's published ranges, but announced by a hosting network.
         if let Some(n) = network {
             let how = match n.basis {
-                Basis::Listed => "a hosting network",
                 Basis::Named => "a hosting network by its registered name",
+                Basis::Listed | Basis::Splitting => "a hosting network",
             };
             let name = visitor_text(n.name, 60);
             out.push(Reason::new(

@@ -4,8 +4,12 @@
 //! relay's operating system's. Thresholds and their lab measurements:
 //! `docs/research/issue-47-relay-physics.md`.
 
+use crate::networks::Basis;
 use crate::transport::{Family, Transport};
-use crate::{Code, Engine, Reason, Visit};
+use crate::{Code, Engine, Reason, Visit, visitor_text};
+
+/// `relay_latency`'s weight on a network that splits TCP near its users.
+const SPLITTING_WEIGHT: f64 = 3.0;
 
 /// The end-to-end excess over the TCP round trip that jitter and a client's own delay explain,
 /// with one end-to-end sample (the TLS handshake alone: it carries the client's certificate
@@ -37,21 +41,37 @@ pub fn allowed_excess(tcp_ms: f64, samples: u16) -> f64 {
     floor + share * tcp_ms
 }
 
-fn relay_latency(_: &Engine, _: &Visit<'_>, t: &Transport) -> Option<Reason> {
+fn relay_latency(engine: &Engine, v: &Visit<'_>, t: &Transport) -> Option<Reason> {
     let (tcp, e2e) = (t.tcp_rtt_ms?, t.end_to_end_rtt_ms?);
     let samples = t.end_to_end_samples.unwrap_or(1).max(1);
     let allowed = allowed_excess(tcp, samples);
     let excess = e2e - tcp;
-    (excess > allowed).then(|| {
-        Reason::new(
-            Code::RelayLatency,
-            format!(
-                "end-to-end round trip {e2e:.0} ms (minimum of {samples}), TCP round trip \
-                 {tcp:.0} ms: {excess:.0} ms beyond the connecting host, where {allowed:.0} ms \
-                 is explained by jitter and the client's own delay"
-            ),
-        )
-    })
+    if excess <= allowed {
+        return None;
+    }
+    let mut r = Reason::new(
+        Code::RelayLatency,
+        format!(
+            "end-to-end round trip {e2e:.0} ms (minimum of {samples}), TCP round trip {tcp:.0} ms: \
+             {excess:.0} ms beyond the connecting host, where {allowed:.0} ms is explained by \
+             jitter and the client's own delay"
+        ),
+    );
+    // A satellite service's accelerator ends TCP near its users: the same physics, no proxy.
+    let splitting = v
+        .evidence
+        .ip_address
+        .and_then(|ip| engine.networks().lookup(ip))
+        .filter(|n| n.basis == Basis::Splitting);
+    if let Some(n) = splitting {
+        r.weight = SPLITTING_WEIGHT;
+        r.detail.push_str(&format!(
+            "; AS{} {} splits TCP near its users (a satellite accelerator), weighed less",
+            n.asn,
+            visitor_text(n.name, 60)
+        ));
+    }
+    Some(r)
 }
 
 fn os_mismatch(v: &Visit<'_>, t: &Transport) -> Option<Reason> {
@@ -113,6 +133,37 @@ mod tests {
         // Half a measurement is no evidence.
         let w = serde_json::json!({"transport": {"endToEndRttMs": 900.0}});
         assert!(!codes(LINUX_UA, w).contains(&Code::RelayLatency));
+    }
+
+    #[test]
+    fn a_satellite_accelerator_weighs_less_and_says_so() {
+        // 5.8.184.1 is Viasat's (AS7155), 84.128.0.1 a German home line.
+        let relayed = |ip: &str| -> crate::Evidence {
+            serde_json::from_value(
+                serde_json::json!({"ipAddress": ip, "userAgent": "curl/8.5.0",
+                "wire": {"transport": {"tcpRttMs": 30.0, "endToEndRttMs": 640.0}}}),
+            )
+            .unwrap()
+        };
+        let reason = |ip: &str| {
+            crate::tests::ENGINE
+                .evaluate(&relayed(ip))
+                .reasons
+                .into_iter()
+                .find(|r| r.code == Code::RelayLatency)
+                .unwrap()
+        };
+        let home = reason("84.128.0.1");
+        assert_eq!(home.weight, Code::RelayLatency.weight());
+        let sat = reason("5.8.184.1");
+        assert_eq!(sat.weight, SPLITTING_WEIGHT);
+        assert!(sat.detail.contains("AS7155"), "{}", sat.detail);
+        let v = crate::tests::ENGINE.evaluate(&relayed("5.8.184.1"));
+        assert!(v.score_proxy_vpn < 0.5, "{v:?}");
+        assert!(
+            v.reasons.iter().all(|r| r.code != Code::HostingIp),
+            "a satellite network is not hosting"
+        );
     }
 
     #[test]
