@@ -30,19 +30,19 @@ const BLOCKED_V4: &[&str] = &[
 const BLOCKED_V6: &[&str] = &[
     "::/128",         // unspecified
     "::1/128",        // loopback
-    "::/96",          // deprecated IPv4-compatible
-    "64:ff9b::/96",   // NAT64 well-known prefix
+    "::/8", // reserved by the IETF: IPv4-compatible (::/96) and IPv4-translated (::ffff:0:0:0/96, SIIT) forms among them
+    "64:ff9b::/96", // NAT64 well-known prefix
     "64:ff9b:1::/48", // NAT64 local use
-    "100::/64",       // discard
-    "2001::/23",      // IETF protocol assignments (Teredo, ORCHID, ...)
-    "2001:db8::/32",  // documentation
-    "2002::/16",      // 6to4: tunnels to arbitrary IPv4 addresses
-    "3fff::/20",      // documentation
-    "5f00::/16",      // SRv6 SIDs
-    "fc00::/7",       // unique local
-    "fe80::/10",      // link-local
-    "fec0::/10",      // deprecated site-local
-    "ff00::/8",       // multicast
+    "100::/64", // discard
+    "2001::/23", // IETF protocol assignments (Teredo, ORCHID, ...)
+    "2001:db8::/32", // documentation
+    "2002::/16", // 6to4: tunnels to arbitrary IPv4 addresses
+    "3fff::/20", // documentation
+    "5f00::/16", // SRv6 SIDs
+    "fc00::/7", // unique local
+    "fe80::/10", // link-local
+    "fec0::/10", // deprecated site-local
+    "ff00::/8", // multicast
 ];
 
 static V4: LazyLock<Vec<Ipv4Net>> =
@@ -138,6 +138,10 @@ mod tests {
             "::ffff:10.0.0.1",
             "::ffff:169.254.169.254",
             "::ffff:0.0.0.0",
+            // IPv4-translated (SIIT) forms of loopback and private addresses, and the rest of ::/8.
+            "::ffff:0:7f00:1",
+            "::ffff:0:a00:1",
+            "::ff:1",
         ] {
             assert!(is_blocked(ip(s)), "{s}");
         }

@@ -101,9 +101,10 @@ pub fn check_addresses(
     }
     let allowed =
         |ip: &IpAddr| (policy.allow_loopback && net::is_loopback(*ip)) || !net::is_blocked(*ip);
-    if let Some(bad) = ips.iter().find(|ip| !allowed(ip)) {
+    // The account learns that its URL was refused, never what an internal name resolves to.
+    if ips.iter().any(|ip| !allowed(ip)) {
         return Err(Box::new(Refused(format!(
-            "{host} resolves to a blocked address ({bad})"
+            "{host}: refused: not a public address"
         ))));
     }
     Ok(())
@@ -243,12 +244,15 @@ mod tests {
             "fd00::1",
             "::ffff:192.168.1.1",
             "64:ff9b::a00:1",
+            "::ffff:0:7f00:1",
+            "::ffff:0:a00:1",
+            "::a00:1",
         ] {
             let mixed = ips(&["93.184.216.34", bad]);
             let err = check_addresses("h", &mixed, STRICT)
                 .unwrap_err()
                 .to_string();
-            assert!(err.contains("blocked address"), "{bad}: {err}");
+            assert_eq!(err, "h: refused: not a public address", "{bad}");
         }
         assert!(check_addresses("h", &[], STRICT).is_err());
     }
@@ -282,7 +286,7 @@ mod tests {
         assert_eq!(attempt.outcome, AttemptOutcome::Failed);
         assert_eq!(
             attempt.error.as_deref(),
-            Some("evil.example resolves to a blocked address (127.0.0.1)")
+            Some("evil.example: refused: not a public address")
         );
         let accepted = tokio::time::timeout(Duration::from_millis(100), listener.accept()).await;
         assert!(accepted.is_err(), "no connection was made");

@@ -421,6 +421,10 @@ mod tests {
             "https://[fe80::1]/",
             "https://[fd00::1]/",
             "https://[64:ff9b::a00:1]/",
+            "https://[64:ff9b:1::a00:1]/",
+            "https://[::ffff:0:7f00:1]/",
+            "https://[::ffff:0:a00:1]/",
+            "https://[::a9fe:a9fe]/",
             "https://224.0.0.1/",
             "https://[ff02::1]/",
         ] {
