@@ -1021,6 +1021,39 @@ mod abuse {
         assert!(answers.iter().all(|r| matches!(r.status, 202 | 429)));
     }
 
+    /// Issue 52: visits refused with 429 count nothing in their address's velocity, so a flood
+    /// over the budget cannot make the people behind that address look like a bot farm.
+    #[tokio::test]
+    async fn visits_refused_over_the_budget_count_nothing_in_velocity() {
+        let srv = Server::seeded(&seed(5, 1_000_000, false));
+        let flood = (0..120).map(|i| {
+            let srv = &srv;
+            async move { collect(srv, visit(&format!("spray-{i}"))).await }
+        });
+        let answers = futures_util::future::join_all(flood).await;
+        let accepted = answers.iter().filter(|r| r.status == 202).count() as u64;
+        assert!(accepted < 120, "the flood met the budget");
+        tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+        assert_eq!(collect(&srv, visit("after")).await.status, 202);
+        let event = events(&srv, "after").await[0].clone();
+        let churn = event["reasons"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["code"] == "session_churn");
+        match churn {
+            // The address's sessions are the accepted ones and this one, never the 121 sent.
+            Some(r) => assert!(
+                r["detail"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with(&format!("{} sessions", accepted + 1)),
+                "{accepted} accepted: {r}"
+            ),
+            None => assert!(accepted + 1 < 30, "{accepted} accepted: {event}"),
+        }
+    }
+
     /// Issue 52: a page is answered as for an unknown key when its customer's plan is not in
     /// force (no word of billing, no Retry-After to the period's end).
     #[tokio::test]

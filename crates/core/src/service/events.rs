@@ -390,16 +390,18 @@ impl<S: ProjectStore + ResultStore + UsageStore + VelocityStore + AgentStore> Vi
             let token = token.ok_or(ServiceError::SessionTokenRequired)?;
             session_token::verify(token, &project.api_key_private, &project.id, session, now)?;
         }
-        // The plan's counters, the velocity counters and the summary's read at once: one round
-        // trip between them. A refused visit has been counted as an attempt, not stored.
+        // The plan's counters first: a refused visit (429) is counted as an attempt and nothing
+        // else, so a flood over the budget neither raises its address's velocity (poisoning the
+        // people behind it) nor makes the server fetch a key directory. Then the velocity
+        // counters, the summary's read and the signature's check at once.
+        self.admit_visit(project, &site.terms, evidence.address())
+            .await?;
         let device = device_of(project, evidence);
-        let (admitted, velocity, prior, signature) = tokio::join!(
-            self.admit_visit(project, &site.terms, evidence.address()),
+        let (velocity, prior, signature) = tokio::join!(
             self.velocity(project, session, evidence, device.as_ref()),
             self.store.prior_summary(&project.id, session),
             self.check_signature(evidence.evidence()),
         );
-        admitted?;
         let found = Found {
             device,
             velocity,
