@@ -128,6 +128,10 @@ pub enum Command {
         /// Deadline for each request's head, and again for its body (e.g. 10s, 500ms).
         #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
         read_timeout: std::time::Duration,
+        /// Close a connection with no request in flight for this long (HTTP/1.1 keep-alive and
+        /// HTTP/2 alike), so idle clients cannot hold the --max-connections slots.
+        #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
+        idle_timeout: std::time::Duration,
         /// Proxies you run in front of the server (CIDR ranges, comma-separated): for a peer inside
         /// them, the visitor's address is the right-most X-Forwarded-For entry of the last such
         /// header; for any other peer, and whenever that entry does not parse, it is the peer.
@@ -377,6 +381,7 @@ async fn run_on<S: Store + ChangeFeed>(
             allow_loopback_directories,
             max_connections,
             read_timeout,
+            idle_timeout,
             trust_proxy,
             demo,
             data,
@@ -412,6 +417,7 @@ async fn run_on<S: Store + ChangeFeed>(
                 demo,
                 tls,
                 stun_port,
+                idle_timeout,
             };
             serve(app, store, addr, seed, Arc::new(dispatcher), limits).await
         }

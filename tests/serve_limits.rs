@@ -25,7 +25,7 @@ fn start(dir: &tempfile::TempDir) -> Served {
     cmd.arg("--db")
         .arg(dir.path().join("vigil.db"))
         .args(["serve", "--addr", "127.0.0.1:0", "--max-connections", "3"])
-        .args(["--read-timeout", "1s", "--seed"])
+        .args(["--read-timeout", "1s", "--idle-timeout", "2s", "--seed"])
         .arg(&seed_file);
     Served::start(cmd)
 }
@@ -120,5 +120,75 @@ async fn a_body_that_never_arrives_is_408_in_the_api_shape() {
         "{answer}"
     );
     // Nothing was created, and the server answers others.
+    assert_eq!(plan_status(&served.origin).await, 200);
+}
+
+/// Issue 52: a keep-alive connection with no request in flight is closed after the idle
+/// deadline, so idle clients cannot hold the connection slots for good.
+#[tokio::test]
+async fn idle_keep_alive_connections_are_closed() {
+    let dir = tempfile::tempdir().unwrap();
+    let served = start(&dir);
+    let mut idle: Vec<TcpStream> = (0..3)
+        .map(|_| {
+            let mut s = connect(&served.origin);
+            s.write_all(
+                format!("GET /v1/plan HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {KEY}\r\n\r\n")
+                    .as_bytes(),
+            )
+            .unwrap();
+            s
+        })
+        .collect();
+    let started = std::time::Instant::now();
+    for s in &mut idle {
+        // The answer, then nothing until the server closes the idle connection.
+        let all = read_to_close(s);
+        assert!(all.starts_with("HTTP/1.1 200"), "{all:.80}");
+    }
+    let waited = started.elapsed();
+    assert!(waited < Duration::from_secs(10), "closed after {waited:?}");
+    // The slots are free again.
+    assert_eq!(plan_status(&served.origin).await, 200);
+}
+
+/// Issue 52: a body declared larger than any route reads is 413 at once, before a byte of it
+/// is read (not 408 after the read deadline); one sent larger is cut off while it is read.
+#[tokio::test]
+async fn oversized_bodies_are_413_without_being_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let served = start(&dir);
+    let mut s = connect(&served.origin);
+    let started = std::time::Instant::now();
+    s.write_all(
+        format!(
+            "POST /v1/projects HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {KEY}\r\n\
+             Content-Type: application/json\r\nContent-Length: 10000000\r\n\r\n"
+        )
+        .as_bytes(),
+    )
+    .unwrap();
+    let answer = read_to_close(&mut s);
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer:.200}");
+    assert!(
+        answer.ends_with(r#"{"message":"Request body is too large"}"#),
+        "{answer}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_millis(900),
+        "{:?}",
+        started.elapsed()
+    );
+    let client = reqwest::Client::builder().no_proxy().build().unwrap();
+    let big = format!(r#"{{"name":"{}"}}"#, "a".repeat(20 * 1024));
+    let r = client
+        .post(format!("{}/v1/projects", served.origin))
+        .bearer_auth(KEY)
+        .header("content-type", "application/json")
+        .body(big)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 413);
     assert_eq!(plan_status(&served.origin).await, 200);
 }

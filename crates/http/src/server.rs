@@ -30,8 +30,12 @@ use crate::store::Store;
 use crate::tcp::{Metered, Physics};
 use crate::{ApiError, Context, Resolved, Router, auth};
 
-/// Largest request body read; API Gateway's own limit is far higher, but no route needs more.
-const MAX_BODY: usize = 1024 * 1024;
+/// Largest request body read, bounded while it is read: the largest any route reads (a visit's
+/// evidence); a body declared larger is 413 before a byte of it is read.
+const MAX_BODY: usize = crate::ingest::MAX_EVIDENCE_BODY;
+/// A request in flight longer than this holds its connection for a client that does not read
+/// its answer (handlers finish in milliseconds): the connection is dropped.
+const MAX_BUSY: Duration = Duration::from_secs(60);
 /// How long a visit on a new HTTP/2 connection waits for its first PING's answer: twice the
 /// handshake's round trip, within these bounds.
 const PING_WAIT_MIN: Duration = Duration::from_millis(20);
@@ -55,6 +59,9 @@ pub struct Limits {
     pub tls: Option<crate::tls::Tls>,
     /// The UDP port of the server's STUN service, which the agent it serves then uses.
     pub stun_port: Option<u16>,
+    /// A connection with no request in flight for this long is closed (HTTP/1.1 keep-alive
+    /// and HTTP/2 alike; HTTP/2 with a GOAWAY first).
+    pub idle_timeout: Duration,
 }
 
 /// Proxy ranges whose `X-Forwarded-For` is believed. Empty: none, the peer is the client.
@@ -123,6 +130,7 @@ impl Default for Limits {
             demo: false,
             tls: None,
             stun_port: None,
+            idle_timeout: Duration::from_secs(30),
         }
     }
 }
@@ -181,13 +189,17 @@ pub async fn serve<S: Store>(
             tls: None,
             physics,
             agent: agent.clone(),
+            activity: Arc::new(Activity::new()),
         };
+        let idle = limits.idle_timeout;
         let tls = limits.tls.clone();
         tokio::spawn(async move {
+            let activity = conn.activity.clone();
             let served = match tls {
                 None => {
                     let service = service(app, router, conn);
-                    http.serve_connection(TokioIo::new(stream), service).await
+                    let served = http.serve_connection(TokioIo::new(stream), service);
+                    closing_when_idle(served, &activity, idle).await
                 }
                 Some(tls) => {
                     let (stream, shook, h2) = match tls.accept(stream, conn.body_timeout).await {
@@ -209,12 +221,15 @@ pub async fn serve<S: Store>(
                     if h2 {
                         // PINGs of the server's own time the path to the client (crate::ping).
                         let io = TokioIo::new(crate::ping::Pinger::new(stream, physics));
-                        http2::Builder::new(TokioExecutor::new())
+                        let served = http2::Builder::new(TokioExecutor::new())
                             .max_header_list_size(MAX_HEAD_BYTES as u32)
-                            .serve_connection(io, service)
-                            .await
+                            // Each stream may hold a body of MAX_BODY while it is read.
+                            .max_concurrent_streams(MAX_STREAMS)
+                            .serve_connection(io, service);
+                        closing_when_idle(served, &activity, idle).await
                     } else {
-                        http.serve_connection(TokioIo::new(stream), service).await
+                        let served = http.serve_connection(TokioIo::new(stream), service);
+                        closing_when_idle(served, &activity, idle).await
                     }
                 }
             };
@@ -223,6 +238,84 @@ pub async fn serve<S: Store>(
             }
             drop(slot);
         });
+    }
+}
+
+/// Streams at once on one HTTP/2 connection (hyper's default is 200).
+const MAX_STREAMS: u32 = 32;
+
+/// When a connection last started or finished a request, and how many it has in flight.
+#[derive(Debug)]
+struct Activity {
+    in_flight: std::sync::atomic::AtomicUsize,
+    last: std::sync::Mutex<Instant>,
+}
+
+impl Activity {
+    fn new() -> Self {
+        Self {
+            in_flight: Default::default(),
+            last: std::sync::Mutex::new(Instant::now()),
+        }
+    }
+
+    fn stamp(&self) {
+        if let Ok(mut last) = self.last.lock() {
+            *last = Instant::now();
+        }
+    }
+
+    fn start(&self) {
+        self.in_flight
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.stamp();
+    }
+
+    fn end(&self) {
+        self.in_flight
+            .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+        self.stamp();
+    }
+
+    /// How long since the last change, and whether a request is in flight.
+    fn state(&self) -> (Duration, bool) {
+        let since = self.last.lock().map_or(Duration::ZERO, |l| l.elapsed());
+        let busy = self.in_flight.load(std::sync::atomic::Ordering::Relaxed) > 0;
+        (since, busy)
+    }
+}
+
+/// Serves `conn` until it ends. Idle for `idle` (no request in flight), it is shut down
+/// gracefully (HTTP/2: GOAWAY); a request in flight for [`MAX_BUSY`] (its client does not read
+/// the answer) or a shutdown not done within `idle` drops it.
+async fn closing_when_idle<C>(conn: C, activity: &Activity, idle: Duration) -> Result<(), C::Error>
+where
+    C: hyper_util::server::graceful::GracefulConnection,
+{
+    tokio::pin!(conn);
+    let mut shutting = None::<Instant>;
+    loop {
+        let (since, busy) = activity.state();
+        let wait = match (shutting, busy) {
+            (Some(at), _) => idle.saturating_sub(at.elapsed()),
+            (None, true) => MAX_BUSY.saturating_sub(since),
+            (None, false) => idle.saturating_sub(since),
+        };
+        tokio::select! {
+            done = conn.as_mut() => return done,
+            () = tokio::time::sleep(wait.max(Duration::from_millis(10))) => {}
+        }
+        let (since, busy) = activity.state();
+        match shutting {
+            Some(at) if at.elapsed() >= idle => return Ok(()),
+            Some(_) => {}
+            None if busy && since >= MAX_BUSY => return Ok(()),
+            None if !busy && since >= idle => {
+                conn.as_mut().graceful_shutdown();
+                shutting = Some(Instant::now());
+            }
+            None => {}
+        }
     }
 }
 
@@ -256,6 +349,8 @@ struct Connection {
     physics: Arc<Physics>,
     /// The agent that names the server's STUN port, when it runs one.
     agent: Option<Arc<crate::ingest::StunAgent>>,
+    /// Its requests in flight and when one last started or ended, for the idle deadline.
+    activity: Arc<Activity>,
 }
 
 #[derive(Debug, Clone)]
@@ -313,7 +408,8 @@ async fn handle<S: Store>(
 ) -> hyper::Response<Full<Bytes>> {
     let request_id = time_ordered_token();
     let span = tracing::debug_span!("request", id = %request_id, method = %req.method(), path = %req.uri().path());
-    async {
+    conn.activity.start();
+    let res = async {
         let started = Instant::now();
         // A bug that panics costs its own request a 500, never the connection or the process.
         let res = std::panic::AssertUnwindSafe(answer(app, router, req, &conn))
@@ -339,7 +435,9 @@ async fn handle<S: Store>(
         hyper::Response::from_parts(parts, Full::new(bytes))
     }
     .instrument(span)
-    .await
+    .await;
+    conn.activity.end();
+    res
 }
 
 /// API Gateway hands functions percent-decoded path parameters; so does the local server. A
@@ -376,22 +474,36 @@ async fn answer<S: Store>(
         Err(e) => return e.into_response(),
     };
     let (mut parts, body) = req.into_parts();
-    // A body that cannot be read is answered by the pipeline's body step, after the plan stage,
-    // like every other bad body (and with the same rate-limit headers).
-    let collected = tokio::time::timeout(conn.body_timeout, Limited::new(body, MAX_BODY).collect());
-    let bytes = match collected.await {
-        Ok(Ok(c)) => c.to_bytes(),
-        Ok(Err(_)) => {
-            parts
-                .extensions
-                .insert(UnreadableBody(ApiError::PayloadTooLarge));
-            Bytes::new()
-        }
-        Err(_) => {
-            parts
-                .extensions
-                .insert(UnreadableBody(ApiError::RequestTimeout));
-            Bytes::new()
+    // A body declared larger than any route reads is refused before a byte of it is read; any
+    // other is bounded while it is read. Either way the pipeline's body step answers, after the
+    // plan stage, like every other bad body (and with the same rate-limit headers).
+    let declared = parts
+        .headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    let bytes = if declared.is_some_and(|n| n > MAX_BODY as u64) {
+        parts
+            .extensions
+            .insert(UnreadableBody(ApiError::PayloadTooLarge));
+        Bytes::new()
+    } else {
+        let collected =
+            tokio::time::timeout(conn.body_timeout, Limited::new(body, MAX_BODY).collect());
+        match collected.await {
+            Ok(Ok(c)) => c.to_bytes(),
+            Ok(Err(_)) => {
+                parts
+                    .extensions
+                    .insert(UnreadableBody(ApiError::PayloadTooLarge));
+                Bytes::new()
+            }
+            Err(_) => {
+                parts
+                    .extensions
+                    .insert(UnreadableBody(ApiError::RequestTimeout));
+                Bytes::new()
+            }
         }
     };
     let mut query: HashMap<String, Vec<String>> = HashMap::new();
@@ -478,6 +590,53 @@ async fn route_to<S: Store>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 52: an HTTP/2 connection whose handshake is done but which sends no request is
+    /// told GOAWAY after the idle deadline and closed, rather than holding a slot for good.
+    #[tokio::test]
+    async fn an_idle_http2_connection_is_sent_away() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let (server_io, mut client) = tokio::io::duplex(1 << 16);
+        let service = hyper::service::service_fn(|_req| async {
+            Ok::<_, Infallible>(hyper::Response::new(Full::new(Bytes::new())))
+        });
+        let served = http2::Builder::new(TokioExecutor::new())
+            .serve_connection(TokioIo::new(server_io), service);
+        let activity = Activity::new();
+        let server = async {
+            closing_when_idle(served, &activity, Duration::from_millis(300))
+                .await
+                .ok();
+        };
+        let client = async {
+            client
+                .write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\x04\0\0\0\0\0")
+                .await
+                .unwrap();
+            let mut kinds = Vec::new();
+            loop {
+                let mut head = [0u8; 9];
+                if client.read_exact(&mut head).await.is_err() {
+                    break;
+                }
+                let len = u32::from_be_bytes([0, head[0], head[1], head[2]]) as usize;
+                let mut payload = vec![0u8; len];
+                if client.read_exact(&mut payload).await.is_err() {
+                    break;
+                }
+                kinds.push(head[3]);
+            }
+            kinds
+        };
+        let started = Instant::now();
+        let ((), kinds) = tokio::time::timeout(Duration::from_secs(5), async {
+            tokio::join!(server, client)
+        })
+        .await
+        .expect("the idle connection was closed");
+        assert!(kinds.contains(&0x7), "a GOAWAY: {kinds:?}");
+        assert!(started.elapsed() >= Duration::from_millis(300));
+    }
 
     fn headers(values: &[&str]) -> http::HeaderMap {
         let mut h = http::HeaderMap::new();
