@@ -164,6 +164,25 @@ mod lambda {
         assert_eq!(r.status, StatusCode::NOT_FOUND);
         assert_eq!(r.body, message("Delivery not found"));
     }
+
+    /// Issue 52: test events have a budget per webhook (5 a minute), so a key cannot aim a
+    /// stream of deliveries at someone else's URL; past it, 429 with a Retry-After.
+    #[tokio::test]
+    async fn test_events_have_a_budget_per_webhook() {
+        let f = fixture().await;
+        for _ in 0..5 {
+            let a = call::<handlers::TestWebhook>(&f.app, request("test-webhook.json")).await;
+            assert_eq!(a.status, StatusCode::ACCEPTED, "{}", a.body);
+        }
+        let r = call::<handlers::TestWebhook>(&f.app, request("test-webhook.json")).await;
+        assert_eq!(r.status, StatusCode::TOO_MANY_REQUESTS, "{}", r.body);
+        assert_eq!(
+            r.body,
+            message("At most 5 test events per webhook per minute")
+        );
+        let retry: u64 = r.header(header::RETRY_AFTER).unwrap().parse().unwrap();
+        assert!((1..=60).contains(&retry), "{retry}");
+    }
 }
 
 mod black_box {
@@ -1964,7 +1983,36 @@ mod delivery {
         }
     }
 
+    /// Issue 52: a test event is tried once, whatever its receiver answers: retries would make
+    /// it an amplifier.
+    async fn a_test_event_is_never_retried(kind: Kind) {
+        let rx = Receiver::start(Reply::status(500));
+        let env = Env::new(kind, &seed(&[("wh_a", rx.url("/a"))]), SCHEDULE);
+        let server = env.serve(true);
+        let (status, queued) = api(
+            &server,
+            reqwest::Method::POST,
+            &format!("/projects/{PROJECT}/webhooks/wh_a/test"),
+            None,
+        )
+        .await;
+        assert_eq!(status, 202, "{queued}");
+        let id = queued["data"]["deliveryId"].as_str().unwrap().to_owned();
+        let log = server
+            .wait_log("wh_a", |l| {
+                l.iter()
+                    .any(|d| d["id"] == json!(id) && d["status"] == json!("failed"))
+            })
+            .await;
+        let d = log.iter().find(|d| d["id"] == json!(id)).unwrap();
+        assert_eq!(d["attempts"], json!(1), "{d}");
+        // The schedule's retries (200 ms apart) would have come by now.
+        tokio::time::sleep(Duration::from_millis(800)).await;
+        assert_eq!(rx.hits().len(), 1);
+    }
+
     on_both_stores!(
+        a_test_event_is_never_retried,
         test_events_and_redelivery,
         secrets_per_webhook_rotate_with_an_overlap,
         one_delivery_per_crossing,

@@ -127,6 +127,9 @@ impl From<ServiceError> for ApiError {
                 ApiError::Conflict("The project already has the maximum of 10 webhooks")
             }
             ServiceError::ProjectLimit => ApiError::Forbidden("Project limit reached"),
+            ServiceError::TestBudget(s) => {
+                ApiError::TooManyRequests("At most 5 test events per webhook per minute", s)
+            }
             ServiceError::Refused(Refusal::PlanInactive) => {
                 crate::metrics::refusal("plan_inactive");
                 ApiError::Forbidden("Plan is not active")

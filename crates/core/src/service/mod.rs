@@ -48,6 +48,10 @@ pub enum ServiceError {
     WebhookDuplicate,
     #[error("the project has the most webhooks allowed")]
     WebhookLimit,
+    /// The webhook's test events of the last minute are at [`TEST_BUDGET`]; retry after this
+    /// many seconds.
+    #[error("the webhook's test budget is spent")]
+    TestBudget(u64),
     #[error("refused by the plan: {0:?}")]
     Refused(Refusal),
     #[error("the account has the most projects its plan allows")]
@@ -105,6 +109,10 @@ pub type Detecting = Arc<Engine>;
 
 /// The session a test event's delivery is listed under in the delivery log.
 pub const TEST_SESSION: &str = "webhook-test";
+/// Test events per webhook per minute: enough to try a receiver, too few to aim deliveries at
+/// someone else's host (test deliveries are never retried either).
+pub const TEST_BUDGET: usize = 5;
+const TEST_WINDOW_MS: i64 = 60_000;
 
 /// The webhook threshold's default.
 const DEFAULT_THRESHOLD: Score = Score::HALF;
@@ -380,6 +388,22 @@ impl<S: ProjectStore + WebhookStore + DeliveryStore, D> Vigil<S, D> {
             .await?
             .ok_or(ServiceError::WebhookNotFound)?;
         let now = self.now();
+        // The budget is read off the webhook's own delivery log: no counter to keep, and the
+        // same on every instance and store.
+        let recent: Vec<Timestamp> = self
+            .store
+            .deliveries(project, webhook, MAX_DELIVERIES)
+            .await?
+            .into_iter()
+            .filter(|d| d.session_id.as_str() == TEST_SESSION)
+            .map(|d| d.created_at)
+            .filter(|at| now.unix_millis() - at.unix_millis() < TEST_WINDOW_MS)
+            .collect();
+        if recent.len() >= TEST_BUDGET {
+            let oldest = recent.iter().map(|t| t.unix_millis()).min().unwrap_or(0);
+            let wait_ms = (oldest + TEST_WINDOW_MS - now.unix_millis()).max(1) as u64;
+            return Err(ServiceError::TestBudget(wait_ms.div_ceil(1000)));
+        }
         let body = serde_json::json!({
             "type": "webhook.test",
             "timestamp": now,
