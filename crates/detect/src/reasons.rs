@@ -76,7 +76,7 @@ reasons! {
     WebrtcIpMismatch => ProxyVpn, 5.0, "WebRTC reveals another public address than the request's: traffic is relayed";
     ProxyHeaders => ProxyVpn, 2.0, "the request carries proxy headers (Via, Forwarded, X-Forwarded-For)";
     RelayLatency => ProxyVpn, 6.5, "the end-to-end round trip (TLS handshake, HTTP/2 PING) exceeds the TCP round trip to the connecting host by more than jitter and a client's own delay explain: TCP ends at a relay between the server and the client; 3.0 on networks known to split TCP near their users (geostationary satellite accelerators, scripts/splitting-asns.tsv)";
-    TcpOsMismatch => ProxyVpn, 4.5, "the TCP SYN is another operating-system family's (initial TTL, option order) than the user agent's platform: the connection was opened by a relay's stack, or the user agent is not the device's; past even odds alone";
+    TcpOsMismatch => ProxyVpn, 4.5, "the TCP SYN is another operating-system family's (initial TTL, option order) than the user agent's platform: the connection was opened by a relay's stack, or the user agent is not the device's; past even odds alone; 2.5 when the claim is Windows, as privacy modes claim it on every system";
     LanguageCountryMismatch => ProxyVpn, 1.0, "the browser's language regions do not include the address's country; weak, travellers exist";
 }
 

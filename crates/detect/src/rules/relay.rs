@@ -10,6 +10,10 @@ use crate::{Code, Engine, Reason, Visit, visitor_text};
 
 /// `relay_latency`'s weight on a network that splits TCP near its users.
 const SPLITTING_WEIGHT: f64 = 3.0;
+/// `tcp_os_mismatch`'s weight when the user agent claims Windows over another system's stack:
+/// privacy modes claim Windows on every system (Firefox's resistFingerprinting, Tor Browser),
+/// so people make this one; a Windows stack under another claim has no such cause.
+const CLAIMS_WINDOWS_WEIGHT: f64 = 2.5;
 
 /// The end-to-end excess over the TCP round trip that jitter and a client's own delay explain,
 /// with one end-to-end sample (the TLS handshake alone: it carries the client's certificate
@@ -79,16 +83,24 @@ fn os_mismatch(v: &Visit<'_>, t: &Transport) -> Option<Reason> {
     let stack = syn.family()?;
     let platform = v.ua_claim.or(v.js_claim)?.platform?;
     let claimed = Family::of_platform(platform)?;
-    (stack != claimed).then(|| {
-        Reason::new(
-            Code::TcpOsMismatch,
-            format!(
-                "the connection's SYN is {}'s ({}), the user agent claims {platform}",
-                stack.name(),
-                syn.describe()
-            ),
-        )
-    })
+    if stack == claimed {
+        return None;
+    }
+    let mut r = Reason::new(
+        Code::TcpOsMismatch,
+        format!(
+            "the connection's SYN is {}'s ({}), the user agent claims {platform}",
+            stack.name(),
+            syn.describe()
+        ),
+    );
+    if claimed == Family::Windows {
+        r.weight = CLAIMS_WINDOWS_WEIGHT;
+        r.detail.push_str(
+            "; privacy modes claim Windows on every system (Firefox's resistFingerprinting), weighed less",
+        );
+    }
+    Some(r)
 }
 
 #[cfg(test)]
@@ -171,6 +183,20 @@ mod tests {
         let windows = serde_json::json!({"transport": {"syn": {"ttl": 127, "window": 64240,
             "options": ["mss", "nop", "windowScale", "nop", "nop", "sackPermitted"]}}});
         assert!(codes(LINUX_UA, windows.clone()).contains(&Code::TcpOsMismatch));
+        // A Linux stack under a Windows claim, as resistFingerprinting makes: named, weighed less.
+        let linux = serde_json::json!({"transport": {"syn": {"ttl": 64, "window": 64240,
+            "options": ["mss", "sackPermitted", "timestamp", "nop", "windowScale"]}}});
+        let e: crate::Evidence =
+            serde_json::from_value(serde_json::json!({"userAgent": WINDOWS_UA, "wire": linux}))
+                .unwrap();
+        let v = crate::tests::ENGINE.evaluate(&e);
+        let r = v
+            .reasons
+            .iter()
+            .find(|r| r.code == Code::TcpOsMismatch)
+            .unwrap();
+        assert_eq!(r.weight, CLAIMS_WINDOWS_WEIGHT);
+        assert!(v.score_proxy_vpn < 0.5, "{v:?}");
         assert!(!codes(WINDOWS_UA, windows.clone()).contains(&Code::TcpOsMismatch));
         // curl names no platform: nothing to contradict.
         assert!(!codes("curl/8.5.0", windows).contains(&Code::TcpOsMismatch));
