@@ -94,3 +94,16 @@ fn every_documented_path_has_a_fallback_for_other_methods() {
         assert!(text.contains(&line), "no fallback ANY on {path}");
     }
 }
+
+/// The events route's `EventSignals` are the agent's `Signals`, closed: the same members.
+#[test]
+fn the_events_routes_signals_are_the_agents_closed() {
+    let doc: Value = serde_yaml_ng::from_str(&read("openapi.yaml")).expect("openapi.yaml is YAML");
+    let schemas = &doc["components"]["schemas"];
+    assert_eq!(
+        schemas["EventSignals"]["properties"],
+        schemas["Signals"]["properties"]
+    );
+    assert_eq!(schemas["EventSignals"]["additionalProperties"], false);
+    assert!(schemas["Signals"]["additionalProperties"].is_null());
+}

@@ -152,6 +152,43 @@ pub fn typed<T: serde::de::DeserializeOwned>(value: Value, name: &str) -> Result
     })
 }
 
+/// As [`typed`], and refusing the top-level members `T` does not know, all of them named:
+/// "`signals` has members this API does not know: `screen`". For a backend's evidence, where a
+/// misspelt field would otherwise be lost without a word. (Members of nested objects are let be,
+/// as `openapi.yaml` says.)
+pub fn typed_strictly<T: serde::de::DeserializeOwned>(
+    value: Value,
+    name: &str,
+) -> Result<T, ApiError> {
+    let mut unknown = Vec::new();
+    let mut note = |path: serde_ignored::Path<'_>| {
+        if let serde_ignored::Path::Map { parent, key } = path
+            && matches!(parent, serde_ignored::Path::Root)
+        {
+            unknown.push(format!("`{key}`"));
+        }
+    };
+    let read = serde_path_to_error::deserialize(serde_ignored::Deserializer::new(value, &mut note));
+    let t = read.map_err(|e| {
+        let path = e.path().to_string();
+        let at = if path == "." {
+            name.to_owned()
+        } else {
+            format!("{name}.{path}")
+        };
+        let inner: String = e.into_inner().to_string().chars().take(160).collect();
+        ApiError::bad_request(format!("`{at}`: {inner}"))
+    })?;
+    if unknown.is_empty() {
+        return Ok(t);
+    }
+    unknown.truncate(10);
+    Err(ApiError::bad_request(format!(
+        "`{name}` has members this API does not know: {}",
+        unknown.join(", ")
+    )))
+}
+
 /// The members of a JSON object body, read with messages that name the member.
 pub struct Members(Map<String, Value>);
 

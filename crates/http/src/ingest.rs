@@ -10,7 +10,9 @@ use serde_json::Value;
 
 use super::ApiError;
 use super::context::Context;
-use super::extract::{Json, JsonBody, Members, Paging, bounded_body, has_media_type, typed};
+use super::extract::{
+    Json, JsonBody, Members, Paging, bounded_body, has_media_type, typed, typed_strictly,
+};
 use super::paths::BASE;
 use super::pipeline::{Call, Endpoint, Reply};
 use crate::detect::{Evidence, Headers, RequestLine, Signals};
@@ -55,7 +57,12 @@ impl JsonBody for NewEvent {
                 .map(|v| typed(v, "userAgent"))
                 .transpose()?,
             headers: m.take("headers").map(|v| typed(v, "headers")).transpose()?,
-            signals: m.take("signals").map(|v| typed(v, "signals")).transpose()?,
+            // A backend's misspelt member is a 400 naming it; the browser agent's collect
+            // ignores members it does not know (an agent may be newer than the server).
+            signals: m
+                .take("signals")
+                .map(|v| typed_strictly(v, "signals"))
+                .transpose()?,
             wire: m.take("wire").map(|v| typed(v, "wire")).transpose()?,
             request: m.take("request").map(|v| typed(v, "request")).transpose()?,
         };
