@@ -101,6 +101,7 @@ fn webhook(n: usize, url: &str) -> Webhook {
             ),
             previous: None,
             previous_until: None,
+            earlier: Vec::new(),
         },
     }
 }

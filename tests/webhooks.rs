@@ -2011,7 +2011,60 @@ mod delivery {
         assert_eq!(rx.hits().len(), 1);
     }
 
+    /// Issue 52: two rotations in quick succession keep the first secret signing until the
+    /// overlap the first rotation promised: a receiver still on it loses nothing.
+    async fn two_quick_rotations_keep_the_first_overlap(kind: Kind) {
+        let rx = Receiver::start(Reply::status(204));
+        let env = Env::new(kind, &seed(&[]), SCHEDULE);
+        let server = env.serve(true);
+        let (status, made) = api(
+            &server,
+            reqwest::Method::POST,
+            &format!("/projects/{PROJECT}/webhooks"),
+            Some(json!({"type": "proxy_vpn_detect", "url": rx.url("/q")})),
+        )
+        .await;
+        assert_eq!(status, 201, "{made}");
+        let (_, list) = api(
+            &server,
+            reqwest::Method::GET,
+            &format!("/projects/{PROJECT}/webhooks"),
+            None,
+        )
+        .await;
+        let id = list["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|w| w["url"] == json!(rx.url("/q")))
+            .map(|w| w["id"].as_str().unwrap().to_owned())
+            .unwrap();
+        let secret_path = format!("/projects/{PROJECT}/webhooks/{id}/secret");
+        let (_, got) = api(&server, reqwest::Method::GET, &secret_path, None).await;
+        let mut secrets = vec![got["data"]["secret"].as_str().unwrap().to_owned()];
+        for _ in 0..2 {
+            let (status, rotated) = api(
+                &server,
+                reqwest::Method::POST,
+                &format!("{secret_path}/rotate"),
+                None,
+            )
+            .await;
+            assert_eq!(status, 200, "{rotated}");
+            secrets.push(rotated["data"]["secret"].as_str().unwrap().to_owned());
+        }
+        env.add_result("sess_q", 0.1, 0.9, &at(TEN_AM));
+        let hit = rx
+            .wait_for(1, WAIT, |h| session_of(h) == "sess_q")
+            .await
+            .remove(0);
+        for (i, s) in secrets.iter().enumerate() {
+            assert!(verifies(&hit, s), "secret {i}: {:?}", hit.headers);
+        }
+    }
+
     on_both_stores!(
+        two_quick_rotations_keep_the_first_overlap,
         a_test_event_is_never_retried,
         test_events_and_redelivery,
         secrets_per_webhook_rotate_with_an_overlap,

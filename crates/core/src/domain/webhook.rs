@@ -230,29 +230,57 @@ impl fmt::Debug for WebhookSecret {
 }
 
 /// A webhook's secrets: none for a webhook made before secrets per webhook (signed with its
-/// project's `apiKeyPrivate` alone); after a rotation, the previous one until `previous_until`.
+/// project's `apiKeyPrivate` alone); after a rotation, the previous one until `previous_until`;
+/// after rotations in quick succession, the ones before it too, each until its own overlap ends.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Secrets {
     pub current: Option<WebhookSecret>,
     pub previous: Option<WebhookSecret>,
     pub previous_until: Option<Timestamp>,
+    /// Secrets replaced before `previous` whose overlaps had not ended at the rotation, newest
+    /// first, at most [`MAX_EARLIER_SECRETS`].
+    pub earlier: Vec<EarlierSecret>,
 }
+
+/// A secret that signs beside the current one until `until`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EarlierSecret {
+    pub secret: WebhookSecret,
+    pub until: Timestamp,
+}
+
+/// Secrets kept beyond `previous`: three rotations within one overlap keep four secrets signing;
+/// a fourth ends the oldest's overlap early (each delivery carries one signature per secret).
+pub const MAX_EARLIER_SECRETS: usize = 2;
 
 impl Secrets {
     pub fn new() -> Self {
         Self {
             current: Some(WebhookSecret::generate()),
-            previous: None,
-            previous_until: None,
+            ..Self::default()
         }
     }
 
-    /// After a rotation at `now`: a new secret, the current one kept until `now + overlap`.
+    /// After a rotation at `now`: a new secret, the current one kept until `now + overlap`, and
+    /// the previous ones still in their overlaps kept until theirs end: a second rotation soon
+    /// after the first does not cut short the overlap the first promised.
     pub fn rotated(&self, now: Timestamp, overlap: std::time::Duration) -> Self {
+        let live = |until: &Timestamp| now < *until;
+        let mut earlier: Vec<EarlierSecret> = match (&self.previous, self.previous_until) {
+            (Some(secret), Some(until)) if live(&until) => vec![EarlierSecret {
+                secret: secret.clone(),
+                until,
+            }],
+            _ => Vec::new(),
+        };
+        earlier.extend(self.earlier.iter().filter(|e| live(&e.until)).cloned());
+        earlier.truncate(MAX_EARLIER_SECRETS);
         Self {
             current: Some(WebhookSecret::generate()),
             previous: self.current.clone(),
             previous_until: self.current.as_ref().map(|_| now.plus(overlap)),
+            earlier,
         }
     }
 
@@ -269,6 +297,12 @@ impl Secrets {
         {
             keys.push(p.key());
         }
+        keys.extend(
+            self.earlier
+                .iter()
+                .filter(|e| now < e.until)
+                .map(|e| e.secret.key()),
+        );
         if self.current.is_none() || legacy {
             keys.push(api_key_private.as_bytes().to_vec());
         }
@@ -323,6 +357,39 @@ mod tests {
         // A first rotation of a webhook without a secret has nothing to keep.
         let given = Secrets::default().rotated(t0, day);
         assert_eq!((given.previous, given.previous_until), (None, None));
+    }
+
+    /// Issue 52: a second rotation an hour after the first keeps the first secret signing until
+    /// the end of the overlap the first rotation promised; a rotation after every overlap has
+    /// ended keeps only the one it replaces.
+    #[test]
+    fn quick_rotations_keep_every_promised_overlap() {
+        let t0: Timestamp = "2026-11-24T10:00:00.000Z".parse().unwrap();
+        let (hour, day) = (
+            std::time::Duration::from_secs(3_600),
+            std::time::Duration::from_secs(86_400),
+        );
+        let key = |s: &Secrets| s.current.as_ref().unwrap().key();
+        let s0 = Secrets::new();
+        let s1 = s0.rotated(t0, day);
+        let s2 = s1.rotated(t0.plus(hour), day);
+        assert_eq!(
+            s2.keys(t0.plus(hour * 2), "sk", false),
+            vec![key(&s2), key(&s1), key(&s0)]
+        );
+        // The first secret's overlap ends when the first rotation said; the second's later.
+        assert_eq!(s2.keys(t0.plus(day), "sk", false), vec![key(&s2), key(&s1)]);
+        assert_eq!(s2.keys(t0.plus(day + hour), "sk", false), vec![key(&s2)]);
+        // Long after: nothing earlier is carried.
+        let s3 = s2.rotated(t0.plus(day * 3), day);
+        assert!(s3.earlier.is_empty());
+        // Four quick rotations keep four secrets; the fifth signer is the bound's.
+        let mut s = Secrets::new();
+        for i in 0..4 {
+            s = s.rotated(t0.plus(hour * i), day);
+        }
+        assert_eq!(s.earlier.len(), MAX_EARLIER_SECRETS);
+        assert_eq!(s.keys(t0.plus(hour * 4), "sk", false).len(), 4);
     }
 
     #[test]

@@ -696,6 +696,9 @@ pub struct WebhookItem {
     pub previous_secret: Option<WebhookSecret>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub previous_until: Option<Timestamp>,
+    /// Secrets replaced before that one, still in their overlaps.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub earlier_secrets: Vec<crate::domain::webhook::EarlierSecret>,
 }
 
 impl WebhookItem {
@@ -713,6 +716,7 @@ impl WebhookItem {
             secret: w.secrets.current.clone(),
             previous_secret: w.secrets.previous.clone(),
             previous_until: w.secrets.previous_until,
+            earlier_secrets: w.secrets.earlier.clone(),
         }
     }
 
@@ -735,6 +739,7 @@ impl WebhookItem {
                 current: self.secret,
                 previous: self.previous_secret,
                 previous_until: self.previous_until,
+                earlier: self.earlier_secrets,
             },
         }
     }

@@ -420,6 +420,10 @@ pub async fn set_webhook_secrets<S: ItemStore + ?Sized>(
             .previous_until
             .map_or(Value::Null, |t| Value::String(t.to_string())),
     );
+    attrs.insert(
+        "earlierSecrets".into(),
+        serde_json::to_value(&secrets.earlier).map_err(|e| StoreError::Backend(e.into()))?,
+    );
     let when = match expected {
         Some(old) => When::Has("secret", json!(old.as_str())),
         None => When::Lacks("secret"),
