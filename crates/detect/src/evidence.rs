@@ -257,7 +257,7 @@ pub struct Input {
 
 /// An integer signal, also when JSON spells it `8.0` (JSON has one number type; JSON Schema
 /// calls 8.0 an integer): a fraction or a value out of range is an error.
-fn integral<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+pub(crate) fn integral<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
 where
     D: serde::Deserializer<'de>,
     T: TryFrom<i64>,
@@ -282,7 +282,7 @@ where
 /// A member that must be a JSON object, or null: serde's derived structs also read an array by
 /// position (`"activity": [null, null]`), which no agent sends and which would pass unseen. Read
 /// in place (no intermediate value: the collect route reads these on every visit).
-fn object<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+pub(crate) fn object<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
 where
     D: serde::Deserializer<'de>,
     T: Deserialize<'de>,

@@ -9,6 +9,8 @@
 
 use serde::{Deserialize, Deserializer, Serialize};
 
+use crate::evidence::{integral, object};
+
 /// The longest round trip taken as a measurement (a minute); a longer one is a mistake.
 pub const MAX_RTT_MS: f64 = 60_000.0;
 /// The most TCP options a SYN can carry (40 bytes of options, one byte the shortest).
@@ -37,10 +39,18 @@ pub struct Transport {
     )]
     pub end_to_end_rtt_ms: Option<f64>,
     /// How many end-to-end exchanges the minimum was taken over (1: the handshake alone).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "integral"
+    )]
     pub end_to_end_samples: Option<u16>,
     /// The SYN that opened the connection.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "object"
+    )]
     pub syn: Option<Syn>,
 }
 
@@ -97,16 +107,35 @@ impl TcpOption {
 pub struct Syn {
     /// The IP TTL (IPv4) or hop limit (IPv6) as it arrived: the sender's initial value less the
     /// routers on the way.
+    #[serde(deserialize_with = "whole")]
     pub ttl: u8,
     /// The advertised receive window.
+    #[serde(deserialize_with = "whole")]
     pub window: u16,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "integral"
+    )]
     pub mss: Option<u16>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "integral"
+    )]
     pub window_scale: Option<u8>,
     /// The options in the order sent.
     #[serde(default, deserialize_with = "options")]
     pub options: Vec<TcpOption>,
+}
+
+/// A required integer, also spelt `64.0` (see [`integral`]).
+fn whole<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: TryFrom<i64>,
+{
+    integral(d)?.ok_or_else(|| serde::de::Error::custom("expected an integer, not null"))
 }
 
 fn options<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<TcpOption>, D::Error> {
@@ -361,7 +390,21 @@ mod tests {
         )
         .unwrap();
         assert_eq!(ok.syn.unwrap().family(), Some(Family::Windows));
+        // JSON Schema's integers: 3.0 is 3.
+        let spelt: Transport = serde_json::from_str(
+            r#"{"endToEndSamples":3.0,"syn":{"ttl":64.0,"window":1024.0,"mss":1460.0}}"#,
+        )
+        .unwrap();
+        assert_eq!(spelt.end_to_end_samples, Some(3));
+        assert_eq!(
+            spelt.syn.map(|s| (s.ttl, s.window, s.mss)),
+            Some((64, 1024, Some(1460)))
+        );
         for bad in [
+            r#"{"syn":[64,1024]}"#,
+            r#"{"endToEndSamples":3.5}"#,
+            r#"{"endToEndSamples":70000}"#,
+            r#"{"syn":{"ttl":null,"window":1}}"#,
             r#"{"tcpRttMs":-1}"#,
             r#"{"tcpRttMs":60001}"#,
             r#"{"endToEndRttMs":"5"}"#,

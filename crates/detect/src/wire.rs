@@ -31,7 +31,11 @@ pub struct Wire {
     #[serde(default, deserialize_with = "header_order")]
     pub header_order: Option<Vec<String>>,
     /// The connection's round trips and SYN ([`crate::transport`]).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::evidence::object"
+    )]
     pub transport: Option<crate::transport::Transport>,
 }
 
