@@ -125,6 +125,11 @@ pub enum Command {
         /// Most connections open at once; more clients wait until one closes.
         #[arg(long, default_value_t = 1024)]
         max_connections: usize,
+        /// Most connections open at once from one source (an IPv4 address, an IPv6 /64); more
+        /// are closed at once. Peers in --trust-proxy are not counted. Default: a quarter of
+        /// --max-connections, and at least 16 of them.
+        #[arg(long)]
+        max_connections_per_source: Option<usize>,
         /// Deadline for each request's head, and again for its body (e.g. 10s, 500ms).
         #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
         read_timeout: std::time::Duration,
@@ -380,6 +385,7 @@ async fn run_on<S: Store + ChangeFeed>(
             allow_loopback_webhooks,
             allow_loopback_directories,
             max_connections,
+            max_connections_per_source,
             read_timeout,
             idle_timeout,
             trust_proxy,
@@ -418,6 +424,10 @@ async fn run_on<S: Store + ChangeFeed>(
                 tls,
                 stun_port,
                 idle_timeout,
+                // A quarter of the connections, but never fewer than 16 (or all of a smaller cap).
+                max_per_source: max_connections_per_source
+                    .unwrap_or((max_connections / 4).max(max_connections.min(16)))
+                    .max(1),
             };
             serve(app, store, addr, seed, Arc::new(dispatcher), limits).await
         }

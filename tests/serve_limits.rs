@@ -15,6 +15,10 @@ use serde_json::json;
 const KEY: &str = "vgl_limits_key";
 
 fn start(dir: &tempfile::TempDir) -> Served {
+    start_with(dir, &[])
+}
+
+fn start_with(dir: &tempfile::TempDir, extra: &[&str]) -> Served {
     let seed = json!({"accounts": [{"id": "acc_1", "apiKeys": [KEY], "plan": {
         "id": "plan_x", "name": "X", "description": "x", "maxRps": 1000, "maxProjects": 5,
         "maxRequests": 100000, "expiresAt": null, "subscribedAt": "2026-01-01T00:00:00.000Z",
@@ -25,7 +29,9 @@ fn start(dir: &tempfile::TempDir) -> Served {
     cmd.arg("--db")
         .arg(dir.path().join("vigil.db"))
         .args(["serve", "--addr", "127.0.0.1:0", "--max-connections", "3"])
-        .args(["--read-timeout", "1s", "--idle-timeout", "2s", "--seed"])
+        .args(["--read-timeout", "1s", "--idle-timeout", "2s"])
+        .args(extra)
+        .arg("--seed")
         .arg(&seed_file);
     Served::start(cmd)
 }
@@ -190,5 +196,36 @@ async fn oversized_bodies_are_413_without_being_read() {
         .await
         .unwrap();
     assert_eq!(r.status().as_u16(), 413);
+    assert_eq!(plan_status(&served.origin).await, 200);
+}
+
+/// Issue 52: one source holds at most its share of the connections: past it, a new connection
+/// is closed at once, and the source gets its slots back as its connections end.
+#[tokio::test]
+async fn one_source_holds_at_most_its_cap() {
+    let dir = tempfile::tempdir().unwrap();
+    let served = start_with(&dir, &["--max-connections-per-source", "2"]);
+    let held: Vec<TcpStream> = (0..2)
+        .map(|_| {
+            let mut s = connect(&served.origin);
+            s.write_all(b"GET /v1/plan HTTP/1.1\r\nHost: x\r\n")
+                .unwrap();
+            s
+        })
+        .collect();
+    // Give the server the time to count both.
+    std::thread::sleep(Duration::from_millis(200));
+    let mut third = connect(&served.origin);
+    let started = std::time::Instant::now();
+    let _ = third.write_all(b"GET /v1/plan HTTP/1.1\r\nHost: x\r\n\r\n");
+    let answer = read_to_close(&mut third);
+    assert!(answer.is_empty(), "{answer:.80}");
+    assert!(
+        started.elapsed() < Duration::from_millis(900),
+        "closed at once, not by the read deadline: {:?}",
+        started.elapsed()
+    );
+    drop(held);
+    // The held connections' slots come back.
     assert_eq!(plan_status(&served.origin).await, 200);
 }

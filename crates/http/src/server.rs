@@ -62,6 +62,9 @@ pub struct Limits {
     /// A connection with no request in flight for this long is closed (HTTP/1.1 keep-alive
     /// and HTTP/2 alike; HTTP/2 with a GOAWAY first).
     pub idle_timeout: Duration,
+    /// Most connections open at once from one source (an IPv4 address, an IPv6 /64; trusted
+    /// proxies are not counted), so one client cannot take every slot.
+    pub max_per_source: usize,
 }
 
 /// Proxy ranges whose `X-Forwarded-For` is believed. Empty: none, the peer is the client.
@@ -131,6 +134,7 @@ impl Default for Limits {
             tls: None,
             stun_port: None,
             idle_timeout: Duration::from_secs(30),
+            max_per_source: 256,
         }
     }
 }
@@ -152,6 +156,7 @@ pub async fn serve<S: Store>(
         tracing::warn!(error = %e, "the listener cannot save SYNs; visits carry no SYN");
     }
     let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    let sources = Arc::new(Sources::new(limits.max_per_source.max(1)));
     let mut http = http1::Builder::new();
     http.timer(TokioTimer::new())
         .header_read_timeout(limits.read_timeout)
@@ -176,6 +181,18 @@ pub async fn serve<S: Store>(
                 }
             },
             () = &mut shutdown => return Ok(()),
+        };
+        // A source at its cap is closed at once; a trusted proxy speaks for many.
+        let source = if limits.trust_proxy.trusts(peer.ip()) {
+            None
+        } else {
+            match sources.enter(peer.ip()) {
+                Some(held) => Some(held),
+                None => {
+                    tracing::debug!(peer = %peer.ip(), "source at its connection cap; closed");
+                    continue;
+                }
+            }
         };
         let _ = stream.set_nodelay(true);
         let physics = Physics::new(crate::tcp::saved_syn(&stream));
@@ -237,7 +254,68 @@ pub async fn serve<S: Store>(
                 tracing::debug!(error = %e, "connection ended with an error");
             }
             drop(slot);
+            drop(source);
         });
+    }
+}
+
+/// Open connections per source, for the per-source cap.
+struct Sources {
+    cap: usize,
+    open: std::sync::Mutex<HashMap<IpAddr, usize>>,
+}
+
+/// One counted connection of a source; uncounted when dropped.
+struct Held {
+    sources: Arc<Sources>,
+    key: IpAddr,
+}
+
+impl Sources {
+    fn new(cap: usize) -> Self {
+        Self {
+            cap,
+            open: Default::default(),
+        }
+    }
+
+    /// The source of `ip`: an IPv4 address, an IPv6 address's /64 (one subscriber's prefix).
+    fn key(ip: IpAddr) -> IpAddr {
+        match canonical(ip) {
+            IpAddr::V6(v6) => {
+                let s = v6.segments();
+                IpAddr::V6(std::net::Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0))
+            }
+            v4 => v4,
+        }
+    }
+
+    /// Counts a connection of `ip`'s source; None when the source is at its cap.
+    fn enter(self: &Arc<Self>, ip: IpAddr) -> Option<Held> {
+        let key = Self::key(ip);
+        let mut open = self.open.lock().ok()?;
+        let n = open.entry(key).or_insert(0);
+        if *n >= self.cap {
+            return None;
+        }
+        *n += 1;
+        Some(Held {
+            sources: self.clone(),
+            key,
+        })
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        if let Ok(mut open) = self.sources.open.lock()
+            && let Some(n) = open.get_mut(&self.key)
+        {
+            *n -= 1;
+            if *n == 0 {
+                open.remove(&self.key);
+            }
+        }
     }
 }
 
@@ -644,6 +722,28 @@ mod tests {
             h.append("x-forwarded-for", v.parse().unwrap());
         }
         h
+    }
+
+    #[test]
+    fn each_source_holds_at_most_its_cap_and_gets_it_back() {
+        let sources = Arc::new(Sources::new(2));
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        let a = sources.enter(ip("198.51.100.7")).unwrap();
+        let _b = sources.enter(ip("::ffff:198.51.100.7")).unwrap();
+        assert!(sources.enter(ip("198.51.100.7")).is_none(), "at the cap");
+        assert!(
+            sources.enter(ip("198.51.100.8")).is_some(),
+            "another source"
+        );
+        // One IPv6 /64 is one source.
+        let _c = sources.enter(ip("2001:db8:1:2::1")).unwrap();
+        let _d = sources.enter(ip("2001:db8:1:2:ffff::9")).unwrap();
+        assert!(sources.enter(ip("2001:db8:1:2::77")).is_none());
+        drop(a);
+        assert!(
+            sources.enter(ip("198.51.100.7")).is_some(),
+            "a slot came back"
+        );
     }
 
     #[test]
