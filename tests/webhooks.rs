@@ -1664,6 +1664,37 @@ mod delivery {
         (status, serde_json::from_str(&text).unwrap_or(Value::Null))
     }
 
+    /// Queues a test event to `webhook`: its delivery id.
+    async fn queue_test(server: &Server, webhook: &str) -> String {
+        let (status, queued) = api(
+            server,
+            reqwest::Method::POST,
+            &format!("/projects/{PROJECT}/webhooks/{webhook}/test"),
+            None,
+        )
+        .await;
+        assert_eq!(status, 202, "{queued}");
+        queued["data"]["deliveryId"].as_str().unwrap().to_owned()
+    }
+
+    /// The id of the project's webhook to `url`, from the listing.
+    async fn webhook_to(server: &Server, url: &str) -> String {
+        let (_, list) = api(
+            server,
+            reqwest::Method::GET,
+            &format!("/projects/{PROJECT}/webhooks"),
+            None,
+        )
+        .await;
+        list["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|w| w["url"] == json!(url))
+            .map(|w| w["id"].as_str().unwrap().to_owned())
+            .unwrap()
+    }
+
     /// Verifies a delivery with the official Standard Webhooks library given the secret string as
     /// the API returned it (the Rust library; `tests/verify_webhook.py` does the same with
     /// Python's from PyPI).
@@ -1901,15 +1932,7 @@ mod delivery {
         let rx = Receiver::start(Reply::status(204));
         let env = Env::new(kind, &seed(&[("wh_a", rx.url("/a"))]), SCHEDULE);
         let server = env.serve(true);
-        let (status, queued) = api(
-            &server,
-            reqwest::Method::POST,
-            &format!("/projects/{PROJECT}/webhooks/wh_a/test"),
-            None,
-        )
-        .await;
-        assert_eq!(status, 202, "{queued}");
-        let test_id = queued["data"]["deliveryId"].as_str().unwrap().to_owned();
+        let test_id = queue_test(&server, "wh_a").await;
         let hit = rx
             .wait_for(1, WAIT, |h| h.json()["type"] == json!("webhook.test"))
             .await
@@ -1989,15 +2012,7 @@ mod delivery {
         let rx = Receiver::start(Reply::status(500));
         let env = Env::new(kind, &seed(&[("wh_a", rx.url("/a"))]), SCHEDULE);
         let server = env.serve(true);
-        let (status, queued) = api(
-            &server,
-            reqwest::Method::POST,
-            &format!("/projects/{PROJECT}/webhooks/wh_a/test"),
-            None,
-        )
-        .await;
-        assert_eq!(status, 202, "{queued}");
-        let id = queued["data"]["deliveryId"].as_str().unwrap().to_owned();
+        let id = queue_test(&server, "wh_a").await;
         let log = server
             .wait_log("wh_a", |l| {
                 l.iter()
@@ -2025,20 +2040,7 @@ mod delivery {
         )
         .await;
         assert_eq!(status, 201, "{made}");
-        let (_, list) = api(
-            &server,
-            reqwest::Method::GET,
-            &format!("/projects/{PROJECT}/webhooks"),
-            None,
-        )
-        .await;
-        let id = list["data"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|w| w["url"] == json!(rx.url("/q")))
-            .map(|w| w["id"].as_str().unwrap().to_owned())
-            .unwrap();
+        let id = webhook_to(&server, &rx.url("/q")).await;
         let secret_path = format!("/projects/{PROJECT}/webhooks/{id}/secret");
         let (_, got) = api(&server, reqwest::Method::GET, &secret_path, None).await;
         let mut secrets = vec![got["data"]["secret"].as_str().unwrap().to_owned()];

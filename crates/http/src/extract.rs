@@ -140,16 +140,19 @@ pub fn has_media_type(req: &Request, types: &[&str]) -> bool {
 /// Reads a JSON value as `T`, naming the member that is wrong: "`signals.plugins`: invalid
 /// type: string \"five\", expected u32".
 pub fn typed<T: serde::de::DeserializeOwned>(value: Value, name: &str) -> Result<T, ApiError> {
-    serde_path_to_error::deserialize(value).map_err(|e| {
-        let path = e.path().to_string();
-        let at = if path == "." {
-            name.to_owned()
-        } else {
-            format!("{name}.{path}")
-        };
-        let inner: String = e.into_inner().to_string().chars().take(160).collect();
-        ApiError::bad_request(format!("`{at}`: {inner}"))
-    })
+    serde_path_to_error::deserialize(value).map_err(|e| at_path(e, name))
+}
+
+/// A deserialisation error as a 400 that names where in `name` it is.
+fn at_path(e: serde_path_to_error::Error<serde_json::Error>, name: &str) -> ApiError {
+    let path = e.path().to_string();
+    let at = if path == "." {
+        name.to_owned()
+    } else {
+        format!("{name}.{path}")
+    };
+    let inner: String = e.into_inner().to_string().chars().take(160).collect();
+    ApiError::bad_request(format!("`{at}`: {inner}"))
 }
 
 /// As [`typed`], and refusing the top-level members `T` does not know, all of them named:
@@ -169,16 +172,7 @@ pub fn typed_strictly<T: serde::de::DeserializeOwned>(
         }
     };
     let read = serde_path_to_error::deserialize(serde_ignored::Deserializer::new(value, &mut note));
-    let t = read.map_err(|e| {
-        let path = e.path().to_string();
-        let at = if path == "." {
-            name.to_owned()
-        } else {
-            format!("{name}.{path}")
-        };
-        let inner: String = e.into_inner().to_string().chars().take(160).collect();
-        ApiError::bad_request(format!("`{at}`: {inner}"))
-    })?;
+    let t = read.map_err(|e| at_path(e, name))?;
     if unknown.is_empty() {
         return Ok(t);
     }
