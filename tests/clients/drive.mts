@@ -22,7 +22,7 @@ function ok<T>(name: string, r: { data?: T; error?: unknown; response: Response 
   return data;
 }
 
-const signals: components["schemas"]["Signals"] = {
+const signals: components["schemas"]["EventSignals"] = {
   webdriver: false,
   uaData: { brands: [{ brand: "Chromium", version: "156" }], mobile: false, platform: "Linux" },
   languages: ["de-DE"], timeZone: "Europe/Berlin", screenWidth: 1920, screenHeight: 1080,

@@ -16,10 +16,10 @@ from vigil_client.api.default import (  # noqa: E402
     session_score,
 )
 from vigil_client.models import (  # noqa: E402
-    Activity, Error, EventData, GetPlanResponse200, GetStatsResponse200, GetUsageResponse200,
-    ListDeliveriesResponse200, ListDeviceSessionsResponse200, ListEventsResponse200,
+    Activity, Error, EventData, EventSignals, GetPlanResponse200, GetStatsResponse200,
+    GetUsageResponse200, ListDeliveriesResponse200, ListDeviceSessionsResponse200, ListEventsResponse200,
     ListProjectsResponse200, ListResultsResponse200, ListSessionsResponse200, ListWebhooksResponse200,
-    NewEvent, ProjectData, SessionScoreData, Signals, UaBrand, UaData,
+    NewEvent, ProjectData, SessionScoreData, UaBrand, UaData,
 )
 
 client = AuthenticatedClient(base_url=base, token=key, raise_on_unexpected_status=True)
@@ -36,7 +36,7 @@ def expect(name, answer, model):
 event = expect("createEvent", create_event.sync(project, session, client=client, body=NewEvent(
     ip_address="84.128.0.9",
     user_agent="Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0.0.0 Safari/537.36",
-    signals=Signals(
+    signals=EventSignals(
         webdriver=False,
         ua_data=UaData(brands=[UaBrand(brand="Chromium", version="156"), UaBrand(brand="Google Chrome", version="156")],
                        mobile=False, platform="Linux"),
