@@ -79,7 +79,7 @@ impl From<Vec<ipnet::IpNet>> for TrustedProxies {
 
 impl TrustedProxies {
     pub fn trusts(&self, peer: IpAddr) -> bool {
-        let peer = canonical(peer);
+        let peer = peer.to_canonical();
         self.0.iter().any(|n| n.contains(&peer))
     }
 
@@ -97,7 +97,7 @@ impl TrustedProxies {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.rsplit(',').next())
             .and_then(|entry| forwarded_address(entry.trim()))
-            .map(canonical)
+            .map(|ip| ip.to_canonical())
             .unwrap_or(peer)
     }
 }
@@ -114,14 +114,6 @@ fn forwarded_address(entry: &str) -> Option<IpAddr> {
         .strip_prefix('[')
         .and_then(|e| e.strip_suffix(']'))
         .and_then(|e| e.parse().ok())
-}
-
-/// An IPv4-mapped IPv6 address as the IPv4 address it is.
-fn canonical(ip: IpAddr) -> IpAddr {
-    match ip {
-        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
-        v4 => v4,
-    }
 }
 
 impl Default for Limits {
@@ -281,7 +273,7 @@ impl Sources {
 
     /// The source of `ip`: an IPv4 address, an IPv6 address's /64 (one subscriber's prefix).
     fn key(ip: IpAddr) -> IpAddr {
-        match canonical(ip) {
+        match ip.to_canonical() {
             IpAddr::V6(v6) => {
                 let s = v6.segments();
                 IpAddr::V6(std::net::Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0))

@@ -40,7 +40,8 @@ pub fn answer(request: &[u8], from: SocketAddr) -> Option<Vec<u8>> {
     let mut value = Vec::with_capacity(20);
     value.push(0);
     let port = from.port() ^ (MAGIC_COOKIE >> 16) as u16;
-    match canonical(from.ip()) {
+    // A dual-stack socket's IPv4-mapped peer is answered as the IPv4 client it is.
+    match from.ip().to_canonical() {
         IpAddr::V4(v4) => {
             value.push(0x01);
             value.extend_from_slice(&port.to_be_bytes());
@@ -68,14 +69,6 @@ pub fn answer(request: &[u8], from: SocketAddr) -> Option<Vec<u8>> {
     out.extend_from_slice(&4u16.to_be_bytes());
     out.extend_from_slice(&crc.to_be_bytes());
     Some(out)
-}
-
-/// An IPv4-mapped IPv6 peer (a dual-stack socket's view of an IPv4 client) as the IPv4 it is.
-fn canonical(ip: IpAddr) -> IpAddr {
-    match ip {
-        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
-        v4 => v4,
-    }
 }
 
 /// Answers binding requests on `socket` for as long as the process runs.
