@@ -172,3 +172,290 @@ async fn projects_are_created_up_to_the_plans_limit() {
     ));
     assert_eq!(f.app.projects(&acc()).await.unwrap().len(), 3);
 }
+
+/// Web Bot Auth key directories as an attacker would use them: a visitor chooses which
+/// directory a visit names, so the service must not fetch on its say more than the bounds allow.
+mod directories {
+    use super::*;
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+
+    use futures_util::future::join_all;
+    use serde_json::{Value, json};
+    use vigil::detect::agents::Status;
+    use vigil::detect::signature::sign::{AgentForm, Key};
+    use vigil::detect::{Headers, RequestLine};
+    use vigil::domain::{ManualClock, Timestamp};
+    use vigil::service::agents::{
+        DirectoryFetcher, FetchFuture, Fetched, SOURCE_FETCHES_PER_MINUTE,
+    };
+
+    const WELL_KNOWN: &str = "/.well-known/http-message-signatures-directory";
+
+    /// Serves `key`'s directory, signed for whichever authority is asked, after `delay`; keeps
+    /// every URL fetched.
+    #[derive(Clone)]
+    struct Directories {
+        key: Arc<Key>,
+        delay: Duration,
+        fetched: Arc<Mutex<Vec<String>>>,
+    }
+
+    impl Directories {
+        fn new(secret: [u8; 32], delay: Duration) -> Self {
+            Self {
+                key: Arc::new(Key::from_secret(secret)),
+                delay,
+                fetched: Arc::default(),
+            }
+        }
+        fn fetched(&self) -> Vec<String> {
+            self.fetched.lock().unwrap().clone()
+        }
+    }
+
+    impl DirectoryFetcher for Directories {
+        fn fetch<'a>(&'a self, url: &'a str) -> FetchFuture<'a> {
+            Box::pin(async move {
+                self.fetched.lock().unwrap().push(url.to_owned());
+                tokio::time::sleep(self.delay).await;
+                let u = url::Url::parse(url).map_err(|e| e.to_string())?;
+                let authority = match u.port() {
+                    Some(p) => format!("{}:{p}", u.host_str().unwrap_or_default()),
+                    None => u.host_str().unwrap_or_default().to_owned(),
+                };
+                let signed = self.key.sign_directory(&authority)?;
+                Ok(Fetched {
+                    authority,
+                    headers: Headers::from_pairs(signed),
+                    body: self.key.jwks().into_bytes(),
+                    max_age: Some(600),
+                })
+            })
+        }
+    }
+
+    /// A request to `authority` signed by `key`, naming `agent` as its directory.
+    fn signed(key: &Key, agent: &str, authority: &str, nonce: &str) -> AddressedEvidence {
+        let request = RequestLine {
+            method: Some("GET".into()),
+            authority: Some(authority.into()),
+            path: Some("/checkout".into()),
+        };
+        let mut headers: serde_json::Map<String, Value> = key
+            .sign_request(
+                &request,
+                agent,
+                AgentForm::Dictionary,
+                nonce,
+                Duration::from_secs(60),
+            )
+            .unwrap()
+            .into_iter()
+            .map(|(k, v)| (k, json!(v)))
+            .collect();
+        let ua = "Mozilla/5.0 (compatible; Claude-User/1.0; +Claude-User@anthropic.com)";
+        headers.insert("user-agent".into(), json!(ua));
+        let evidence: Evidence = serde_json::from_value(json!({
+            "userAgent": ua, "headers": headers, "request": request,
+        }))
+        .unwrap();
+        AddressedEvidence::new("84.128.0.1".parse().unwrap(), evidence)
+    }
+
+    async fn status(
+        app: &vigil::service::Vigil<vigil::store::SqliteStore, vigil::service::Detecting>,
+        session: &str,
+        e: &AddressedEvidence,
+    ) -> Status {
+        let prj = ProjectId::parse("prj_1").unwrap();
+        let s = SessionId::parse(session).unwrap();
+        let event = app.record_event(&acc(), &prj, &s, e, None).await.unwrap();
+        event.agent.map_or(Status::Unsigned, |a| a.status)
+    }
+
+    /// Stands still at the current time, so that a test never straddles the budget's minute.
+    fn clock() -> ManualClock {
+        ManualClock::at(Timestamp::now())
+    }
+
+    #[tokio::test]
+    async fn one_fetch_per_origin_of_its_well_known_path_whatever_the_visits_name() {
+        let secret = rand::random();
+        let key = Key::from_secret(secret);
+        let dirs = Directories::new(secret, Duration::from_millis(200));
+        let f = fixture()
+            .await
+            .map(|app| app.with_directory_fetcher(dirs.clone()).with_clock(clock()));
+        // Ten visits at once naming one uncached directory: one fetch, the rest wait for it.
+        let visits: Vec<_> = (0..10)
+            .map(|i| {
+                signed(
+                    &key,
+                    "https://agent.example",
+                    "shop.example",
+                    &format!("n{i}"),
+                )
+            })
+            .collect();
+        let app = &f.app;
+        let statuses = join_all(
+            visits
+                .iter()
+                .enumerate()
+                .map(|(i, e)| async move { status(app, &format!("s{i}"), e).await }),
+        )
+        .await;
+        assert!(
+            statuses.iter().all(|s| *s == Status::Verified),
+            "{statuses:?}"
+        );
+        assert_eq!(
+            dirs.fetched(),
+            [format!("https://agent.example{WELL_KNOWN}")]
+        );
+        // A path and query of the visitor's choosing is never asked of the host.
+        for (i, agent) in [
+            "https://agent.example/internal/admin?delete=1",
+            "https://agent.example/keys.json",
+            "https://agent.example/?x=1",
+        ]
+        .iter()
+        .enumerate()
+        {
+            let e = signed(&key, agent, "shop.example", &format!("p{i}"));
+            assert_eq!(
+                status(&f.app, "s_path", &e).await,
+                Status::SignedUnknown,
+                "{agent}"
+            );
+        }
+        // The well-known path named in full is the origin's directory, already known.
+        let e = signed(
+            &key,
+            &format!("https://agent.example{WELL_KNOWN}"),
+            "shop.example",
+            "w",
+        );
+        assert_eq!(status(&f.app, "s_full", &e).await, Status::Verified);
+        assert_eq!(dirs.fetched().len(), 1, "{:?}", dirs.fetched());
+    }
+
+    #[tokio::test]
+    async fn forgeries_leave_nothing_in_the_store_and_fetches_are_budgeted() {
+        let secret = rand::random();
+        let key = Key::from_secret(secret);
+        let forger = Key::from_secret(rand::random());
+        let dirs = Directories::new(secret, Duration::ZERO);
+        let f = fixture()
+            .await
+            .map(|app| app.with_directory_fetcher(dirs.clone()).with_clock(clock()));
+        // Forged: the forger's key, the real directory. The keys are fetched and not shared: a
+        // second instance on the same store has to fetch them itself.
+        let forged = signed(&forger, "https://agent.example", "shop.example", "f1");
+        assert_eq!(status(&f.app, "s_forged", &forged).await, Status::Spoofed);
+        let twin_dirs = Directories::new(secret, Duration::ZERO);
+        let twin = f
+            .twin()
+            .with_directory_fetcher(twin_dirs.clone())
+            .with_clock(clock());
+        let forged = signed(&forger, "https://agent.example", "shop.example", "f2");
+        assert_eq!(status(&twin, "s_forged2", &forged).await, Status::Spoofed);
+        assert_eq!(
+            twin_dirs.fetched().len(),
+            1,
+            "nothing was kept for the twin"
+        );
+        // A signature that verifies shares the keys: a third instance fetches nothing.
+        let real = signed(&key, "https://agent.example", "shop.example", "r1");
+        assert_eq!(status(&f.app, "s_real", &real).await, Status::Verified);
+        let third_dirs = Directories::new(secret, Duration::ZERO);
+        let third = f
+            .twin()
+            .with_directory_fetcher(third_dirs.clone())
+            .with_clock(clock());
+        let real = signed(&key, "https://agent.example", "shop.example", "r2");
+        assert_eq!(status(&third, "s_real2", &real).await, Status::Verified);
+        assert!(
+            third_dirs.fetched().is_empty(),
+            "{:?}",
+            third_dirs.fetched()
+        );
+
+        // One source (here the project's backend) naming a new host on every visit gets a
+        // handful of fetches a minute, the first one above included.
+        let mut statuses = Vec::new();
+        for i in 0..12 {
+            let e = signed(
+                &key,
+                &format!("https://h{i}.example"),
+                "shop.example",
+                &format!("b{i}"),
+            );
+            statuses.push(status(&f.app, "s_spray", &e).await);
+        }
+        assert_eq!(
+            dirs.fetched().len(),
+            SOURCE_FETCHES_PER_MINUTE as usize,
+            "{:?}",
+            dirs.fetched()
+        );
+        let verified = statuses.iter().filter(|s| **s == Status::Verified).count();
+        assert_eq!(
+            verified + 1,
+            SOURCE_FETCHES_PER_MINUTE as usize,
+            "{statuses:?}"
+        );
+        assert!(
+            statuses[verified..]
+                .iter()
+                .all(|s| *s == Status::SignedUnknown)
+        );
+    }
+
+    #[tokio::test]
+    async fn a_page_s_signature_must_be_made_for_the_project_s_site() {
+        let secret = rand::random();
+        let key = Key::from_secret(secret);
+        let dirs = Directories::new(secret, Duration::ZERO);
+        let f = fixture()
+            .await
+            .map(|app| app.with_directory_fetcher(dirs.clone()).with_clock(clock()));
+        let site = f.app.site("pk_example", &shop()).await.unwrap();
+        let prj = ProjectId::parse("prj_1").unwrap();
+        let agent_of = |session: &str| {
+            let app = &f.app;
+            let prj = prj.clone();
+            let session = SessionId::parse(session).unwrap();
+            async move {
+                let page = app.events(&acc(), &prj, &session, 1, None).await.unwrap();
+                page.results[0].1.agent.clone().map(|a| a.status)
+            }
+        };
+        // A visit the plan refuses fetches nothing, whatever it names.
+        let mut spent = site.clone();
+        spent.terms.max_requests = 0;
+        let e = signed(&key, "https://agent.example", "shop.example", "q1");
+        let s = SessionId::parse("s_refused").unwrap();
+        assert!(matches!(
+            f.app.record_visit(&spent, &s, None, &e).await,
+            Err(ServiceError::Refused(_))
+        ));
+        assert!(dirs.fetched().is_empty());
+        // Made for another site and replayed here with that site's Host: not verified, and no
+        // directory is fetched for it.
+        let replayed = signed(&key, "https://agent.example", "other.example", "o1");
+        let s = SessionId::parse("s_other").unwrap();
+        f.app
+            .record_visit(&site, &s, None, &replayed)
+            .await
+            .unwrap();
+        assert_eq!(agent_of("s_other").await, Some(Status::SignedUnknown));
+        assert!(dirs.fetched().is_empty());
+        // Made for the project's site (a subdomain of its domain): verified.
+        let own = signed(&key, "https://agent.example", "www.shop.example", "o2");
+        let s = SessionId::parse("s_own").unwrap();
+        f.app.record_visit(&site, &s, None, &own).await.unwrap();
+        assert_eq!(agent_of("s_own").await, Some(Status::Verified));
+    }
+}

@@ -1911,7 +1911,7 @@ async fn signature_uses_and_directories_are_kept<S: Store>(store: S) {
         store.first_use("n:abc", 2_000, 1_001).await.unwrap(),
         "expired: a new use"
     );
-    let url = "https://agent.example/.well-known/http-message-signatures-directory";
+    let url = "https://agent.example";
     assert_eq!(store.cached_directory(url, 100).await.unwrap(), None);
     let item = DirectoryItem::new(url, r#"{"keys":[]}"#.into(), 1_000);
     store.cache_directory(&item).await.unwrap();

@@ -150,6 +150,26 @@ pub async fn fixture() -> Fixture {
     Fixture { app, _dir: dir }
 }
 
+impl Fixture {
+    /// The same fixture, its service changed by `f` (a fetcher, a clock).
+    pub fn map(
+        self,
+        f: impl FnOnce(Vigil<SqliteStore, Detecting>) -> Vigil<SqliteStore, Detecting>,
+    ) -> Self {
+        Self {
+            app: f(self.app),
+            _dir: self._dir,
+        }
+    }
+
+    /// Another instance of the service on the same store, with its own memory: what a second
+    /// Lambda instance would find.
+    pub fn twin(&self) -> Vigil<SqliteStore, Detecting> {
+        let store = SqliteStore::open(self._dir.path().join("vigil.db")).expect("sqlite store");
+        Vigil::new(store, UrlPolicy::default()).with_engine(ENGINE.clone())
+    }
+}
+
 /// A handler's response, its body parsed as JSON.
 #[derive(Debug)]
 pub struct Answer {

@@ -30,6 +30,9 @@ pub const DIRECTORY_PATH: &str = "/.well-known/http-message-signatures-directory
 pub const DIRECTORY_TAG: &str = "http-message-signatures-directory";
 /// The largest key directory read.
 pub const MAX_DIRECTORY_BYTES: usize = 64 * 1024;
+/// The most keys kept of one directory: agents publish one or two (a rotation's overlap); a
+/// directory of thousands would make every copy of it, in memory and in the store, that large.
+pub const MAX_DIRECTORY_KEYS: usize = 8;
 
 /// The signed request's derived components, as the backend that received it saw them: RFC
 /// 9421's `@method`, `@authority` and `@path`.
@@ -217,22 +220,33 @@ pub struct Keys {
     ring: KeyRing,
     /// The thumbprints of the Ed25519 keys imported.
     pub thumbprints: Vec<String>,
+    /// The imported keys alone as a JWKS document: what is worth keeping of the directory (its
+    /// other members and keys of other types are dropped).
+    pub jwks: String,
 }
 
 impl Keys {
-    /// The Ed25519 keys of a JWKS document (others are skipped: the drafts sign with Ed25519).
+    /// The Ed25519 keys of a JWKS document, at most [`MAX_DIRECTORY_KEYS`] of them (others are
+    /// skipped: the drafts sign with Ed25519).
     pub fn from_jwks(json: &[u8]) -> Result<Self, Refusal> {
         let set: JSONWebKeySet = serde_json::from_slice(json)
             .map_err(|e| Refusal(format!("is not a JWKS document ({e})")))?;
         let mut keys = Keys::default();
-        for key in &set.keys {
-            if keys.ring.try_import_jwk(key).is_ok() {
+        let mut kept = Vec::new();
+        for key in set.keys {
+            if kept.len() == MAX_DIRECTORY_KEYS {
+                break;
+            }
+            if keys.ring.try_import_jwk(&key).is_ok() {
                 keys.thumbprints.push(key.b64_thumbprint());
+                kept.push(key);
             }
         }
         if keys.thumbprints.is_empty() {
             return Err(Refusal("has no Ed25519 key".into()));
         }
+        keys.jwks = serde_json::to_string(&JSONWebKeySet { keys: kept })
+            .map_err(|e| Refusal(format!("keys cannot be written back ({e})")))?;
         Ok(keys)
     }
 }
@@ -288,18 +302,6 @@ pub fn directory_keys(r: &DirectoryResponse<'_>, now: i64) -> Result<Keys, Refus
         .verify(&keys.ring, None)
         .map_err(|e| Refusal(format!("is not signed by its own keys ({})", short(&e))))?;
     Ok(keys)
-}
-
-/// The directory URL a `Signature-Agent` names: the origin's well-known path when it names an
-/// origin only, else the URL as given.
-pub fn directory_url(agent: &str) -> String {
-    let trimmed = agent.trim_end_matches('/');
-    let after_scheme = trimmed.split_once("://").map_or(trimmed, |(_, rest)| rest);
-    if after_scheme.contains('/') {
-        agent.to_owned()
-    } else {
-        format!("{trimmed}{DIRECTORY_PATH}")
-    }
 }
 
 /// The outcome of checking a request's signature, as the service found it.
@@ -742,18 +744,18 @@ mod tests {
     }
 
     #[test]
-    fn directory_urls() {
-        assert_eq!(
-            directory_url("https://a.example"),
-            format!("https://a.example{DIRECTORY_PATH}")
+    fn a_directory_s_keys_are_bounded_and_kept_alone() {
+        let many: Vec<serde_json::Value> = (0..20u8).map(|i| key(i).jwk()).collect();
+        let mut doc = serde_json::json!({"keys": many, "padding": "x".repeat(1000)});
+        doc["keys"][0]["comment"] = "extra member".into();
+        let keys = Keys::from_jwks(doc.to_string().as_bytes()).unwrap();
+        assert_eq!(keys.thumbprints.len(), MAX_DIRECTORY_KEYS);
+        assert!(
+            keys.jwks.len() < 1000,
+            "only the keys are kept: {}",
+            keys.jwks
         );
-        assert_eq!(
-            directory_url("https://a.example/"),
-            format!("https://a.example{DIRECTORY_PATH}")
-        );
-        assert_eq!(
-            directory_url("https://a.example/keys.json"),
-            "https://a.example/keys.json"
-        );
+        let again = Keys::from_jwks(keys.jwks.as_bytes()).unwrap();
+        assert_eq!(again.thumbprints, keys.thumbprints);
     }
 }

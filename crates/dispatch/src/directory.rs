@@ -104,6 +104,36 @@ fn max_age(value: &str) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use futures_util::future::BoxFuture;
+    use std::net::IpAddr;
+
+    /// A resolver that answers one address for every name, as an attacker's DNS would.
+    struct Fixed(IpAddr);
+    impl Resolver for Fixed {
+        fn lookup(&self, _host: &str) -> BoxFuture<'static, std::io::Result<Vec<IpAddr>>> {
+            let ip = self.0;
+            Box::pin(async move { Ok(vec![ip]) })
+        }
+    }
+
+    #[tokio::test]
+    async fn a_translated_internal_address_is_refused_before_any_connection() {
+        // 10.0.0.1 through SIIT (`::ffff:0:0/96`) and through NAT64 (`64:ff9b::/96`).
+        for hidden in ["::ffff:0:a00:1", "64:ff9b::a00:1", "::a00:1"] {
+            let ip: IpAddr = hidden.parse().unwrap();
+            let d = HttpDirectories::new(UrlPolicy::default(), Arc::new(Fixed(ip))).unwrap();
+            let literal =
+                format!("https://[{hidden}]/.well-known/http-message-signatures-directory");
+            let err = d.get(&literal).await.err().unwrap();
+            assert!(err.contains("public"), "{hidden}: {err}");
+            let named = d
+                .get("https://agent.example/.well-known/http-message-signatures-directory")
+                .await
+                .err()
+                .unwrap();
+            assert_eq!(named, "connection failed", "{hidden}");
+        }
+    }
 
     #[test]
     fn max_age_is_read_from_cache_control() {

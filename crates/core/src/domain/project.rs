@@ -109,6 +109,22 @@ pub fn origin_allowed(domain: &str, origin: &Origin) -> bool {
                 .is_some_and(|sub| sub.ends_with('.')))
 }
 
+/// Whether a request's authority (`host[:port]`, as a `Host` header carries it) names the project's
+/// site: `domain` or one of its subdomains, or for a `localhost` project a loopback host. A Web Bot
+/// Auth signature sent to the collect route must have been made for this site: one an agent made
+/// for another site proves nothing here, whatever `Host` the replay carries.
+pub fn authority_allowed(domain: &str, authority: &str) -> bool {
+    let Ok(url) = url::Url::parse(&format!("https://{authority}/")) else {
+        return false;
+    };
+    let bare = url.username().is_empty()
+        && url.password().is_none()
+        && url.path() == "/"
+        && url.query().is_none()
+        && url.fragment().is_none();
+    bare && origin_allowed(domain, &Origin(url))
+}
+
 /// A page's origin as browsers send it: `http` or `https`, a host and maybe a port, in exactly
 /// its canonical serialisation (lowercase, no default port, no path, no percent-encoding). Anything
 /// else (`null`, `HTTPS://Shop.Example`, `https://example%2Ecom`) is not an origin any browser
@@ -164,6 +180,30 @@ mod tests {
                 "{bad:?}"
             );
         }
+    }
+
+    #[test]
+    fn authorities() {
+        for ok in ["shop.example", "SHOP.example:8443", "www.shop.example"] {
+            assert!(authority_allowed("shop.example", ok), "{ok}");
+        }
+        for bad in [
+            "other.example",
+            "evilshop.example",
+            "shop.example.evil",
+            "user@shop.example",
+            "shop.example/path",
+            "shop.example?q",
+            "203.0.113.7",
+            "",
+            "[::1]",
+        ] {
+            assert!(!authority_allowed("shop.example", bad), "{bad}");
+        }
+        for ok in ["localhost:8080", "127.0.0.1:9", "[::1]:1"] {
+            assert!(authority_allowed("localhost", ok), "{ok}");
+        }
+        assert!(!authority_allowed("localhost", "shop.example"));
     }
 
     #[test]

@@ -2,15 +2,27 @@
 //! instance's memory, then the store, then a fetch), its signature verified by the engine's
 //! signature module, and its first use recorded so that a replay is noticed. Unsigned visits
 //! cost nothing here: no read, no write.
+//!
+//! A visitor chooses which directory a visit names, so every fetch is bounded: only an origin's
+//! well-known path is fetched, one fetch per origin at a time (the others wait for its answer),
+//! answers and failures are remembered by origin, each source (a page's address, a backend's
+//! project) has a small budget of fetches a minute and the instance a larger one, and the store
+//! keeps a directory's parsed keys only once a signature has verified under them.
 
+use std::collections::HashMap;
 use std::future::Future;
+use std::net::IpAddr;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use super::Vigil;
 use crate::detect::Evidence;
 use crate::detect::Headers;
-use crate::detect::signature::{self, DirectoryResponse, Keys, Outcome, SKEW_SECS, SignatureCheck};
+use crate::detect::signature::{
+    self, DIRECTORY_PATH, DirectoryResponse, Keys, Outcome, SKEW_SECS, SignatureCheck,
+};
+use crate::domain::ProjectId;
+use crate::domain::project::authority_allowed;
 use crate::store::AgentStore;
 use crate::store::items::DirectoryItem;
 
@@ -24,6 +36,94 @@ pub const DEFAULT_DIRECTORY_TTL: i64 = 3600;
 pub const FAILED_DIRECTORY_TTL: i64 = 60;
 /// Directories an instance remembers.
 const DIRECTORY_CACHE_SIZE: usize = 1_000;
+/// Directory fetches one source may cause a minute: an agent names one directory, so a handful
+/// covers a real one, and a page that names a new host on every visit gets no further.
+pub const SOURCE_FETCHES_PER_MINUTE: u32 = 4;
+/// Directory fetches an instance makes a minute, whatever the sources: the most Vigil fetches
+/// of the web on its visitors' say.
+pub const FETCHES_PER_MINUTE: u32 = 60;
+
+/// Who sent a signed visit, which decides what its signature must cover and whose budget a
+/// directory fetch is charged to.
+#[derive(Clone, Copy)]
+pub enum Caller<'a> {
+    /// The collect route: a page's visitor at `address`, on the site of a project whose domain is
+    /// `domain`. A signature there must have been made for that site.
+    Page { domain: &'a str, address: IpAddr },
+    /// The events route: a project's backend, forwarding a request it received; the signature
+    /// must cover the evidence's own request line, which is what it verifies against.
+    Backend { project: &'a ProjectId },
+}
+
+#[derive(Clone, PartialEq, Eq, Hash)]
+enum Source {
+    Address(IpAddr),
+    Project(String),
+}
+
+impl Caller<'_> {
+    fn source(&self) -> Source {
+        match self {
+            Caller::Page { address, .. } => Source::Address(*address),
+            Caller::Backend { project } => Source::Project(project.as_str().to_owned()),
+        }
+    }
+}
+
+/// Directory fetches counted in one-minute windows, per source and in all. Only fetches taken
+/// are counted, so the map holds at most [`FETCHES_PER_MINUTE`] sources.
+#[derive(Default)]
+pub struct FetchBudget(Mutex<Window>);
+
+#[derive(Default)]
+struct Window {
+    minute: i64,
+    total: u32,
+    by_source: HashMap<Source, u32>,
+}
+
+impl FetchBudget {
+    /// Takes one fetch for `source` at `now` (Unix seconds), if both budgets allow it.
+    fn take(&self, source: Source, now: i64) -> bool {
+        let Ok(mut w) = self.0.lock() else {
+            return false;
+        };
+        let minute = now.div_euclid(60);
+        if w.minute != minute {
+            *w = Window {
+                minute,
+                ..Window::default()
+            };
+        }
+        let spent = w.by_source.get(&source).copied().unwrap_or(0);
+        if w.total >= FETCHES_PER_MINUTE || spent >= SOURCE_FETCHES_PER_MINUTE {
+            return false;
+        }
+        w.total += 1;
+        w.by_source.insert(source, spent + 1);
+        true
+    }
+}
+
+/// The origin (`scheme://host[:port]`) of the directory a `Signature-Agent` names: an origin
+/// alone, or its well-known directory path. Any other path, a query, a fragment or credentials
+/// are refused without a fetch: a visitor must not choose what Vigil asks of someone's host.
+pub fn directory_origin(agent: &str) -> Result<String, String> {
+    let url = url::Url::parse(agent).map_err(|_| "names no valid directory URL".to_owned())?;
+    let plain = matches!(url.path(), "" | "/" | DIRECTORY_PATH)
+        && url.query().is_none()
+        && url.fragment().is_none()
+        && url.username().is_empty()
+        && url.password().is_none()
+        && matches!(url.scheme(), "https" | "http")
+        && url.host().is_some();
+    if !plain {
+        return Err(
+            "names a directory URL other than an origin's well-known path; none is fetched".into(),
+        );
+    }
+    Ok(url.origin().ascii_serialization())
+}
 
 /// A key directory's answer.
 pub struct Fetched {
@@ -52,11 +152,20 @@ impl DirectoryFetcher for NoFetcher {
     }
 }
 
-/// A directory as this instance remembers it: its keys, or why it could not be had, until when.
+/// A directory as this instance remembers it: its keys (and whether the store has them), or why
+/// it could not be had, until when.
 #[derive(Clone)]
 pub struct Remembered {
     keys: Result<Arc<Keys>, String>,
     until: i64,
+    stored: bool,
+}
+
+/// What a visit's check learns of its directory.
+struct Found {
+    keys: Arc<Keys>,
+    until: i64,
+    stored: bool,
 }
 
 pub type DirectoryCache = quick_cache::sync::Cache<String, Remembered>;
@@ -74,16 +183,24 @@ pub fn directory_ttl(max_age: Option<i64>) -> i64 {
 
 impl<S: AgentStore, D> Vigil<S, D> {
     /// The check of a visit's Web Bot Auth signature; None when it carries none.
-    pub(super) async fn check_signature(&self, evidence: &Evidence) -> Option<SignatureCheck> {
+    pub(super) async fn check_signature(
+        &self,
+        evidence: &Evidence,
+        caller: Caller<'_>,
+    ) -> Option<SignatureCheck> {
         if !signature::is_signed(evidence) {
             return None;
         }
         // Boxed: with the directory's fetch inside, this future is large, and it sits beside the
         // visit's other reads in one join; only signed visits pay for the allocation.
-        Box::pin(self.check_signed(evidence)).await
+        Box::pin(self.check_signed(evidence, caller)).await
     }
 
-    async fn check_signed(&self, evidence: &Evidence) -> Option<SignatureCheck> {
+    async fn check_signed(
+        &self,
+        evidence: &Evidence,
+        caller: Caller<'_>,
+    ) -> Option<SignatureCheck> {
         let signed = signature::read(evidence)?;
         let signed = match signed {
             Ok(s) => s,
@@ -106,25 +223,43 @@ impl<S: AgentStore, D> Vigil<S, D> {
         if let Err(r) = signed.check_time(now) {
             return Some(check(Outcome::Invalid(r.0)));
         }
-        let Some(url) = &directory else {
+        // A page's visit reaches Vigil with whatever `Host` its sender chose: a signature made
+        // for another site, replayed here under that site's name, is no proof of anything.
+        if let Caller::Page { domain, .. } = caller {
+            let authority = evidence
+                .request
+                .as_ref()
+                .and_then(|r| r.authority.as_deref());
+            if !authority.is_some_and(|a| authority_allowed(domain, a)) {
+                return Some(check(Outcome::Unverifiable(
+                    "was made for another site than this project's".into(),
+                )));
+            }
+        }
+        let Some(agent) = &directory else {
             return Some(check(if signed.inline {
                 Outcome::SelfSigned
             } else {
                 Outcome::Unverifiable("names no key directory (no Signature-Agent)".into())
             }));
         };
-        let keys = match self
-            .directory_keys(&signature::directory_url(url), now)
-            .await
-        {
+        let origin = match directory_origin(agent) {
+            Ok(o) => o,
+            Err(why) => return Some(check(Outcome::Unverifiable(why))),
+        };
+        let found = match self.directory_keys(&origin, caller, now).await {
             Ok(k) => k,
             Err(why) => return Some(check(Outcome::Unverifiable(why))),
         };
         let (replay_key, until) = (signed.replay_key.clone(), signed.expires.unwrap_or(now));
-        if let Err(r) = signed.verify(&keys) {
+        if let Err(r) = signed.verify(&found.keys) {
             return Some(check(Outcome::Invalid(r.0)));
         }
-        // Only a signature that verifies is remembered: forgeries cost no write.
+        // Only a signature that verifies is remembered, and only then are its directory's keys
+        // shared with the other instances: forgeries cost no write.
+        if !found.stored {
+            self.keep_directory(&origin, &found).await;
+        }
         match self
             .store
             .first_use(&replay_key, until + SKEW_SECS, now)
@@ -141,61 +276,164 @@ impl<S: AgentStore, D> Vigil<S, D> {
         }
     }
 
-    /// A directory's verified keys: this instance's memory, else the store's copy, else fetched
-    /// (and its own signature checked), then remembered for its lifetime.
-    async fn directory_keys(&self, url: &str, now: i64) -> Result<Arc<Keys>, String> {
-        if let Some(r) = self.directories.get(url)
-            && r.until > now
-        {
-            return r.keys;
+    /// An origin's directory keys: this instance's memory, else (one visit at a time per origin,
+    /// the others waiting for its answer) the store's copy, else fetched within the budgets and
+    /// its own signature checked. Answers and failures are remembered; a spent budget is not.
+    async fn directory_keys(
+        &self,
+        origin: &str,
+        caller: Caller<'_>,
+        now: i64,
+    ) -> Result<Found, String> {
+        // Twice at most: a remembered answer past its time is dropped and looked up again.
+        for _ in 0..2 {
+            match self.directories.get_value_or_guard_async(origin).await {
+                Ok(r) if r.until > now => {
+                    return r.keys.map(|keys| Found {
+                        keys,
+                        until: r.until,
+                        stored: r.stored,
+                    });
+                }
+                Ok(_) => {
+                    self.directories.remove_if(origin, |r| r.until <= now);
+                }
+                Err(guard) => {
+                    let Some(r) = self.find_directory(origin, caller, now).await else {
+                        return Err("its directory was not fetched: too many directory fetches \
+                                    from this source or this server in the last minute"
+                            .into());
+                    };
+                    let _ = guard.insert(r.clone());
+                    return r.keys.map(|keys| Found {
+                        keys,
+                        until: r.until,
+                        stored: r.stored,
+                    });
+                }
+            }
         }
-        match self.store.cached_directory(url, now).await {
+        Err("its directory is changing; try again".into())
+    }
+
+    /// The store's copy of an origin's directory, else the directory fetched; None when the fetch
+    /// was not within the budgets.
+    async fn find_directory(
+        &self,
+        origin: &str,
+        caller: Caller<'_>,
+        now: i64,
+    ) -> Option<Remembered> {
+        match self.store.cached_directory(origin, now).await {
             Ok(Some(item)) => {
                 if let Ok(keys) = Keys::from_jwks(item.jwks.as_bytes()) {
-                    let keys = Arc::new(keys);
-                    self.remember(url, Ok(keys.clone()), item.expires_at);
-                    return Ok(keys);
+                    return Some(Remembered {
+                        keys: Ok(Arc::new(keys)),
+                        until: item.expires_at,
+                        stored: true,
+                    });
                 }
             }
             Ok(None) => {}
             Err(e) => tracing::warn!(error = %e, "cached directory not read; fetching it"),
         }
-        let fetched = match self.fetcher.fetch(url).await {
+        if !self.fetch_budget.take(caller.source(), now) {
+            tracing::info!(%origin, "directory fetch refused by the fetch budget");
+            return None;
+        }
+        let failed = |why: String| Remembered {
+            keys: Err(why),
+            until: now + FAILED_DIRECTORY_TTL,
+            stored: false,
+        };
+        let url = format!("{origin}{DIRECTORY_PATH}");
+        let fetched = match self.fetcher.fetch(&url).await {
             Ok(f) => f,
-            Err(why) => {
-                let why = format!("its directory could not be fetched: {why}");
-                self.remember(url, Err(why.clone()), now + FAILED_DIRECTORY_TTL);
-                return Err(why);
-            }
+            Err(why) => return Some(failed(format!("its directory could not be fetched: {why}"))),
         };
         let response = DirectoryResponse {
             authority: &fetched.authority,
             headers: &fetched.headers,
             body: &fetched.body,
         };
-        let keys = match signature::directory_keys(&response, now) {
-            Ok(k) => Arc::new(k),
-            Err(r) => {
-                let why = format!("its directory {}", r.0);
-                self.remember(url, Err(why.clone()), now + FAILED_DIRECTORY_TTL);
-                return Err(why);
-            }
-        };
-        let until = now + directory_ttl(fetched.max_age);
-        let jwks = String::from_utf8_lossy(&fetched.body).into_owned();
-        if let Err(e) = self
-            .store
-            .cache_directory(&DirectoryItem::new(url, jwks, until))
-            .await
-        {
-            tracing::warn!(error = %e, "directory not cached in the store");
-        }
-        self.remember(url, Ok(keys.clone()), until);
-        Ok(keys)
+        Some(match signature::directory_keys(&response, now) {
+            Ok(keys) => Remembered {
+                keys: Ok(Arc::new(keys)),
+                until: now + directory_ttl(fetched.max_age),
+                stored: false,
+            },
+            Err(r) => failed(format!("its directory {}", r.0)),
+        })
     }
 
-    fn remember(&self, url: &str, keys: Result<Arc<Keys>, String>, until: i64) {
-        self.directories
-            .insert(url.to_owned(), Remembered { keys, until });
+    /// Shares a directory's keys with the other instances through the store, once a signature
+    /// verified under them.
+    async fn keep_directory(&self, origin: &str, found: &Found) {
+        let item = DirectoryItem::new(origin, found.keys.jwks.clone(), found.until);
+        if let Err(e) = self.store.cache_directory(&item).await {
+            tracing::warn!(error = %e, "directory not cached in the store");
+            return;
+        }
+        self.directories.insert(
+            origin.to_owned(),
+            Remembered {
+                keys: Ok(found.keys.clone()),
+                until: found.until,
+                stored: true,
+            },
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_an_origin_or_its_well_known_path_names_a_directory() {
+        for (agent, origin) in [
+            ("https://a.example", "https://a.example"),
+            ("https://a.example/", "https://a.example"),
+            ("https://A.example:8443/", "https://a.example:8443"),
+            (
+                "https://a.example/.well-known/http-message-signatures-directory",
+                "https://a.example",
+            ),
+            ("http://127.0.0.1:9", "http://127.0.0.1:9"),
+        ] {
+            assert_eq!(directory_origin(agent).as_deref(), Ok(origin), "{agent}");
+        }
+        for bad in [
+            "https://a.example/internal/admin?delete=1",
+            "https://a.example/?delete=1",
+            "https://a.example/keys.json",
+            "https://a.example/#x",
+            "https://user:pw@a.example/",
+            "ftp://a.example/",
+            "data:application/json,{}",
+            "not a url",
+        ] {
+            assert!(directory_origin(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_fetch_budget_is_per_source_and_in_all_per_minute() {
+        let budget = FetchBudget::default();
+        let a = || Source::Address("203.0.113.1".parse().unwrap());
+        for _ in 0..SOURCE_FETCHES_PER_MINUTE {
+            assert!(budget.take(a(), 60));
+        }
+        assert!(!budget.take(a(), 119), "the source's minute is spent");
+        assert!(budget.take(a(), 120), "a new minute");
+        let mut granted = 0;
+        for i in 0..FETCHES_PER_MINUTE * 2 {
+            granted += u32::from(budget.take(Source::Project(format!("prj_{i}")), 150));
+        }
+        assert_eq!(
+            granted + 1,
+            FETCHES_PER_MINUTE,
+            "the instance's minute is spent"
+        );
     }
 }

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::agents::Caller;
 use super::{Detecting, ServiceError, ServiceResult, Vigil};
 use crate::detect::ENGINE_VERSION;
 use crate::detect::SignatureCheck;
@@ -75,7 +76,7 @@ impl<S: ProjectStore + ResultStore + IdempotencyStore + VelocityStore + AgentSto
         let (velocity, prior, signature) = tokio::join!(
             self.velocity(&p, session, evidence, device.as_ref()),
             self.store.prior_summary(&p.id, session),
-            self.check_signature(evidence.evidence()),
+            self.check_signature(evidence.evidence(), Caller::Backend { project: &p.id }),
         );
         let found = Found {
             device,
@@ -400,7 +401,13 @@ impl<S: ProjectStore + ResultStore + UsageStore + VelocityStore + AgentStore> Vi
         let (velocity, prior, signature) = tokio::join!(
             self.velocity(project, session, evidence, device.as_ref()),
             self.store.prior_summary(&project.id, session),
-            self.check_signature(evidence.evidence()),
+            self.check_signature(
+                evidence.evidence(),
+                Caller::Page {
+                    domain: &project.domain,
+                    address: evidence.address(),
+                }
+            ),
         );
         let found = Found {
             device,

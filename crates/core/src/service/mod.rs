@@ -100,6 +100,8 @@ pub struct Vigil<S, D = ()> {
     fetcher: Arc<dyn agents::DirectoryFetcher>,
     /// Key directories as this instance found them.
     directories: agents::DirectoryCache,
+    /// Directory fetches this instance may still make this minute.
+    fetch_budget: Arc<agents::FetchBudget>,
 }
 
 /// The engine of a service that evaluates visits ([`Vigil::with_engine`]): the routes that
@@ -132,6 +134,7 @@ impl<S> Vigil<S> {
             secret_overlap: crate::config::DEFAULT_SECRET_OVERLAP,
             fetcher: Arc::new(agents::NoFetcher),
             directories: agents::directory_cache(),
+            fetch_budget: Arc::new(agents::FetchBudget::default()),
         }
     }
 
@@ -150,6 +153,7 @@ impl<S> Vigil<S> {
             secret_overlap: self.secret_overlap,
             fetcher: self.fetcher,
             directories: self.directories,
+            fetch_budget: self.fetch_budget,
         }
     }
 }

@@ -210,15 +210,18 @@ pub enum Entity {
     SignatureUse,
 }
 
-/// A key directory's verified JWKS, cached for every instance (`DIRECTORY#{url}`).
+/// A key directory's keys, shared with every instance once a signature verified under them
+/// (`DIRECTORY#{sha256 of its origin}`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DirectoryItem {
     pub pk: String,
     pub sk: String,
     pub entity: Entity,
-    pub url: String,
-    /// The directory's JWKS, as fetched and verified.
+    /// The directory's origin (`scheme://host[:port]`); earlier items held its URL.
+    #[serde(alias = "url")]
+    pub origin: String,
+    /// The directory's Ed25519 keys alone, as a JWKS document.
     pub jwks: String,
     /// Epoch seconds until which it may be used.
     pub expires_at: i64,
@@ -227,17 +230,20 @@ pub struct DirectoryItem {
 
 pub const DIRECTORY_SK: &str = "DIRECTORY";
 
-pub fn directory_pk(url: &str) -> String {
-    format!("DIRECTORY#{}", hex::encode(Sha256::digest(url.as_bytes())))
+pub fn directory_pk(origin: &str) -> String {
+    format!(
+        "DIRECTORY#{}",
+        hex::encode(Sha256::digest(origin.as_bytes()))
+    )
 }
 
 impl DirectoryItem {
-    pub fn new(url: &str, jwks: String, expires_at: i64) -> Self {
+    pub fn new(origin: &str, jwks: String, expires_at: i64) -> Self {
         Self {
-            pk: directory_pk(url),
+            pk: directory_pk(origin),
             sk: DIRECTORY_SK.to_owned(),
             entity: Entity::Directory,
-            url: url.to_owned(),
+            origin: origin.to_owned(),
             jwks,
             expires_at,
             ttl: expires_at,

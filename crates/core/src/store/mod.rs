@@ -113,21 +113,21 @@ pub trait KeyStore: ItemStore {
 /// What Web Bot Auth verification keeps across instances: key directories by their cache
 /// lifetime, and the signatures already seen (replays). Called for signed requests only.
 pub trait AgentStore: ItemStore {
-    /// A directory's keys as cached, if still within their lifetime at `now`.
+    /// An origin's directory keys as cached, if still within their lifetime at `now`.
     fn cached_directory(
         &self,
-        url: &str,
+        origin: &str,
         now: i64,
     ) -> impl Future<Output = Res<Option<items::DirectoryItem>>> + Send {
         async move {
             let item: Option<items::DirectoryItem> = self
                 .item(
-                    &items::directory_pk(url),
+                    &items::directory_pk(origin),
                     items::DIRECTORY_SK,
                     Read::Eventual,
                 )
                 .await?;
-            Ok(item.filter(|d| d.expires_at > now && d.url == url))
+            Ok(item.filter(|d| d.expires_at > now && d.origin == origin))
         }
     }
 
