@@ -1565,7 +1565,9 @@ async fn a_burst_of_sessions_from_one_address_is_flagged_and_forgotten<S: Store>
     let (n, rest) = leading_count(&churn.detail);
     assert!((194..=206).contains(&n), "{}", churn.detail);
     assert!(
-        rest.starts_with(" sessions in 5 minutes from one device (threshold 20; 200 events"),
+        rest.starts_with(
+            " sessions in 5 minutes from one device at this address (threshold 20; 200 events"
+        ),
         "{}",
         churn.detail
     );
@@ -1662,6 +1664,91 @@ async fn one_device_over_many_addresses_is_address_churn<S: Store>(store: S) {
     assert!(reason(&other, "address_churn").is_none(), "{other:?}");
 }
 
+/// Issue 52: velocity cannot be poisoned. 24 sessions from one address under a common browser's
+/// device key leave a person with that browser elsewhere alone; 40 sessions sprayed from an
+/// address without a device key weigh less against a person there whose browser has one.
+async fn velocity_is_judged_by_the_visit_s_own_share<S: Store>(store: S) {
+    let start = "2026-11-24T12:00:00.000Z";
+    let (app, clock) = detecting(store, start).await;
+    let (acc, p) = (AccountId::parse("acc_v").unwrap(), pid("pv"));
+    for i in 0..24 {
+        clock.set(secs(ts(start).unix_seconds() + i * 2));
+        app.record_event(
+            &acc,
+            &p,
+            &sid(&format!("poison-{i}")),
+            &browser_visit("198.51.100.30", "Europe/Berlin"),
+            None,
+        )
+        .await
+        .unwrap();
+    }
+    let person = app
+        .record_event(
+            &acc,
+            &p,
+            &sid("person"),
+            &browser_visit("203.0.113.77", "Europe/Berlin"),
+            None,
+        )
+        .await
+        .unwrap();
+    assert!(reason(&person, "session_churn").is_none(), "{person:?}");
+    assert!(person.score_bot.get() < 0.5, "{person:?}");
+    // The burst's own address is still judged by it.
+    let again = app
+        .record_event(
+            &acc,
+            &p,
+            &sid("poison-again"),
+            &browser_visit("198.51.100.30", "Europe/Berlin"),
+            None,
+        )
+        .await
+        .unwrap();
+    assert!(reason(&again, "session_churn").is_some(), "{again:?}");
+    assert!(again.score_bot.get() >= 0.9, "{again:?}");
+
+    // Sessions without a device key, sprayed from one address.
+    let bare = |ip: &str| {
+        let e: vigil::detect::Evidence = serde_json::from_value(serde_json::json!({
+            "userAgent": "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0.0.0 Safari/537.36",
+        }))
+        .unwrap();
+        vigil::domain::AddressedEvidence::new(ip.parse().unwrap(), e)
+    };
+    for i in 0..40 {
+        app.record_event(
+            &acc,
+            &p,
+            &sid(&format!("spray-{i}")),
+            &bare("198.51.100.40"),
+            None,
+        )
+        .await
+        .unwrap();
+    }
+    let keyless = app
+        .record_event(&acc, &p, &sid("spray-last"), &bare("198.51.100.40"), None)
+        .await
+        .unwrap();
+    let full = reason(&keyless, "session_churn").expect("session_churn");
+    let person = app
+        .record_event(
+            &acc,
+            &p,
+            &sid("neighbour"),
+            &browser_visit("198.51.100.40", "Asia/Tokyo"),
+            None,
+        )
+        .await
+        .unwrap();
+    let less = reason(&person, "session_churn").expect("session_churn");
+    assert!(less.weight < full.weight, "{less:?} {full:?}");
+    assert!(less.detail.contains("another client's"), "{}", less.detail);
+    assert!(person.score_bot.get() < 0.9, "{person:?}");
+}
+
 macro_rules! conformance {
     ($($name:ident),* $(,)?) => {
         mod sqlite_store {
@@ -1709,6 +1796,7 @@ conformance!(
     large_plans_spread_counters_and_stay_exact,
     a_burst_of_sessions_from_one_address_is_flagged_and_forgotten,
     one_device_over_many_addresses_is_address_churn,
+    velocity_is_judged_by_the_visit_s_own_share,
     agents_policies_events_and_the_agent_filter_round_trip,
     signature_uses_and_directories_are_kept,
     a_sessions_path_is_kept_in_its_summary_and_judged_on_its_pages,

@@ -59,8 +59,8 @@ reasons! {
     TlsFingerprintMismatch => Bot, 6.5, "the TLS ClientHello is an HTTP library's or another browser's than the user agent claims: the client that opened the connection is not the browser it names (a TLS-intercepting middlebox does the same)";
     HttpFingerprintMismatch => Bot, 3.0, "header order or HTTP version that the claimed browser never sends; alone short of even odds, since proxies and extensions can reorder headers";
     SyntheticInput => Bot, 5.0, "pointer events dispatched by script, or at the equal coordinates of protocol-made events";
-    SessionChurn => Bot, 7.0, "one device key, or one address with few devices, opening sessions faster than people open tabs (counted across visits); 3.0 for an address with many devices behind it, 3.5 for a key identical iPhones share";
-    AddressVelocity => Bot, 4.0, "one address sending more events than a person's browsing makes; 2.0 for an address with many devices behind it (carrier-grade NAT, an office, a relay)";
+    SessionChurn => Bot, 7.0, "one device key at one address, or one address with few devices, opening sessions faster than people open tabs (counted across visits); 3.0 for an address with many devices behind it or when the visit's own device key made few of them, 3.5 for a key identical iPhones share";
+    AddressVelocity => Bot, 4.0, "one address sending more events than a person's browsing makes; 2.0 for an address with many devices behind it (carrier-grade NAT, an office, a relay) or when the visit's own device key made fewer than half of them";
     SignedAgent => Bot, 7.0, "a Web Bot Auth signature (RFC 9421) that verifies under the agent's key directory: certainly a bot, and one that says whose; shown as good, and a project may allow its category";
     SpoofedAgent => Bot, 9.0, "a signature that does not verify, is expired, replayed or not yet valid, or that claims a known agent's directory without its key: a forgery";
     AiAgent => Bot, 6.5, "declares an AI agent or AI crawler in its user agent, unsigned and outside any published range: a declared bot whose identity is unproven";

@@ -7,6 +7,13 @@
 //! the same window, so a large shop's corporate egress is judged against its traffic and a small
 //! site's against the floor. Shared addresses (many device keys behind one address) and device
 //! keys that identical phones share (iOS) weigh less: the detail says why.
+//!
+//! Counts are evidence about whoever made them, and anyone can make them: so a visit is judged by
+//! its own share. A device key's sessions count where this visit is: at most the address's
+//! sessions, so a burst sent elsewhere under a common browser's key (identical machines share
+//! one) raises that address, not every holder of the key. And a visit that carries a device key
+//! is judged by its address's counts only at a shared address's weight, unless its own device
+//! made them: sessions sprayed without a key, or under another one, are another client's doing.
 
 use crate::velocity::{AddressCounts, DeviceCounts, PerSpan, Span, Velocity};
 use crate::{Code, Reason, Visit};
@@ -87,15 +94,54 @@ fn with_weight(code: Code, weight: f64, detail: String) -> Reason {
     r
 }
 
+/// The device's counts where this visit is: its sessions and events at most its address's, since
+/// it cannot have made more of them here than the address saw.
+fn device_here(
+    d: &PerSpan<DeviceCounts>,
+    a: Option<&PerSpan<AddressCounts>>,
+) -> PerSpan<DeviceCounts> {
+    let Some(a) = a else {
+        return *d;
+    };
+    PerSpan(Span::ALL.map(|span| {
+        let (dc, ac) = (d.at(span), a.at(span));
+        DeviceCounts {
+            sessions: dc.sessions.min(ac.sessions),
+            events: dc.events.min(ac.events),
+            ..dc
+        }
+    }))
+}
+
+/// Why an address's counts weigh less against this visit, if they do: many devices behind it,
+/// or a visit with a device key of its own that made few of them.
+fn address_discount(c: &AddressCounts, own: Option<u64>, what: &str) -> Option<String> {
+    if looks_shared(c) {
+        return Some(
+            "; many devices behind one address look like a shared one, weighed less".into(),
+        );
+    }
+    own.map(|n| {
+        format!(
+            "; this browser's device key made at most {} of them, so the rest are another client's \
+             evidence, weighed less",
+            count(n, what, &format!("{what}s"))
+        )
+    })
+}
+
 fn session_churn(vel: &Velocity, shared_key: bool) -> Option<Reason> {
     let p = &vel.project_events;
-    let by_device = vel
+    let here = vel
         .device
+        .as_ref()
+        .map(|d| device_here(d, vel.address.as_ref()));
+    let by_device = here
         .as_ref()
         .and_then(|d| crossed(d, |c: &DeviceCounts| c.sessions, &DEVICE_SESSIONS, p));
     if let Some((span, n, t, c)) = by_device {
         let mut detail = format!(
-            "{n} sessions in {span} from one device (threshold {t}; {} events, {})",
+            "{n} sessions in {span} from one device at this address (threshold {t}; {} events, {})",
             c.events,
             count(c.addresses, "address", "addresses")
         );
@@ -116,8 +162,9 @@ fn session_churn(vel: &Velocity, shared_key: bool) -> Option<Reason> {
         count(c.devices, "device", "devices")
     );
     let mut weight = Code::SessionChurn.weight();
-    if looks_shared(&c) {
-        detail.push_str("; many devices behind one address look like a shared one, weighed less");
+    let own = here.map(|d| d.at(span).sessions);
+    if let Some(why) = address_discount(&c, own, "session") {
+        detail.push_str(&why);
         weight = SHARED_ADDRESS_WEIGHT;
     }
     Some(with_weight(Code::SessionChurn, weight, detail))
@@ -137,8 +184,15 @@ fn address_velocity(vel: &Velocity) -> Option<Reason> {
         count(c.devices, "device", "devices")
     );
     let mut weight = Code::AddressVelocity.weight();
-    if looks_shared(&c) {
-        detail.push_str("; many devices behind one address look like a shared one, weighed less");
+    // This visit's device made at most this many of the window's events here.
+    let own = vel
+        .device
+        .as_ref()
+        .map(|d| device_here(d, Some(a)).at(span).events);
+    // A device that made most of them is this visit's own doing, whatever else is there.
+    let own = own.filter(|&n| n.saturating_mul(2) < c.events);
+    if let Some(why) = address_discount(&c, own, "event") {
+        detail.push_str(&why);
         weight = SHARED_EVENTS_WEIGHT;
     }
     Some(with_weight(Code::AddressVelocity, weight, detail))
@@ -242,8 +296,9 @@ mod tests {
         let r = verdict(CHROME, vel);
         assert_eq!(codes(&r), [Code::SessionChurn]);
         assert!(
-            r[0].detail
-                .starts_with("20 sessions in 5 minutes from one device (threshold 20")
+            r[0].detail.starts_with(
+                "20 sessions in 5 minutes from one device at this address (threshold 20"
+            )
         );
         assert!(reasons::score(&r, reasons::Target::Bot) >= 0.9);
     }
@@ -263,6 +318,65 @@ mod tests {
             ..Velocity::default()
         };
         assert!(reasons::score(&verdict(CHROME, one), reasons::Target::Bot) > 0.99);
+    }
+
+    /// Issue 52: 24 sessions sent from one address under a common browser's key must not make a
+    /// person with that browser elsewhere a bot; that address's own visits still are.
+    #[test]
+    fn a_burst_under_a_shared_device_key_elsewhere_is_not_this_visit_s_evidence() {
+        let elsewhere = Velocity {
+            address: Some(address(2, 1, 1)),
+            device: Some(device(25, 2, 1)),
+            ..Velocity::default()
+        };
+        assert!(verdict(CHROME, elsewhere).is_empty());
+        let there = Velocity {
+            address: Some(address(50, 25, 1)),
+            device: Some(device(25, 2, 1)),
+            ..Velocity::default()
+        };
+        let r = verdict(CHROME, there);
+        assert_eq!(codes(&r), [Code::SessionChurn]);
+        assert!(reasons::score(&r, reasons::Target::Bot) >= 0.9);
+    }
+
+    /// Issue 52: sessions sprayed from an address without a device key weigh less against a
+    /// person there whose browser has one; without a key of its own a visit is judged in full.
+    #[test]
+    fn deviceless_sessions_weigh_less_against_a_visit_with_its_own_key() {
+        let sprayed = address(400, 200, 1);
+        let person = Velocity {
+            address: Some(sprayed),
+            device: Some(device(1, 1, 1)),
+            ..Velocity::default()
+        };
+        let r = verdict(CHROME, person);
+        assert_eq!(codes(&r), [Code::SessionChurn, Code::AddressVelocity]);
+        assert!(
+            r.iter().all(|r| r.detail.contains("another client's")),
+            "{r:?}"
+        );
+        assert!(reasons::score(&r, reasons::Target::Bot) < 0.9, "{r:?}");
+        let keyless = Velocity {
+            address: Some(sprayed),
+            ..Velocity::default()
+        };
+        assert!(reasons::score(&verdict(CHROME, keyless), reasons::Target::Bot) > 0.99);
+        // A device that made the address's events itself is judged by them in full.
+        let busy = DeviceCounts {
+            events: 400,
+            sessions: 15,
+            addresses: 1,
+            countries: 1,
+        };
+        let own = Velocity {
+            address: Some(address(400, 15, 1)),
+            device: Some(PerSpan([busy; 3])),
+            ..Velocity::default()
+        };
+        let r = verdict(CHROME, own);
+        assert_eq!(codes(&r), [Code::AddressVelocity]);
+        assert_eq!(r[0].weight, Code::AddressVelocity.weight());
     }
 
     #[test]
