@@ -1749,6 +1749,52 @@ async fn velocity_is_judged_by_the_visit_s_own_share<S: Store>(store: S) {
     assert!(person.score_bot.get() < 0.9, "{person:?}");
 }
 
+/// Issue 52: test events have a budget per account (20 a minute over all its webhooks) beside the
+/// one per webhook, counted in the store so that every instance shares it.
+async fn test_events_have_a_budget_per_account<S: Store>(store: S) {
+    let (app, clock) = detecting(store, "2026-11-24T13:00:10.000Z").await;
+    let (acc, p) = (AccountId::parse("acc_v").unwrap(), pid("pv"));
+    let mut hooks = Vec::new();
+    for i in 0..5 {
+        let url = WebhookUrl::parse(
+            &format!("https://receiver.example/hook-{i}"),
+            UrlPolicy::default(),
+        )
+        .unwrap();
+        let w = app
+            .create_webhook(&acc, &p, WebhookType::BotDetect, url)
+            .await
+            .unwrap();
+        hooks.push(w.id);
+    }
+    let mut outcomes = Vec::new();
+    for w in &hooks {
+        for _ in 0..vigil::service::TEST_BUDGET {
+            outcomes.push(app.test_webhook(&acc, &p, w).await);
+        }
+    }
+    let accepted = outcomes.iter().filter(|o| o.is_ok()).count() as u64;
+    assert_eq!(accepted, vigil::service::ACCOUNT_TEST_BUDGET);
+    for refused in &outcomes[accepted as usize..] {
+        assert!(
+            matches!(
+                refused,
+                Err(ServiceError::TestBudget(
+                    vigil::service::TestBudget::Account,
+                    50
+                ))
+            ),
+            "{refused:?}"
+        );
+    }
+    // Nothing was queued for the refused ones.
+    let last = app.deliveries(&acc, &p, &hooks[4]).await.unwrap();
+    assert!(last.is_empty(), "{last:?}");
+    // The next minute has room again.
+    clock.set(ts("2026-11-24T13:01:00.000Z"));
+    assert!(app.test_webhook(&acc, &p, &hooks[4]).await.is_ok());
+}
+
 macro_rules! conformance {
     ($($name:ident),* $(,)?) => {
         mod sqlite_store {
@@ -1797,6 +1843,7 @@ conformance!(
     a_burst_of_sessions_from_one_address_is_flagged_and_forgotten,
     one_device_over_many_addresses_is_address_churn,
     velocity_is_judged_by_the_visit_s_own_share,
+    test_events_have_a_budget_per_account,
     agents_policies_events_and_the_agent_filter_round_trip,
     signature_uses_and_directories_are_kept,
     a_sessions_path_is_kept_in_its_summary_and_judged_on_its_pages,

@@ -8,7 +8,7 @@ use lambda_http::{Body, Response};
 
 use crate::domain::plan::Refusal;
 use crate::report::Chain;
-use crate::service::ServiceError;
+use crate::service::{ServiceError, TestBudget};
 use crate::store::StoreError;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -127,8 +127,11 @@ impl From<ServiceError> for ApiError {
                 ApiError::Conflict("The project already has the maximum of 10 webhooks")
             }
             ServiceError::ProjectLimit => ApiError::Forbidden("Project limit reached"),
-            ServiceError::TestBudget(s) => {
+            ServiceError::TestBudget(TestBudget::Webhook, s) => {
                 ApiError::TooManyRequests("At most 5 test events per webhook per minute", s)
+            }
+            ServiceError::TestBudget(TestBudget::Account, s) => {
+                ApiError::TooManyRequests("At most 20 test events per account per minute", s)
             }
             ServiceError::Refused(Refusal::PlanInactive) => {
                 crate::metrics::refusal("plan_inactive");

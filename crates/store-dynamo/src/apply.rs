@@ -98,7 +98,12 @@ impl Expr {
                 e.write = Write::Update(format!("SET {}", sets.join(", ")));
                 e.when(&when)?;
             }
-            Op::Count { entity, by, max } => {
+            Op::Count {
+                entity,
+                by,
+                max,
+                expires,
+            } => {
                 e.name("#c", "count");
                 e.name("#e", "entity");
                 e.values.insert(":zero".to_owned(), n(0));
@@ -106,9 +111,13 @@ impl Expr {
                 let entity =
                     serde_json::to_value(entity).map_err(|x| StoreError::Corrupt(Box::new(x)))?;
                 e.values.insert(":entity".to_owned(), attribute(&entity)?);
-                e.write = Write::Update(
-                    "SET #c = if_not_exists(#c, :zero) + :by, #e = :entity".to_owned(),
-                );
+                let mut set = "SET #c = if_not_exists(#c, :zero) + :by, #e = :entity".to_owned();
+                if let Some(t) = expires {
+                    e.name("#t", TTL);
+                    e.values.insert(":ttl".to_owned(), n(t));
+                    set.push_str(", #t = :ttl");
+                }
+                e.write = Write::Update(set);
                 // The same bounds as `Step::counted`: never below zero, never above `max`.
                 e.condition = if by < 0 {
                     e.values.insert(":need".to_owned(), n(-by));

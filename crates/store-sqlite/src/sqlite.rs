@@ -223,6 +223,19 @@ const RESTART_PAGES: i64 = 32_768;
 /// The WAL size (pages) at which a commit checkpoints by itself: a safety net, far above what the
 /// background checkpointer lets the WAL grow to, so that requests do not pay for it.
 const AUTOCHECKPOINT_PAGES: u32 = 262_144;
+/// The WAL file size above which an idle store truncates it. A WAL starting again from its
+/// beginning keeps its file at the largest size it reached (hundreds of MiB after a burst of
+/// visits) until it is truncated; a few MiB is what a quiet store's writes fill between ticks.
+const WAL_IDLE_BYTES: u64 = 4 << 20;
+/// How long the idle truncation waits for a reader or a writer before leaving it to a later tick.
+const TRUNCATE_WAIT: Duration = Duration::from_millis(100);
+
+/// The WAL file of the database at `path`.
+fn wal_path(path: &Path) -> std::path::PathBuf {
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    wal.into()
+}
 
 /// A failure inside this adapter: SQLite's and the pool's errors and the store's own, so that `?`
 /// works on all three; it leaves the adapter as the [`StoreError`] it carries.
@@ -339,7 +352,8 @@ impl SqliteStore {
             writer,
             summaries,
         });
-        checkpoint_in_background(pool.clone(), std::sync::Arc::downgrade(&closing));
+        let wal = wal_path(path);
+        checkpoint_in_background(pool.clone(), std::sync::Arc::downgrade(&closing), wal);
         Ok(Self { pool, closing })
     }
 
@@ -820,7 +834,12 @@ fn decide(tx: &Connection, step: Step) -> Result<Result<Decided, Applied>, Db> {
             item.extend(attributes);
             item
         }
-        Op::Count { entity, by, max } => {
+        Op::Count {
+            entity,
+            by,
+            max,
+            expires,
+        } => {
             let Some(count) = Step::counted(by, max, current.as_ref()) else {
                 return refused(current);
             };
@@ -830,6 +849,9 @@ fn decide(tx: &Connection, step: Step) -> Result<Result<Decided, Applied>, Db> {
                 serde_json::to_value(entity).map_err(corrupt)?,
             );
             item.insert("count".to_owned(), count.into());
+            if let Some(t) = expires {
+                item.insert("ttl".to_owned(), t.into());
+            }
             item
         }
         // Taken above; nothing to write here.
@@ -1150,11 +1172,16 @@ impl VelocityStore for SqliteStore {
 /// syncing it (SQLite's automatic checkpoint runs inside the commit that crosses its threshold,
 /// and its syncs kept the writer waiting on the disk a seventh of the time). Runs until the store
 /// is dropped.
-fn checkpoint_in_background(pool: Pool<SqliteConnectionManager>, alive: std::sync::Weak<Closing>) {
+fn checkpoint_in_background(
+    pool: Pool<SqliteConnectionManager>,
+    alive: std::sync::Weak<Closing>,
+    wal: std::path::PathBuf,
+) {
     let spawned = std::thread::Builder::new()
         .name("sqlite-checkpoint".into())
         .spawn(move || {
             let mut given_back = std::time::Instant::now();
+            let mut last = None;
             loop {
                 std::thread::sleep(CHECKPOINT_EVERY);
                 let Some(store) = alive.upgrade() else { break };
@@ -1162,8 +1189,16 @@ fn checkpoint_in_background(pool: Pool<SqliteConnectionManager>, alive: std::syn
                     store.give_back(KEEP_UNUSED, None);
                     given_back = std::time::Instant::now();
                 }
-                if let Err(e) = checkpoint(&pool, &store.writer, RESTART_PAGES) {
-                    tracing::warn!(error = %e, "WAL checkpoint failed; the next one retries");
+                match checkpoint(&pool, &store.writer, RESTART_PAGES) {
+                    Ok(state) => {
+                        if last == Some(state) && state.idle() {
+                            truncate_when_large(&pool, &wal);
+                        }
+                        last = Some(state);
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "WAL checkpoint failed; the next one retries")
+                    }
                 }
             }
         });
@@ -1173,32 +1208,70 @@ fn checkpoint_in_background(pool: Pool<SqliteConnectionManager>, alive: std::syn
     }
 }
 
+/// What a checkpoint pass found: the WAL's frames and how many of them are in the database.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct WalState {
+    frames: i64,
+    copied: i64,
+}
+
+impl WalState {
+    /// Every frame copied; seen twice in a row, no write came in between.
+    fn idle(self) -> bool {
+        self.frames == self.copied
+    }
+}
+
+/// Truncates the WAL file when it is larger than [`WAL_IDLE_BYTES`], once the store has had no
+/// write for a tick: after a burst the file would otherwise keep its largest size for good. The
+/// truncation waits at most [`TRUNCATE_WAIT`] for readers, so a busy moment only postpones it.
+fn truncate_when_large(pool: &Pool<SqliteConnectionManager>, wal: &Path) {
+    if std::fs::metadata(wal).map_or(0, |m| m.len()) <= WAL_IDLE_BYTES {
+        return;
+    }
+    let truncated = pool.get().map_err(Db::from).and_then(|c| {
+        c.busy_timeout(TRUNCATE_WAIT)?;
+        let busy: rusqlite::Result<i64> =
+            c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0));
+        c.busy_timeout(BUSY_TIMEOUT)?;
+        Ok(busy? == 0)
+    });
+    match truncated {
+        Ok(true) => tracing::debug!("idle WAL truncated"),
+        Ok(false) => {}
+        Err(e) => tracing::warn!(error = %e, "idle WAL not truncated; a later tick retries"),
+    }
+}
+
 /// Copies what the WAL holds into the database (PASSIVE: it never waits for, nor blocks, readers
 /// and writers). A WAL only starts again from its beginning when a write transaction begins with
 /// every frame copied, which a writer that never stops does not leave time for; so once the WAL
 /// has grown past `restart_at` pages, the last pass runs with the writer paused between two
-/// batches, and copies what the passes before it could not (a few batches' pages). True when that
-/// pass copied every frame (a reader still on an older snapshot can keep it from it).
+/// batches, and copies what the passes before it could not (a few batches' pages). The last
+/// pass's state: every frame copied unless a reader still on an older snapshot kept it from them.
 fn checkpoint(
     pool: &Pool<SqliteConnectionManager>,
     writer: &Writer,
     restart_at: i64,
-) -> DbResult<bool> {
+) -> DbResult<WalState> {
     let c = pool.get()?;
     // The WAL's frames, and how many of them are in the database.
-    let passive = || -> rusqlite::Result<(i64, i64)> {
+    let passive = || -> rusqlite::Result<WalState> {
         c.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| {
-            Ok((r.get(1)?, r.get(2)?))
+            Ok(WalState {
+                frames: r.get(1)?,
+                copied: r.get(2)?,
+            })
         })
     };
-    if passive()?.0 < restart_at {
-        return Ok(false);
+    let state = passive()?;
+    if state.frames < restart_at {
+        return Ok(state);
     }
     // Another pass while the writer goes on leaves less for the paused one.
     passive()?;
     let _paused = writer.pause();
-    let (frames, copied) = passive()?;
-    Ok(frames == copied)
+    Ok(passive()?)
 }
 
 /// Claims up to `want` positions under `max` in the counter `key` (see [`claim_size`]), after
@@ -1904,6 +1977,41 @@ mod tests {
         u32::from_be_bytes(header[12..16].try_into().unwrap())
     }
 
+    /// Issue 52: a burst left the WAL file at hundreds of MiB for good; an idle store brings it
+    /// back down.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_idle_store_truncates_the_wal_a_burst_left_large() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(dir.path().join("v.db")).unwrap();
+        let wal = dir.path().join("v.db-wal");
+        let value = "x".repeat(4_000);
+        let writes: Vec<_> = (0..2_000)
+            .map(|i| {
+                let (store, value) = (store.clone(), value.clone());
+                tokio::spawn(async move { store.set_checkpoint(&format!("k{i}"), &value).await })
+            })
+            .collect();
+        for w in writes {
+            w.await.unwrap().unwrap();
+        }
+        let grown = std::fs::metadata(&wal).unwrap().len();
+        assert!(
+            grown > WAL_IDLE_BYTES,
+            "the burst grew the WAL to {grown} bytes"
+        );
+        let mut size = grown;
+        for _ in 0..200 {
+            size = std::fs::metadata(&wal).map_or(0, |m| m.len());
+            if size <= WAL_IDLE_BYTES {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        assert!(size <= WAL_IDLE_BYTES, "still {size} bytes after 5 s idle");
+        // Nothing was lost by it.
+        assert_eq!(store.checkpoint("k1999").await.unwrap(), Some(value));
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_checkpoint_under_writes_copies_everything_and_the_wal_starts_again() {
         const PASSES: usize = 50;
@@ -1940,7 +2048,8 @@ mod tests {
             complete = tokio::task::spawn_blocking(move || checkpoint(&pool, &writer, 1))
                 .await
                 .unwrap()
-                .unwrap();
+                .unwrap()
+                .idle();
             if complete {
                 break;
             }

@@ -48,10 +48,10 @@ pub enum ServiceError {
     WebhookDuplicate,
     #[error("the project has the most webhooks allowed")]
     WebhookLimit,
-    /// The webhook's test events of the last minute are at [`TEST_BUDGET`]; retry after this
-    /// many seconds.
-    #[error("the webhook's test budget is spent")]
-    TestBudget(u64),
+    /// The webhook's test events of the last minute are at [`TEST_BUDGET`], or its account's of
+    /// this minute at [`ACCOUNT_TEST_BUDGET`]; retry after this many seconds.
+    #[error("the {0:?} test budget is spent")]
+    TestBudget(TestBudget, u64),
     #[error("refused by the plan: {0:?}")]
     Refused(Refusal),
     #[error("the account has the most projects its plan allows")]
@@ -114,7 +114,17 @@ pub const TEST_SESSION: &str = "webhook-test";
 /// Test events per webhook per minute: enough to try a receiver, too few to aim deliveries at
 /// someone else's host (test deliveries are never retried either).
 pub const TEST_BUDGET: usize = 5;
+/// Test events per account per minute, over all its webhooks: without it, an account's projects
+/// times their 10 webhooks each, all naming one receiver, multiplied the per-webhook budget.
+pub const ACCOUNT_TEST_BUDGET: u64 = 20;
 const TEST_WINDOW_MS: i64 = 60_000;
+
+/// Which test-event budget is spent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TestBudget {
+    Webhook,
+    Account,
+}
 
 /// The webhook threshold's default.
 const DEFAULT_THRESHOLD: Score = Score::HALF;
@@ -406,7 +416,10 @@ impl<S: ProjectStore + WebhookStore + DeliveryStore, D> Vigil<S, D> {
         if recent.len() >= TEST_BUDGET {
             let oldest = recent.iter().map(|t| t.unix_millis()).min().unwrap_or(0);
             let wait_ms = (oldest + TEST_WINDOW_MS - now.unix_millis()).max(1) as u64;
-            return Err(ServiceError::TestBudget(wait_ms.div_ceil(1000)));
+            return Err(ServiceError::TestBudget(
+                TestBudget::Webhook,
+                wait_ms.div_ceil(1000),
+            ));
         }
         let body = serde_json::json!({
             "type": "webhook.test",
@@ -428,7 +441,15 @@ impl<S: ProjectStore + WebhookStore + DeliveryStore, D> Vigil<S, D> {
             next_attempt_at: Some(now),
             created_at: now,
         };
-        self.store.create_delivery(&d).await?;
+        if !self
+            .store
+            .create_test_delivery(account, &d, ACCOUNT_TEST_BUDGET)
+            .await?
+        {
+            // The account's budget is counted by the minute: its next one.
+            let wait = 60 - now.unix_seconds().rem_euclid(60);
+            return Err(ServiceError::TestBudget(TestBudget::Account, wait as u64));
+        }
         Ok(d.id)
     }
 

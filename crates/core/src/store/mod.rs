@@ -520,6 +520,17 @@ pub trait DeliveryStore: ItemStore {
         write::create_delivery(self, delivery)
     }
 
+    /// Queues a test event's delivery if its account's test events of the delivery's minute are
+    /// below `max` (counted with it, atomically); false when they are not.
+    fn create_test_delivery(
+        &self,
+        account: &AccountId,
+        delivery: &Delivery,
+        max: u64,
+    ) -> impl Future<Output = Res<bool>> + Send {
+        write::create_test_delivery(self, account, delivery, max)
+    }
+
     /// Writes a delivery's new state if its due time is still `expected` (None: not due), so two
     /// sweepers never both claim or finish the same attempt. False when someone else got there.
     fn update_delivery(

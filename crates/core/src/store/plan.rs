@@ -73,6 +73,8 @@ pub enum Op {
         entity: Entity,
         by: i64,
         max: Option<u64>,
+        /// The item's `ttl` (epoch seconds), for a count that belongs to a window.
+        expires: Option<i64>,
     },
     /// Adds each number to its attribute, creating the item as `blank` on its first write
     /// (statistics).
@@ -208,7 +210,35 @@ impl WritePlan {
         by: i64,
         max: Option<u64>,
     ) -> Self {
-        self.then(name, pk, sk.to_owned(), Op::Count { entity, by, max })
+        let expires = None;
+        self.then(
+            name,
+            pk,
+            sk.to_owned(),
+            Op::Count {
+                entity,
+                by,
+                max,
+                expires,
+            },
+        )
+    }
+
+    /// A [`WritePlan::count`] up to `max` of a window's item, which expires at `expires`.
+    pub fn count_until(
+        self,
+        name: &'static str,
+        (pk, sk): (String, &str),
+        max: u64,
+        expires: i64,
+    ) -> Self {
+        let op = Op::Count {
+            entity: Entity::Counter,
+            by: 1,
+            max: Some(max),
+            expires: Some(expires),
+        };
+        self.then(name, pk, sk.to_owned(), op)
     }
 
     /// Adds numbers to a typed item's attributes, creating it as `blank`.

@@ -462,6 +462,41 @@ pub async fn create_delivery<S: ItemStore + ?Sized>(s: &S, delivery: &Delivery) 
     Ok(s.apply(plan).await? == Applied::Done)
 }
 
+const TEST_BUDGET_STEP: &str = "account's test budget";
+
+/// Queues a test event's delivery, counted in its account's minute up to `max`: the count and
+/// the delivery are written together or not at all. False when the minute's budget is spent.
+pub async fn create_test_delivery<S: ItemStore + ?Sized>(
+    s: &S,
+    account: &AccountId,
+    delivery: &Delivery,
+    max: u64,
+) -> Res<bool> {
+    let minute = delivery.created_at.unix_seconds().div_euclid(60);
+    let sk = format!("TESTS#{minute}");
+    let plan = WritePlan::new()
+        .count_until(
+            TEST_BUDGET_STEP,
+            (account_pk(account), &sk),
+            max,
+            (minute + 2) * 60,
+        )
+        .put("delivery", &DeliveryItem::from(delivery), When::Absent)?
+        .put(
+            "delivery's reference",
+            &DeliveryRefItem::from(delivery),
+            When::Always,
+        )?;
+    match s.apply(plan).await? {
+        Applied::Done => Ok(true),
+        Applied::Refused {
+            step: TEST_BUDGET_STEP,
+            ..
+        } => Ok(false),
+        Applied::Refused { step, .. } => Err(refused("a test delivery", step)),
+    }
+}
+
 /// A delivery's new state if its due time is still `expected` (None: not due).
 pub async fn update_delivery<S: ItemStore + ?Sized>(
     s: &S,
