@@ -3,6 +3,12 @@
 //! hex HMAC-SHA256 of `{projectId}:{sessionId}:{expiry}` under the project's `apiKeyPrivate`.
 //! The page holds only the token; without the private key nobody can mint one for another
 //! session, another project or a later time.
+//!
+//! A token may also sign `vigil/{sessionId}:{expiry}`, without the project's id: what the SDKs'
+//! `sessionToken(projectSecret, sessionId, ttlSeconds)` mints, since a backend holds the key but
+//! not always the id beside it. The key is the project's own, so it binds the project as the id
+//! did; the `vigil/` prefix, which no project id can start with (`/` is outside the id
+//! alphabet), keeps the two messages apart, so no token of one form is a token of the other.
 
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
@@ -29,17 +35,32 @@ pub enum TokenError {
     BadSignature,
 }
 
-fn mac(key: &str, project: &ProjectId, session: &SessionId, expiry: i64) -> Hmac<Sha256> {
+/// What a token signs: the project's id, or the SDKs' prefix, then the session and the expiry.
+fn mac(key: &str, project: Option<&ProjectId>, session: &SessionId, expiry: i64) -> Hmac<Sha256> {
     // HMAC takes keys of any length: new_from_slice cannot fail for it.
     let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(key.as_bytes())
         .unwrap_or_else(|_| unreachable!("HMAC accepts every key length"));
-    mac.update(format!("{project}:{session}:{expiry}").as_bytes());
+    match project {
+        Some(project) => mac.update(format!("{project}:{session}:{expiry}").as_bytes()),
+        None => mac.update(format!("{UNBOUND_PREFIX}{session}:{expiry}").as_bytes()),
+    }
     mac
+}
+
+/// The prefix of the message of a token minted without the project's id.
+pub const UNBOUND_PREFIX: &str = "vigil/";
+
+/// A token as the SDKs mint it, from the project's private key alone.
+pub fn mint_unbound(private_key: &str, session: &SessionId, expiry: i64) -> String {
+    let sig = mac(private_key, None, session, expiry)
+        .finalize()
+        .into_bytes();
+    format!("{expiry}.{}", hex::encode(sig))
 }
 
 /// A token for `session` of `project`, valid until `expiry` (Unix seconds).
 pub fn mint(private_key: &str, project: &ProjectId, session: &SessionId, expiry: i64) -> String {
-    let sig = mac(private_key, project, session, expiry)
+    let sig = mac(private_key, Some(project), session, expiry)
         .finalize()
         .into_bytes();
     format!("{expiry}.{}", hex::encode(sig))
@@ -64,8 +85,9 @@ pub fn verify(
     let expiry: i64 = expiry.parse().map_err(|_| TokenError::Malformed)?;
     let sig = hex::decode(sig).map_err(|_| TokenError::Malformed)?;
     // The signature first: an attacker learns nothing about expiry rules from a forged token.
-    mac(private_key, project, session, expiry)
-        .verify_slice(&sig)
+    let signed = |project| mac(private_key, project, session, expiry).verify_slice(&sig);
+    signed(Some(project))
+        .or_else(|_| signed(None))
         .map_err(|_| TokenError::BadSignature)?;
     let now = now.unix_seconds();
     if expiry <= now {
@@ -128,6 +150,37 @@ mod tests {
             t,
             format!("1800003600.{}", hex::encode(m.finalize().into_bytes()))
         );
+    }
+
+    /// The SDKs' form: `vigil/{session}:{expiry}` under the project's key, for its session only,
+    /// and never the same bytes as a token of the other form.
+    #[test]
+    fn a_token_minted_without_the_project_id_verifies_under_its_key() {
+        let (p, s) = ids("prj_demo", "sess_1");
+        let t = mint_unbound("sk_test", &s, 1_800_003_600);
+        let mut m = <Hmac<Sha256> as Mac>::new_from_slice(b"sk_test").unwrap();
+        m.update(b"vigil/sess_1:1800003600");
+        assert_eq!(
+            t,
+            format!("1800003600.{}", hex::encode(m.finalize().into_bytes()))
+        );
+        assert_eq!(verify(&t, "sk_test", &p, &s, now()), Ok(()));
+        let (_, other) = ids("prj_demo", "sess_2");
+        assert_eq!(
+            verify(&t, "sk_test", &p, &other, now()),
+            Err(TokenError::BadSignature)
+        );
+        assert_eq!(
+            verify(&t, "sk_other", &p, &s, now()),
+            Err(TokenError::BadSignature)
+        );
+        // A bound token for session `sess_1` of project `vigil` is not an unbound one for
+        // `sess_1` (no project id holds `/`), nor is an unbound token for `prj_demo:sess_1` a
+        // bound one for `sess_1`.
+        let (_, joined) = ids("prj_demo", "prj_demo:sess_1");
+        let unbound_joined = mint_unbound("sk_test", &joined, 1_800_003_600);
+        assert_ne!(unbound_joined, mint("sk_test", &p, &s, 1_800_003_600));
+        assert!(ProjectId::parse("vigil/").is_err());
     }
 
     #[test]
