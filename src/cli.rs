@@ -13,7 +13,8 @@ use crate::dispatch::{Dispatcher, SWEEP_EVERY, sweep_forever};
 use crate::domain::project::{Domain, ProjectName};
 use crate::domain::token::ApiKey;
 use crate::domain::{
-    AccountId, CheckResult, NewResult, ProjectId, Score, SessionId, Timestamp, UrlPolicy,
+    AccountId, CheckResult, ManualClock, NewResult, ProjectId, Score, SessionId, Timestamp,
+    UrlPolicy,
 };
 use crate::seed::{self, SeedError};
 use crate::service::projects::ProjectSpec;
@@ -620,7 +621,7 @@ async fn load_seed<S: Store, D>(
         })
 }
 
-async fn serve<S: Store + ChangeFeed>(
+async fn serve<S: Store + ChangeFeed + Clone>(
     app: Arc<Vigil<S, Detecting>>,
     store: S,
     addr: SocketAddr,
@@ -636,7 +637,17 @@ async fn serve<S: Store + ChangeFeed>(
         );
     }
     let demo_key = if seed_file.is_none() && app.is_empty().await? {
-        Some(seed::demo(&app).await.map_err(CliError::Demo)?)
+        let key = seed::demo(&app).await.map_err(CliError::Demo)?;
+        // The day is posted by a service of its own whose clock walks through the last 24
+        // hours; the server's clock is never moved.
+        let clock = ManualClock::at(Timestamp::now());
+        let day = Vigil::new(store.clone(), app.url_policy())
+            .with_engine(app.engine().clone())
+            .with_clock(clock.clone());
+        crate::demo_day::day(&day, &clock, &store)
+            .await
+            .map_err(CliError::Demo)?;
+        Some(key)
     } else {
         None
     };

@@ -16,7 +16,7 @@ pub mod cli;
 pub mod lambda;
 pub mod root;
 
-pub use vigil_core::{config, domain, metrics, report, seed, service};
+pub use vigil_core::{config, demo as demo_day, domain, metrics, report, seed, service};
 pub use vigil_detect as detect;
 pub use vigil_dispatch as dispatch;
 pub use vigil_http as http;

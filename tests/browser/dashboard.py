@@ -5,7 +5,7 @@ proxies with their reasons). Debian's Chromium opens /dashboard, a person's key 
 the page must show exactly what the API returns: the totals, each series of the chart bucket by
 bucket, the top reasons, the flagged sessions and, opened, a session's events. It also measures
 the first paint and the time until the data is on screen, and keeps screenshots in
-target/browser/ (dashboard-demo.png, over a shop's day of traffic, is the docs' picture).
+target/browser/ (dashboard-demo.png, over `vigil serve --demo`'s day of a shop, is the docs' picture).
 """
 
 import datetime as dt
@@ -15,6 +15,7 @@ import random
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -262,32 +263,90 @@ def main():
     print(f"dashboard OK; screenshots in {SHOTS}")
 
 
+def start_demo(tmp):
+    """`vigil serve --demo` on a fresh store (the demo shop's day, every visit judged by the engine),
+    and the developer key it prints."""
+    port = free_port()
+    proc = subprocess.Popen([str(VIGIL), "--db", str(Path(tmp) / "demo.db"), "serve", "--demo",
+                             "--addr", f"127.0.0.1:{port}"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    for line in proc.stdout:
+        if line.strip().startswith("vgl_"):
+            return proc, port, line.strip()
+        if time.time() > deadline:
+            break
+    proc.kill()
+    sys.exit(f"vigil serve --demo printed no key: {proc.stderr.read()[-2000:]}")
+
+
 def picture():
     """The docs' picture (docs/dashboard.png is a copy of target/browser/dashboard-demo.png): the
-    dashboard over a day of a shop's traffic, with evaluated visits whose reasons are real."""
-    now = dt.datetime.now(dt.timezone.utc)
+    dashboard over `vigil serve --demo`'s day of a shop, whose visits were all judged by the engine.
+    Every session it flags must carry the reasons it was flagged for, and the headline counts must
+    be the sums of the chart's series."""
+    failures = []
     with tempfile.TemporaryDirectory() as tmp:
-        seed = Path(tmp) / "seed.json"
-        seed_file(seed, now, name="Acme Outdoor", realistic=True)
-        proc, port = start_server(tmp, seed)
+        proc, port, key = start_demo(tmp)
         try:
-            api = Api(port)
-            rng = random.Random(11)
-            for i in range(3):
-                for _, body in EVENTS:
-                    api.call("POST", f"/projects/{PROJECT}/sessions/{rng.getrandbits(48):012x}/events", body)
+            base = f"http://127.0.0.1:{port}/v1"
+
+            def pages(path):
+                """Every page of a list, within the demo plan's 10 requests a second."""
+                out, url = [], base + path
+                while url:
+                    req = urllib.request.Request(url, headers={"Authorization": f"Bearer {key}"})
+                    try:
+                        with urllib.request.urlopen(req, timeout=10) as r:
+                            out += json.load(r)["data"]
+                            link = r.headers.get("Link") or ""
+                    except urllib.error.HTTPError as e:
+                        if e.code != 429:
+                            raise
+                        time.sleep(float(e.headers.get("Retry-After", "1")))
+                        continue
+                    url = f"http://127.0.0.1:{port}" + link.split(">")[0][1:] if 'rel="next"' in link else None
+                return out
+
+            flagged = {s["sessionId"]: s for q in ("minScoreBot=0.5", "minScoreProxyVpn=0.5")
+                       for s in pages(f"/projects/prj_demo/sessions?limit=100&{q}")}
+            kinds = {sid.split("-")[0] for sid in flagged}
+            for want in ("scrape", "login", "relay", "chatgpt", "claude"):
+                if want not in kinds:
+                    failures.append(f"the demo day flags no {want} session")
+            for sid, s in flagged.items():
+                events = pages(f"/projects/prj_demo/sessions/{urllib.request.quote(sid, safe='')}/events?limit=100")
+                if not any(e["reasons"] for e in events):
+                    failures.append(f"flagged session {sid} ({s['scoreBot']}, {s['scoreProxyVpn']}) has no reasons")
             with sync_playwright() as pw:
                 browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=QUIET)
                 page = browser.new_page(viewport={"width": 1280, "height": 1000})
                 page.goto(f"http://localhost:{port}/dashboard")
-                page.fill("#key", KEY)
+                page.fill("#key", key)
                 page.click("button[type=submit]")
                 page.wait_for_selector("#status[data-state=done]", timeout=30_000)
+                shown = page.evaluate("""() => {
+                    const series = {};
+                    document.querySelectorAll('svg polyline').forEach(p => series[p.dataset.series] = p.dataset.values.split(',').map(Number));
+                    return {
+                        series,
+                        totals: ['totalVisits', 'totalBots', 'totalProxies'].map(id => Number(document.getElementById(id).textContent)),
+                        sessions: [...document.querySelectorAll('#sessions tr[data-session]')].length,
+                    };
+                }""")
+                sums = [sum(shown["series"].get(name, [])) for name in ("visits", "bots", "proxies")]
+                if shown["totals"] != sums:
+                    failures.append(f"headline counts {shown['totals']} != the chart's sums {sums}")
+                if not shown["totals"][1] or not shown["sessions"]:
+                    failures.append(f"the demo day shows no bots or no flagged sessions: {shown}")
                 page.screenshot(path=str(SHOTS / "dashboard-demo.png"), full_page=True)
                 browser.close()
+            print(f"demo day: {shown['totals']} visits/bots/proxies, {len(flagged)} flagged sessions, all with reasons")
         finally:
             proc.kill()
             proc.wait()
+    if failures:
+        print("FAILED (demo day):\n  " + "\n  ".join(failures))
+        sys.exit(1)
 
 
 if __name__ == "__main__":

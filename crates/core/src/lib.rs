@@ -3,6 +3,7 @@
 //! adapters and doors are crates of their own that depend on this one.
 
 pub mod config;
+pub mod demo;
 pub mod domain;
 pub mod metrics;
 pub mod report;

@@ -353,8 +353,9 @@ fn demo_id<T: std::str::FromStr<Err = crate::domain::IdError>>(s: &str) -> Resul
 pub const DEMO_ACCOUNT: &str = "acc_demo";
 pub const DEMO_PROJECT: &str = "prj_demo";
 
-/// The demo data `vigil serve` creates on an empty store: one account with a fresh key, one project
-/// and a few sessions. Returns the key, which is shown once and never stored.
+/// The demo account `vigil serve` creates on an empty store: one account with a fresh key and one
+/// project (its day of visits is [`crate::demo::day`]'s). Returns the key, which is shown once and
+/// never stored.
 pub async fn demo<S: Store, D>(app: &Vigil<S, D>) -> Result<ApiKey, SeedError> {
     let key = ApiKey::generate();
     let now = app.now();
@@ -392,35 +393,6 @@ pub async fn demo<S: Store, D>(app: &Vigil<S, D>) -> Result<ApiKey, SeedError> {
     app.put_account(&account, std::slice::from_ref(&key))
         .await?;
     app.put_project(&project).await?;
-    let score = |v: f64| Score::new(v).map_err(|e| invalid(e.to_string()));
-    // (session, bot, proxy/vpn, ip) per result; sess_long shows paging.
-    let mut rows: Vec<(&str, f64, f64, &str)> = vec![
-        ("sess_clean", 0.02, 0.03, "203.0.113.10"),
-        ("sess_clean", 0.04, 0.05, "203.0.113.10"),
-        ("sess_proxy", 0.05, 0.12, "198.51.100.23"),
-        ("sess_proxy", 0.07, 0.94, "198.51.100.77"),
-        ("sess_bot", 0.97, 0.10, "192.0.2.44"),
-    ];
-    rows.extend(std::iter::repeat_n(
-        ("sess_long", 0.10, 0.20, "203.0.113.99"),
-        150,
-    ));
-    for (i, (session, bot, pv, ip)) in rows.into_iter().enumerate() {
-        let created_at = Timestamp::from_unix_millis(now.unix_millis() - 600_000 + i as i64 * 1000)
-            .map_err(|e| invalid(e.to_string()))?;
-        app.add_result(&NewResult {
-            project_id: project.id.clone(),
-            session_id: demo_id(session)?,
-            result: CheckResult {
-                score_bot: score(bot)?,
-                score_proxy_vpn: score(pv)?,
-                ip_address: ip.parse().map_err(|_| invalid(format!("demo ip {ip}")))?,
-                created_at,
-            },
-            evaluation: None,
-        })
-        .await?;
-    }
     Ok(key)
 }
 

@@ -198,6 +198,11 @@ impl<S, D> Vigil<S, D> {
         self.url_policy
     }
 
+    /// The engine this service evaluates with (another service on the same store may share it).
+    pub fn engine(&self) -> &D {
+        &self.engine
+    }
+
     pub fn now(&self) -> Timestamp {
         self.clock.now()
     }
