@@ -22,7 +22,7 @@ TOOLS_ENV     := PATH="$(CURDIR)/$(VENV_TOOLS)/bin:$$PATH" SAM_CLI_TELEMETRY=0
 # `sam validate` and `sam build` need a region but no account or credentials.
 SAM_OFFLINE   := $(TOOLS_ENV) AWS_REGION=us-east-1 AWS_DEFAULT_REGION=us-east-1
 
-.PHONY: help run test test-unit test-browser test-network test-api lint agent agent-check fmt build sizes sam-build deploy tools clean bench bench-agent data wire-data eval cost links
+.PHONY: help run test test-unit test-browser test-network test-api test-clients lint agent agent-check fmt build sizes sam-build deploy tools clean bench bench-agent data wire-data eval cost links
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -80,6 +80,11 @@ test-network: ## The relay lab: network namespaces joined by a delaying wire, HT
 test-api: $(VENV_TEST)/.installed ## Schemathesis against vigil serve on SQLite and on the emulator (every check, stateful links)
 	cargo build --bin vigil --locked
 	scripts/with-moto.sh $(VENV_TEST) scripts/test-api.sh $(VENV_TEST)
+
+test-clients: ## The Node and Python packages (clients/): packed and built, installed into fresh projects outside the repository, type-checked (tsc --strict, mypy --strict) and run against vigil serve --demo
+	cargo build --bin vigil --locked
+	clients/node/run-e2e.sh target/debug/vigil
+	clients/python/run-e2e.sh target/debug/vigil
 
 test-unit: ## Unit tests only (no emulator)
 	cargo test --workspace --lib --locked
