@@ -1,0 +1,509 @@
+import {
+  ConnectionError,
+  TimeoutError,
+  VigilError,
+  errorFor,
+  parseRetryAfter,
+} from "./errors.js";
+import { expressMiddleware, type ExpressOptions, type Middleware } from "./express.js";
+import { parseRateLimit, type RateLimit } from "./ratelimit.js";
+import { sessionToken } from "./tokens.js";
+import type {
+  Delivery,
+  DeviceSessionsQuery,
+  Event,
+  NewEvent,
+  NewProject,
+  NewWebhook,
+  PageQuery,
+  Plan,
+  Project,
+  ProjectChanges,
+  Queued,
+  Result,
+  SessionScore,
+  SessionSummary,
+  SessionsQuery,
+  StatsBucket,
+  StatsQuery,
+  Usage,
+  Webhook,
+  WebhookEvent,
+} from "./types.js";
+import { verifyWebhook, type HeadersInput } from "./webhooks.js";
+
+export const VERSION = "1.0.0";
+
+export interface VigilOptions {
+  /** A developer key, `vgl_...`. Default: `process.env.VIGIL_API_KEY`. */
+  apiKey?: string;
+  /** The API's origin, without `/v1`. Default: `process.env.VIGIL_BASE_URL` or http://127.0.0.1:3000. */
+  baseUrl?: string;
+  /** How many times a 429 is retried after its Retry-After (capped at 30 s). Default 2. */
+  maxRetries?: number;
+  /** Deadline for each attempt of a request, answer body included. Default 30000. */
+  timeoutMs?: number;
+}
+
+export interface RequestOptions {
+  /** Aborts the call (its retries and their waits too). */
+  signal?: AbortSignal;
+}
+
+export interface CreateOptions extends RequestOptions {
+  /** Sent as `Idempotency-Key`: a retry with the same key and request writes nothing twice. */
+  idempotencyKey?: string;
+}
+
+export interface VerdictOptions<F> {
+  /** The whole call's deadline, retries included. Default 1500. */
+  timeoutMs?: number;
+  /** Returned instead of throwing on a timeout or any error. */
+  fallback?: F;
+}
+
+/** The longest wait on a Retry-After, so a bad header cannot stall a caller for hours. */
+const MAX_RETRY_WAIT_SECONDS = 30;
+
+type Query = Record<string, string | number | boolean | undefined>;
+
+interface Call {
+  method: "GET" | "POST" | "PATCH" | "DELETE";
+  /** A path under /v1 (segments already encoded), or a URL from a Link header. */
+  path: string | URL;
+  query?: Query | undefined;
+  body?: unknown;
+  headers?: Record<string, string> | undefined;
+  signal?: AbortSignal | undefined;
+}
+
+/** A list the API pages: iterate it for every item, or `pages()` for the pages as fetched. */
+export class Paginated<T> implements AsyncIterable<T> {
+  constructor(private readonly fetchPages: () => AsyncGenerator<T[]>) {}
+
+  pages(): AsyncGenerator<T[]> {
+    return this.fetchPages();
+  }
+
+  async *[Symbol.asyncIterator](): AsyncGenerator<T> {
+    for await (const page of this.fetchPages()) yield* page;
+  }
+
+  /** Every item of every page (Array.fromAsync is Node 22+). */
+  async toArray(): Promise<T[]> {
+    const all: T[] = [];
+    for await (const item of this) all.push(item);
+    return all;
+  }
+}
+
+/** The target of `Link: <...>; rel="next"`, if the answer names one. */
+function nextLink(header: string | null): string | undefined {
+  for (const part of (header ?? "").split(/,(?=\s*<)/)) {
+    const match = /^\s*<([^>]*)>(.*)$/.exec(part);
+    if (match && /;\s*rel="?([^";]*\s)?next(\s[^";]*)?"?/i.test(match[2] ?? "")) return match[1];
+  }
+  return undefined;
+}
+
+const segment = encodeURIComponent;
+
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal?.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+/** A caller's abort as a VigilError: a timeout signal (AbortSignal.timeout) keeps its meaning. */
+function abortError(signal: AbortSignal): VigilError {
+  const reason: unknown = signal.reason;
+  if (reason instanceof VigilError) return reason;
+  if (reason instanceof Error && reason.name === "TimeoutError") {
+    return new TimeoutError("The request timed out", { cause: reason });
+  }
+  return new ConnectionError("The request was aborted", { cause: reason });
+}
+
+export class Vigil {
+  static readonly VERSION = VERSION;
+
+  /** The rate-limit fields of the latest answer that carried them. */
+  rateLimit: RateLimit | undefined;
+
+  readonly baseUrl: string;
+  readonly maxRetries: number;
+  readonly timeoutMs: number;
+  readonly #apiKey: string;
+
+  constructor(options: VigilOptions = {}) {
+    const apiKey = options.apiKey ?? process.env.VIGIL_API_KEY;
+    if (!apiKey) throw new TypeError("apiKey is required (a developer key, vgl_...)");
+    this.#apiKey = apiKey;
+    // The origin only: every route adds /v1 itself, and Link targets are absolute paths.
+    this.baseUrl = (options.baseUrl ?? process.env.VIGIL_BASE_URL ?? "http://127.0.0.1:3000").replace(/\/+$/, "");
+    this.maxRetries = options.maxRetries ?? 2;
+    this.timeoutMs = options.timeoutMs ?? 30_000;
+  }
+
+  // ---- static helpers (no API call) ----
+
+  /** A session token for the browser agent (see tokens.ts for the format). */
+  static sessionToken(projectSecret: string, sessionId: string, ttlSeconds = 3600): string {
+    return sessionToken(projectSecret, sessionId, ttlSeconds);
+  }
+
+  /** Verifies a webhook delivery and returns its body; throws WebhookVerificationError. */
+  static verifyWebhook(payload: string | Uint8Array, headers: HeadersInput, secret: string): WebhookEvent {
+    return verifyWebhook(payload, headers, secret);
+  }
+
+  // ---- account ----
+
+  plan(options?: RequestOptions): Promise<Plan> {
+    return this.data({ method: "GET", path: "/plan", signal: options?.signal });
+  }
+
+  usage(options?: RequestOptions): Promise<Usage> {
+    return this.data({ method: "GET", path: "/usage", signal: options?.signal });
+  }
+
+  // ---- projects ----
+
+  projects(options?: RequestOptions): Promise<Project[]> {
+    return this.data({ method: "GET", path: "/projects", signal: options?.signal });
+  }
+
+  project(projectId: string, options?: RequestOptions): Promise<Project> {
+    return this.data({ method: "GET", path: `/projects/${segment(projectId)}`, signal: options?.signal });
+  }
+
+  createProject(project: NewProject, options?: CreateOptions): Promise<Project> {
+    return this.data({
+      method: "POST",
+      path: "/projects",
+      body: project,
+      headers: idempotency(options),
+      signal: options?.signal,
+    });
+  }
+
+  updateProject(projectId: string, changes: ProjectChanges, options?: RequestOptions): Promise<Project> {
+    return this.data({
+      method: "PATCH",
+      path: `/projects/${segment(projectId)}`,
+      body: changes,
+      signal: options?.signal,
+    });
+  }
+
+  stats(projectId: string, query: StatsQuery = {}, options?: RequestOptions): Promise<StatsBucket[]> {
+    return this.data({
+      method: "GET",
+      path: `/projects/${segment(projectId)}/stats`,
+      query,
+      signal: options?.signal,
+    });
+  }
+
+  // ---- events, results and sessions ----
+
+  /** Evaluates a visit the backend saw and stores it as an event of the session. */
+  createEvent(projectId: string, sessionId: string, evidence: NewEvent, options?: CreateOptions): Promise<Event> {
+    return this.data({
+      method: "POST",
+      path: `/projects/${segment(projectId)}/sessions/${segment(sessionId)}/events`,
+      body: evidence,
+      headers: idempotency(options),
+      signal: options?.signal,
+    });
+  }
+
+  /** The session's events, newest first, across every page. */
+  events(projectId: string, sessionId: string, query: PageQuery = {}, options?: RequestOptions): Paginated<Event> {
+    return this.paginate(`/projects/${segment(projectId)}/sessions/${segment(sessionId)}/events`, query, options);
+  }
+
+  event(projectId: string, sessionId: string, eventId: string, options?: RequestOptions): Promise<Event> {
+    return this.data({
+      method: "GET",
+      path: `/projects/${segment(projectId)}/sessions/${segment(sessionId)}/events/${segment(eventId)}`,
+      signal: options?.signal,
+    });
+  }
+
+  /** The session's results (scores only), newest first, across every page. */
+  results(projectId: string, sessionId: string, query: PageQuery = {}, options?: RequestOptions): Paginated<Result> {
+    return this.paginate(`/results/${segment(projectId)}/${segment(sessionId)}`, query, options);
+  }
+
+  /** The session's overall score: the maximum over its results. 404 for an unknown session. */
+  sessionScore(projectId: string, sessionId: string, options?: RequestOptions): Promise<SessionScore> {
+    return this.data({
+      method: "GET",
+      path: `/results/${segment(projectId)}/${segment(sessionId)}/general`,
+      signal: options?.signal,
+    });
+  }
+
+  /**
+   * The session's score within a deadline, for a request handler that must answer anyway.
+   * With a `fallback`, a timeout or any error gives the fallback instead of throwing.
+   */
+  verdict(projectId: string, sessionId: string, options?: { timeoutMs?: number }): Promise<SessionScore>;
+  verdict<F>(
+    projectId: string,
+    sessionId: string,
+    options: VerdictOptions<F> & { fallback: F },
+  ): Promise<SessionScore | F>;
+  async verdict<F>(projectId: string, sessionId: string, options: VerdictOptions<F> = {}): Promise<SessionScore | F> {
+    // One signal for the whole call, so a 429's retry wait cannot outlast the deadline.
+    const signal = AbortSignal.timeout(options.timeoutMs ?? 1500);
+    try {
+      return await this.sessionScore(projectId, sessionId, { signal });
+    } catch (err) {
+      if ("fallback" in options) return options.fallback as F;
+      throw err;
+    }
+  }
+
+  /** The project's sessions, most recent activity first, across every page. */
+  sessions(projectId: string, query: SessionsQuery = {}, options?: RequestOptions): Paginated<SessionSummary> {
+    return this.paginate(`/projects/${segment(projectId)}/sessions`, query, options);
+  }
+
+  /** The sessions of one device key (an event's `device`), across every page. */
+  deviceSessions(
+    projectId: string,
+    device: string,
+    query: DeviceSessionsQuery = {},
+    options?: RequestOptions,
+  ): Paginated<SessionSummary> {
+    return this.paginate(`/projects/${segment(projectId)}/devices/${segment(device)}/sessions`, query, options);
+  }
+
+  // ---- webhooks ----
+
+  /**
+   * Registers a webhook. The API answers no body, only `Location`; its id is returned so that
+   * the webhook's secret can be read next.
+   */
+  async createWebhook(projectId: string, webhook: NewWebhook, options?: RequestOptions): Promise<{ id: string; location: string }> {
+    const { response } = await this.request({
+      method: "POST",
+      path: `/projects/${segment(projectId)}/webhooks`,
+      body: webhook,
+      signal: options?.signal,
+    });
+    const location = response.headers.get("location") ?? "";
+    return { id: decodeURIComponent(location.slice(location.lastIndexOf("/") + 1)), location };
+  }
+
+  webhooks(projectId: string, options?: RequestOptions): Promise<Webhook[]> {
+    return this.data({ method: "GET", path: `/projects/${segment(projectId)}/webhooks`, signal: options?.signal });
+  }
+
+  async deleteWebhook(projectId: string, webhookId: string, options?: RequestOptions): Promise<void> {
+    await this.request({
+      method: "DELETE",
+      path: `/projects/${segment(projectId)}/webhooks/${segment(webhookId)}`,
+      signal: options?.signal,
+    });
+  }
+
+  /** The webhook's `whsec_...` secret; null for a webhook older than secrets per webhook. */
+  async webhookSecret(projectId: string, webhookId: string, options?: RequestOptions): Promise<string | null> {
+    const data = await this.data<{ secret: string | null }>({
+      method: "GET",
+      path: `/projects/${segment(projectId)}/webhooks/${segment(webhookId)}/secret`,
+      signal: options?.signal,
+    });
+    return data.secret;
+  }
+
+  /** A new secret; the previous one keeps signing during the overlap (24 h by default). */
+  async rotateWebhookSecret(projectId: string, webhookId: string, options?: RequestOptions): Promise<string | null> {
+    const data = await this.data<{ secret: string | null }>({
+      method: "POST",
+      path: `/projects/${segment(projectId)}/webhooks/${segment(webhookId)}/secret/rotate`,
+      signal: options?.signal,
+    });
+    return data.secret;
+  }
+
+  /** Queues a signed `webhook.test` delivery to the webhook. */
+  testWebhook(projectId: string, webhookId: string, options?: RequestOptions): Promise<Queued> {
+    return this.data({
+      method: "POST",
+      path: `/projects/${segment(projectId)}/webhooks/${segment(webhookId)}/test`,
+      signal: options?.signal,
+    });
+  }
+
+  /** The webhook's newest 100 deliveries, newest first. */
+  deliveries(projectId: string, webhookId: string, options?: RequestOptions): Promise<Delivery[]> {
+    return this.data({
+      method: "GET",
+      path: `/projects/${segment(projectId)}/webhooks/${segment(webhookId)}/deliveries`,
+      signal: options?.signal,
+    });
+  }
+
+  /** Sends a delivery again, with the same body and webhook-id. */
+  redeliver(projectId: string, deliveryId: string, options?: RequestOptions): Promise<Queued> {
+    return this.data({
+      method: "POST",
+      path: `/projects/${segment(projectId)}/deliveries/${segment(deliveryId)}/redeliver`,
+      signal: options?.signal,
+    });
+  }
+
+  // ---- framework glue ----
+
+  /**
+   * Express middleware that gives each visitor a session (cookie) and a fresh session token,
+   * in `res.locals.vigil` ({ projectId, publicKey, sessionId, sessionToken }).
+   */
+  express(options: ExpressOptions): Middleware {
+    return expressMiddleware((id) => this.project(id), options);
+  }
+
+  // ---- transport ----
+
+  private paginate<T>(path: string, query: Query, options: RequestOptions | undefined): Paginated<T> {
+    const self = this;
+    return new Paginated<T>(async function* () {
+      let call: Call = { method: "GET", path, query, signal: options?.signal };
+      for (;;) {
+        const { body, response } = await self.request(call);
+        // The results route answers `data: null` for a session with none.
+        yield ((body as { data: T[] | null }).data ?? []);
+        const next = nextLink(response.headers.get("link"));
+        if (next === undefined) return;
+        // Followed exactly as given: the cursor and the page size are in it.
+        call = { method: "GET", path: new URL(next, self.baseUrl), signal: options?.signal };
+      }
+    });
+  }
+
+  private async data<T>(call: Call): Promise<T> {
+    const { body } = await this.request(call);
+    return (body as { data: T }).data;
+  }
+
+  private url(path: string | URL, query: Query | undefined): URL {
+    if (path instanceof URL) return path;
+    const url = new URL(`${this.baseUrl}/v1${path}`);
+    for (const [name, value] of Object.entries(query ?? {})) {
+      if (value !== undefined) url.searchParams.set(name, String(value));
+    }
+    return url;
+  }
+
+  private async request(call: Call): Promise<{ body: unknown; response: Response }> {
+    const url = this.url(call.path, call.query);
+    const headers: Record<string, string> = {
+      Authorization: `Bearer ${this.#apiKey}`,
+      Accept: "application/json",
+      "User-Agent": `vigil-client-node/${VERSION}`,
+      ...call.headers,
+    };
+    let payload: string | undefined;
+    if (call.body !== undefined) {
+      headers["Content-Type"] = "application/json";
+      payload = JSON.stringify(call.body);
+    }
+
+    for (let attempt = 0; ; attempt++) {
+      const { response, text } = await this.attempt(url, call.method, headers, payload, call.signal);
+      const rateLimit = parseRateLimit(response.headers);
+      if (rateLimit) this.rateLimit = rateLimit;
+
+      if (response.ok) return { body: parseBody(text, response), response };
+
+      if (response.status === 429 && attempt < this.maxRetries) {
+        // A 429 is refused before anything is done, so any method may be retried.
+        const seconds = Math.min(parseRetryAfter(response.headers.get("retry-after")) ?? 1, MAX_RETRY_WAIT_SECONDS);
+        try {
+          await sleep(seconds * 1000, call.signal);
+        } catch {
+          throw abortError(call.signal as AbortSignal);
+        }
+        continue;
+      }
+      throw errorFor(response.status, errorMessage(text, response), response.headers);
+    }
+  }
+
+  /** One HTTP exchange, body read included, under `timeoutMs` and the caller's signal. */
+  private async attempt(
+    url: URL,
+    method: string,
+    headers: Record<string, string>,
+    body: string | undefined,
+    signal: AbortSignal | undefined,
+  ): Promise<{ response: Response; text: string }> {
+    if (signal?.aborted) throw abortError(signal);
+    // AbortSignal.any is Node 20.3+; joining by hand keeps Node 18 supported.
+    const controller = new AbortController();
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      controller.abort();
+    }, this.timeoutMs);
+    const onAbort = () => controller.abort();
+    signal?.addEventListener("abort", onAbort, { once: true });
+    try {
+      const response = await fetch(url, { method, headers, body, signal: controller.signal, redirect: "error" });
+      return { response, text: await response.text() };
+    } catch (cause) {
+      if (signal?.aborted) throw abortError(signal);
+      if (timedOut) throw new TimeoutError(`No answer from ${url.origin} within ${this.timeoutMs} ms`, { cause });
+      throw new ConnectionError(`Could not reach ${url.origin}: ${describe(cause)}`, { cause });
+    } finally {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", onAbort);
+    }
+  }
+}
+
+function idempotency(options: CreateOptions | undefined): Record<string, string> | undefined {
+  return options?.idempotencyKey === undefined ? undefined : { "Idempotency-Key": options.idempotencyKey };
+}
+
+/** The API's `{"message"}`, else the status line: proxies in front may answer HTML. */
+function errorMessage(text: string, response: Response): string {
+  try {
+    const parsed: unknown = JSON.parse(text);
+    if (parsed && typeof parsed === "object" && typeof (parsed as { message?: unknown }).message === "string") {
+      return (parsed as { message: string }).message;
+    }
+  } catch {
+    // not JSON
+  }
+  return `${response.status} ${response.statusText}`.trim();
+}
+
+/** A success's JSON; anything else (a proxy's HTML page) is a VigilError like other failures. */
+function parseBody(text: string, response: Response): unknown {
+  if (text === "") return undefined;
+  try {
+    return JSON.parse(text);
+  } catch (cause) {
+    throw new VigilError(`The answer (${response.status}) is not JSON`, response.status, response.headers, { cause });
+  }
+}
+
+function describe(cause: unknown): string {
+  // undici wraps the socket error ("ECONNREFUSED") as `cause` of a generic "fetch failed".
+  const inner = cause instanceof Error && cause.cause instanceof Error ? cause.cause : cause;
+  return inner instanceof Error ? inner.message : String(inner);
+}

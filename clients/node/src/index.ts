@@ -1,0 +1,20 @@
+export { Vigil, Paginated, VERSION } from "./client.js";
+export type { VigilOptions, RequestOptions, CreateOptions, VerdictOptions } from "./client.js";
+export {
+  VigilError,
+  AuthenticationError,
+  ForbiddenError,
+  NotFoundError,
+  ConflictError,
+  ValidationError,
+  RateLimitError,
+  ConnectionError,
+  TimeoutError,
+  WebhookVerificationError,
+} from "./errors.js";
+export type { RateLimit, RateLimitPolicy } from "./ratelimit.js";
+export type { ExpressOptions, VigilLocals, Middleware, RequestLike, ResponseLike } from "./express.js";
+export type { HeadersInput } from "./webhooks.js";
+export type * from "./types.js";
+// The full generated schema, for anything the aliases above do not name.
+export type { components, operations, paths } from "./openapi.js";

@@ -1,0 +1,63 @@
+// Public names for the API's schemas. Every type here is an alias into the generated
+// src/openapi.ts, so the package's types change exactly when openapi.yaml does.
+import type { components, operations } from "./openapi.js";
+
+type Schemas = components["schemas"];
+
+export type Plan = Schemas["Plan"];
+export type Usage = Schemas["Usage"];
+export type Project = Schemas["Project"];
+export type NewProject = Schemas["NewProject"];
+export type ProjectChanges = Schemas["ProjectChanges"];
+export type AgentPolicy = Schemas["AgentPolicy"];
+export type Result = Schemas["Result"];
+export type SessionScore = Schemas["SessionScoreData"]["data"];
+export type Event = Schemas["Event"];
+/** What a backend saw of a visit: `ipAddress` is required, the rest sharpens the verdict. */
+export type NewEvent = Schemas["NewEvent"];
+export type EventSignals = Schemas["EventSignals"];
+export type Reason = Schemas["Reason"];
+export type Agent = Schemas["Agent"];
+export type AgentStatus = Schemas["AgentStatus"];
+export type SessionSummary = Schemas["SessionSummary"];
+export type StatsBucket = Schemas["StatsBucket"];
+export type Webhook = Schemas["Webhook"];
+export type NewWebhook = Schemas["NewWebhook"];
+export type WebhookType = NewWebhook["type"];
+export type Delivery = Schemas["Delivery"];
+/** The answer of the test and redelivery routes: the queued delivery's id. */
+export type Queued = Schemas["QueuedEnvelope"]["data"];
+
+/** Filters of the sessions list (the cursor is the client's business, not the caller's). */
+export type SessionsQuery = Omit<NonNullable<operations["listSessions"]["parameters"]["query"]>, "cursor">;
+/** Filters of a device key's sessions list. */
+export type DeviceSessionsQuery = Omit<
+  NonNullable<operations["listDeviceSessions"]["parameters"]["query"]>,
+  "cursor"
+>;
+/** The statistics' range and bucket size. */
+export type StatsQuery = NonNullable<operations["getStats"]["parameters"]["query"]>;
+/** Page size of the results and events lists (1..100; the iterator still walks every page). */
+export type PageQuery = Omit<NonNullable<operations["listResults"]["parameters"]["query"]>, "cursor">;
+
+/**
+ * A webhook delivery's body. openapi.yaml describes routes only, not what Vigil POSTs to a
+ * receiver, so this one is written by hand from docs/integrate.md ("Webhook delivery").
+ */
+export type WebhookEvent =
+  | {
+      type: WebhookType;
+      timestamp: string;
+      data: Result & {
+        projectId: string;
+        sessionId: string;
+        /** Present for deliveries of events (the event that made the session cross). */
+        id?: string;
+        reasons?: Reason[];
+      };
+    }
+  | {
+      type: "webhook.test";
+      timestamp: string;
+      data: { projectId: string; webhookId: string };
+    };
