@@ -81,7 +81,8 @@ port=$(node -e 'const s = require("node:net").createServer().listen(0, "127.0.0.
   >"$work/server.out" 2>"$work/server.err" &
 server_pid=$!
 api_key=""
-for _ in $(seq 1 100); do
+# Up to 60 s: a fresh store first gets the demo shop's day (a few seconds in a debug build).
+for _ in $(seq 1 600); do
   kill -0 "$server_pid" 2>/dev/null || { echo "vigil serve exited:" >&2; cat "$work/server.err" >&2; exit 1; }
   api_key=$(grep -o 'vgl_live_[A-Za-z0-9_]*' "$work/server.out" | head -n 1 || true)
   if [[ -n $api_key ]] && (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
@@ -90,10 +91,19 @@ for _ in $(seq 1 100); do
   api_key=""
   sleep 0.1
 done
-[[ -n $api_key ]] || { echo "vigil serve did not start listening on $port within 10 s" >&2; cat "$work/server.err" >&2; exit 1; }
+[[ -n $api_key ]] || { echo "vigil serve did not start listening on $port within 60 s" >&2; cat "$work/server.err" >&2; exit 1; }
 echo "listening on 127.0.0.1:$port (pid $server_pid)"
 
 step "node --test"
 export VIGIL_BASE_URL="http://127.0.0.1:$port" VIGIL_API_KEY="$api_key" VIGIL_PROJECT=prj_demo
 # One file at a time: the files share the demo plan's 10 requests a second.
 node --test --test-concurrency=1 test/*.test.mjs
+
+step "the README's quick start, as written"
+# The first js block under "## Quick start", run as a user would paste it into a module.
+awk '/^## Quick start/ {q = 1} q && /^```js$/ {f = 1; next} f && /^```$/ {exit} f' \
+  "$here/README.md" >quickstart.mjs
+[[ -s quickstart.mjs ]] || { echo "no quick start found in README.md" >&2; exit 1; }
+out=$(node quickstart.mjs)
+echo "$out"
+[[ $out == *scoreBot* ]] || { echo "the quick start printed no verdict" >&2; exit 1; }

@@ -69,7 +69,8 @@ PORT=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); p
     >"$WORK/server.out" 2>"$WORK/server.err" &
 SERVER_PID=$!
 API_KEY=""
-for _ in $(seq 1 100); do
+# Up to 60 s: a fresh store first gets the demo shop's day (a few seconds in a debug build).
+for _ in $(seq 1 600); do
     if ! kill -0 "$SERVER_PID" 2>/dev/null; then
         echo "the server exited:" >&2
         cat "$WORK/server.err" >&2
@@ -93,4 +94,13 @@ export VIGIL_EXPECT_INSTALLED=1
 cd "$WORK"
 "$PY" -m pytest -q -p no:cacheprovider -o asyncio_default_fixture_loop_scope=function \
     --rootdir "$WORK" tests
+
+echo "== the README's quick start, as written"
+# The first python block under "## Quick start", run as a user would paste it.
+awk '/^## Quick start/ {q = 1} q && /^```python$/ {f = 1; next} f && /^```$/ {exit} f' \
+    "$HERE/README.md" >"$WORK/quickstart.py"
+[[ -s "$WORK/quickstart.py" ]] || { echo "no quick start found in README.md" >&2; exit 1; }
+out=$("$PY" "$WORK/quickstart.py")
+echo "   $out"
+[[ $out == *scoreBot* ]] || { echo "the quick start printed no verdict" >&2; exit 1; }
 echo "== all green"
