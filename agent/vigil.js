@@ -1,7 +1,9 @@
 /*! Vigil browser agent. Usage:
  *   <script src="https://API/v1/agent.js"></script>
  *   Vigil.collect({ publicKey: "pk_...", sessionId: "...", sessionToken: "..." })
- *     .then(function (receiptId) { ... });
+ *     .then(function (receipt) { ... });
+ * receipt is the visit's receipt id; for a project that seals its verdicts, { id, sealed }, where
+ * sealed is the verdict encrypted for the site's backend: post it with the form, never read it.
  * sessionToken comes from the site's backend (README, Security model). Every signal is read in
  * its own try: a browser quirk drops that signal, never the visit. No dependencies, no cookies;
  * sessionStorage keeps one page's input counts for the tab's next page of the session. */
@@ -491,7 +493,7 @@
     }).then(function (res) {
       return res.json().then(function (j) {
         if (!res.ok) throw new Error("Vigil: " + res.status + " " + (j && j.message));
-        return j.data.id;
+        return j.data.sealed ? { id: j.data.id, sealed: j.data.sealed } : j.data.id;
       });
     });
   }
@@ -500,7 +502,8 @@
   // leave the page a moment later), judged with them as the same visit's second look.
   var last = null, actions = {};
 
-  /** Collects and sends this visit's signals; resolves to the visit's receipt id. */
+  /** Collects and sends this visit's signals; resolves to the visit's receipt id (with its
+   * sealed verdict, { id, sealed }, when the project seals them). */
   function collect(options) {
     options = options || {};
     var nav = null;

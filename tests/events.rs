@@ -1578,4 +1578,84 @@ mod abuse {
             .await;
         assert_eq!(local.status, 200);
     }
+
+    /// Issue 49: a project that seals hands the page, beside its receipt, the visit's verdict as a
+    /// JWE that the backend opens offline (here with Python's jwcrypto, given the keys exactly as
+    /// the API lists them) and the page cannot read; a project that does not seal answers the
+    /// receipt alone, as before; another account cannot read the keys.
+    #[tokio::test]
+    async fn a_sealing_project_hands_the_page_a_verdict_only_its_backend_opens() {
+        let srv = Server::seeded(&seed(1000, 100_000, false));
+        let plain = collect(&srv, visit("s_plain")).await;
+        assert_eq!(plain.status, 202, "{}", plain.body);
+        assert_eq!(
+            plain.json()["data"].as_object().unwrap().len(),
+            1,
+            "{}",
+            plain.body
+        );
+        let r = srv
+            .call(
+                Method::PATCH,
+                "/v1/projects/prj_1",
+                Some(&format!("Bearer {KEY1}")),
+                Some("application/json"),
+                Some(r#"{"sealedResults": true}"#.to_owned()),
+            )
+            .await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        assert_eq!(r.json()["data"]["sealedResults"], true);
+        let sealed = collect(&srv, visit("s_sealed")).await;
+        assert_eq!(sealed.status, 202, "{}", sealed.body);
+        let data = sealed.json()["data"].clone();
+        let jwe = data["sealed"]
+            .as_str()
+            .expect("a sealed verdict")
+            .to_owned();
+        assert!(data["id"].as_str().unwrap().starts_with("evt_"));
+        // Nothing of the verdict is readable without the key.
+        let header = jwe.split('.').next().unwrap();
+        assert!(!jwe.contains("s_sealed") && !jwe.contains("score"), "{jwe}");
+        assert!(header.starts_with("eyJ"), "{jwe}");
+
+        let keys = srv.get(KEY1, "/v1/projects/prj_1/sealing-key").await;
+        assert_eq!(keys.status, 200, "{}", keys.body);
+        assert_eq!(keys.header_value("cache-control"), "no-store");
+        let keys = keys.json()["data"]["keys"].clone();
+        let root = env!("CARGO_MANIFEST_DIR");
+        let mut python = std::process::Command::new(format!("{root}/.cache/venv-test/bin/python"));
+        python
+            .arg(format!("{root}/tests/open_sealed.py"))
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped());
+        let mut child = python.spawn().expect("make test installs jwcrypto");
+        let input = json!({"keys": keys, "sealed": jwe,
+                           "expect": {"sessionId": "s_sealed", "origin": SHOP, "projectId": "prj_1"}});
+        std::io::Write::write_all(
+            &mut child.stdin.take().unwrap(),
+            input.to_string().as_bytes(),
+        )
+        .unwrap();
+        let out = child.wait_with_output().unwrap();
+        let claims: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&out.stdout)));
+        let events = srv
+            .get(KEY1, "/v1/projects/prj_1/sessions/s_sealed/events")
+            .await
+            .json()["data"]
+            .clone();
+        assert_eq!(claims["eventId"], events[0]["id"]);
+        assert_eq!(claims["scoreBot"], events[0]["scoreBot"]);
+        let codes: Vec<&Value> = events[0]["reasons"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| &r["code"])
+            .collect();
+        assert_eq!(claims["reasons"], json!(codes));
+
+        srv.get(KEY2, "/v1/projects/prj_1/sealing-key")
+            .await
+            .expect_error(404, "Project not found");
+    }
 }

@@ -30,9 +30,59 @@ mod lambda {
                 "requireSessionToken": false,
                 "webhookLegacySignature": true,
                 "agents": {"allow": []},
+                "sealedResults": false,
                 "createdAt": "2026-11-21T00:00:00.000Z"
             }})
         );
+    }
+
+    /// `get-sealing-key.json` and `rotate-sealing-key.json` (issue 49): a project has no sealing
+    /// key until one is made; a rotation makes the first, the next keeps the replaced one listed
+    /// with the end of its overlap; another account's project is 404.
+    #[tokio::test]
+    async fn sealing_keys_are_listed_and_rotated() {
+        let f = fixture().await;
+        let a = call::<handlers::GetSealingKey>(&f.app, request("get-sealing-key.json")).await;
+        assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+        assert_eq!(
+            a.body,
+            json!({"data": {"sealedResults": false, "keys": []}})
+        );
+        assert_eq!(a.header(header::CACHE_CONTROL), Some("no-store"));
+        let first =
+            call::<handlers::RotateSealingKey>(&f.app, request("rotate-sealing-key.json")).await;
+        assert_eq!(first.status, StatusCode::OK, "{}", first.body);
+        let keys = first.body["data"]["keys"].as_array().unwrap().clone();
+        assert_eq!(keys.len(), 1);
+        assert_eq!(
+            (
+                &keys[0]["kty"],
+                &keys[0]["alg"],
+                &keys[0]["enc"],
+                &keys[0]["expiresAt"]
+            ),
+            (
+                &json!("oct"),
+                &json!("dir"),
+                &json!("A256GCM"),
+                &json!(null)
+            )
+        );
+        let again = call::<handlers::GetSealingKey>(&f.app, request("get-sealing-key.json")).await;
+        assert_eq!(again.body["data"]["keys"], json!(keys));
+        let second =
+            call::<handlers::RotateSealingKey>(&f.app, request("rotate-sealing-key.json")).await;
+        let listed = second.body["data"]["keys"].as_array().unwrap().clone();
+        assert_eq!(listed.len(), 2);
+        assert_ne!(listed[0]["kid"], keys[0]["kid"]);
+        assert_eq!(listed[1]["kid"], keys[0]["kid"]);
+        assert!(listed[1]["expiresAt"].is_string(), "{}", second.body);
+
+        let mut other = event_json("get-sealing-key.json");
+        other["pathParameters"]["projectId"] = json!("prj_unknown");
+        other["path"] = json!("/projects/prj_unknown/sealing-key");
+        let a = call::<handlers::GetSealingKey>(&f.app, request_from(&other)).await;
+        assert_eq!(a.status, StatusCode::NOT_FOUND);
     }
 
     #[tokio::test]
@@ -116,7 +166,7 @@ mod black_box {
         let prj_2 = json!({"id": "prj_2", "name": "Other", "apiKeyPublic": "pk_other",
         "apiKeyPrivate": "sk_other", "domain": "other.example", "disabled": true,
         "requireSessionToken": false, "webhookLegacySignature": true,
-        "agents": {"allow": []}, "createdAt": "2026-11-21T10:00:00.500Z"});
+        "agents": {"allow": []}, "sealedResults": false, "createdAt": "2026-11-21T10:00:00.500Z"});
         srv.get(KEY2, "/v1/projects/prj_2")
             .await
             .expect(200, json!({ "data": prj_2 }));
@@ -137,7 +187,7 @@ mod black_box {
             created.header_value("location"),
             format!("/v1/projects/{id}")
         );
-        assert_eq!(p.as_object().unwrap().len(), 10, "{p}");
+        assert_eq!(p.as_object().unwrap().len(), 11, "{p}");
         assert_eq!(p["requireSessionToken"], true, "on for new projects");
         assert_eq!(
             p["webhookLegacySignature"], true,
@@ -316,12 +366,12 @@ mod black_box {
         for (body, message) in [
             (
                 "{}",
-                "Request body must set at least one of `name`, `domain`, `disabled`, `requireSessionToken`, `webhookLegacySignature` and `agents`",
+                "Request body must set at least one of `name`, `domain`, `disabled`, `requireSessionToken`, `webhookLegacySignature`, `agents` and `sealedResults`",
             ),
             ("{\"disabled\":\"yes\"}", "`disabled` must be true or false"),
             (
                 "{\"id\":\"prj_x\"}",
-                "Unknown field `id`: only `name`, `domain`, `disabled`, `requireSessionToken`, `webhookLegacySignature` and `agents` are allowed",
+                "Unknown field `id`: only `name`, `domain`, `disabled`, `requireSessionToken`, `webhookLegacySignature`, `agents` and `sealedResults` are allowed",
             ),
             (
                 "{\"domain\":\"bad domain\"}",

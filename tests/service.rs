@@ -74,7 +74,7 @@ async fn a_visit_needs_a_plan_in_force_and_the_token_its_project_requires() {
     lapsed.terms.expires_at = Some("2026-01-01T00:00:00Z".parse().unwrap());
     assert!(matches!(
         f.app
-            .record_visit(&lapsed, &session, None, &visit("81.2.69.142"))
+            .record_visit(&lapsed, &shop(), &session, None, &visit("81.2.69.142"))
             .await,
         Err(ServiceError::Refused(Refusal::PlanInactive))
     ));
@@ -88,22 +88,32 @@ async fn a_visit_needs_a_plan_in_force_and_the_token_its_project_requires() {
     let site = f.app.site("pk_example", &shop()).await.unwrap();
     assert!(matches!(
         f.app
-            .record_visit(&site, &session, None, &visit("81.2.69.142"))
+            .record_visit(&site, &shop(), &session, None, &visit("81.2.69.142"))
             .await,
         Err(ServiceError::SessionTokenRequired)
     ));
     let token = f.app.session_token(&prj, &session, 60).await.unwrap();
     let receipt = f
         .app
-        .record_visit(&site, &session, Some(&token), &visit("81.2.69.142"))
+        .record_visit(
+            &site,
+            &shop(),
+            &session,
+            Some(&token),
+            &visit("81.2.69.142"),
+        )
         .await
         .unwrap();
-    assert!(receipt.starts_with("evt_"), "{receipt}");
+    assert!(receipt.receipt.starts_with("evt_"), "{receipt:?}");
+    assert_eq!(
+        receipt.sealed, None,
+        "a project that does not seal answers as before"
+    );
     // A token for another session vouches for nothing.
     let other = SessionId::parse("sess_w").unwrap();
     assert!(
         f.app
-            .record_visit(&site, &other, Some(&token), &visit("81.2.69.142"))
+            .record_visit(&site, &shop(), &other, Some(&token), &visit("81.2.69.142"))
             .await
             .is_err()
     );
@@ -438,7 +448,7 @@ mod directories {
         let e = signed(&key, "https://agent.example", "shop.example", "q1");
         let s = SessionId::parse("s_refused").unwrap();
         assert!(matches!(
-            f.app.record_visit(&spent, &s, None, &e).await,
+            f.app.record_visit(&spent, &shop(), &s, None, &e).await,
             Err(ServiceError::Refused(_))
         ));
         assert!(dirs.fetched().is_empty());
@@ -447,7 +457,7 @@ mod directories {
         let replayed = signed(&key, "https://agent.example", "other.example", "o1");
         let s = SessionId::parse("s_other").unwrap();
         f.app
-            .record_visit(&site, &s, None, &replayed)
+            .record_visit(&site, &shop(), &s, None, &replayed)
             .await
             .unwrap();
         assert_eq!(agent_of("s_other").await, Some(Status::SignedUnknown));
@@ -455,7 +465,10 @@ mod directories {
         // Made for the project's site (a subdomain of its domain): verified.
         let own = signed(&key, "https://agent.example", "www.shop.example", "o2");
         let s = SessionId::parse("s_own").unwrap();
-        f.app.record_visit(&site, &s, None, &own).await.unwrap();
+        f.app
+            .record_visit(&site, &shop(), &s, None, &own)
+            .await
+            .unwrap();
         assert_eq!(agent_of("s_own").await, Some(Status::Verified));
     }
 }

@@ -79,6 +79,8 @@ fn project(id: &str, account: &str) -> Project {
         disabled: false,
         require_session_token: false,
         webhook_legacy_signature: true,
+        sealed_results: false,
+        sealing_keys: None,
         agents: Default::default(),
         created_at: ts("2026-11-21T00:00:00Z"),
     }
@@ -1795,6 +1797,179 @@ async fn test_events_have_a_budget_per_account<S: Store>(store: S) {
     assert!(app.test_webhook(&acc, &p, &hooks[4]).await.is_ok());
 }
 
+/// What a JOSE library makes of a sealed verdict (tests/open_sealed.py, tests/node/open_sealed.js):
+/// its claims, or why it was refused.
+fn opened(
+    mut cmd: std::process::Command,
+    input: &serde_json::Value,
+) -> Result<serde_json::Value, String> {
+    use std::io::Write as _;
+    let mut child = cmd
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("the opener runs (make test installs it)");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.to_string().as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    match text.strip_prefix("refused: ") {
+        Some(why) => Err(why.to_owned()),
+        None => Ok(serde_json::from_str(&text).unwrap_or_else(|_| panic!("{cmd:?}: {text:?}"))),
+    }
+}
+
+/// Python's `jwcrypto` and Node's `jose`, each given the keys as the API lists them.
+fn openers() -> [(&'static str, std::process::Command); 2] {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let mut python = std::process::Command::new(format!("{root}/.cache/venv-test/bin/python"));
+    python.arg(format!("{root}/tests/open_sealed.py"));
+    let mut node = std::process::Command::new("node");
+    node.arg(format!("{root}/tests/node/open_sealed.js"))
+        .env("NODE_PATH", format!("{root}/.cache/test-node/node_modules"));
+    [("jwcrypto", python), ("jose", node)]
+}
+
+fn open_all(
+    keys: &serde_json::Value,
+    sealed: &str,
+    expect: serde_json::Value,
+) -> Vec<Result<serde_json::Value, String>> {
+    let input = serde_json::json!({"keys": keys, "sealed": sealed, "expect": expect});
+    openers()
+        .into_iter()
+        .map(|(_, cmd)| opened(cmd, &input))
+        .collect()
+}
+
+/// Issue 49: a project that seals hands the page its visit's verdict encrypted under its key; the
+/// official JOSE libraries of Python and Node open it with the keys as the API lists them, and
+/// refuse it changed, expired, under another project's keys, or once its key has been rotated
+/// out past the overlap. A project that does not seal answers as before.
+async fn sealed_verdicts_open_with_the_projects_keys_only<S: Store>(store: S) {
+    use vigil::domain::project::Origin;
+    use vigil::service::projects::ProjectChanges;
+    let now = Timestamp::now();
+    let (app, clock) = detecting(store, &now.to_string()).await;
+    let app = app.with_secret_overlap(std::time::Duration::from_secs(3600));
+    let acc = AccountId::parse("acc_v").unwrap();
+    app.put_project(&project("pw", "acc_v")).await.unwrap();
+    let origin = Origin::parse("https://shop.example").unwrap();
+    let seal_on = |p: &str| {
+        let (app, acc, p) = (&app, &acc, pid(p));
+        async move {
+            let changes = ProjectChanges {
+                sealed_results: Some(true),
+                ..ProjectChanges::default()
+            };
+            app.update_project(acc, &p, changes).await.unwrap()
+        }
+    };
+    let keys_of = |p: &str| {
+        let (app, acc, p) = (&app, &acc, pid(p));
+        async move {
+            serde_json::to_value(app.sealing_keys(acc, &p).await.unwrap()).unwrap()["keys"].clone()
+        }
+    };
+    let visit = |p: &str, session: &str| {
+        let (app, origin, session) = (&app, &origin, sid(session));
+        let key = format!("pk_{p}");
+        async move {
+            let site = app.site(&key, origin).await.unwrap();
+            app.record_visit(
+                &site,
+                origin,
+                &session,
+                None,
+                &browser_visit("81.2.69.142", "Europe/London"),
+            )
+            .await
+            .unwrap()
+        }
+    };
+
+    // Not sealing: the page's answer is the receipt alone, as before.
+    assert_eq!(visit("pv", "plain").await.sealed, None);
+    assert!(keys_of("pv").await.as_array().unwrap().is_empty());
+
+    assert!(seal_on("pv").await.sealed_results);
+    let sealed = visit("pv", "sealed-1")
+        .await
+        .sealed
+        .expect("a sealed verdict");
+    let keys = keys_of("pv").await;
+    assert_eq!(keys.as_array().unwrap().len(), 1, "{keys}");
+    let expect = serde_json::json!({"sessionId": "sealed-1", "origin": "https://shop.example", "projectId": "pv"});
+    let stored = app
+        .events(&acc, &pid("pv"), &sid("sealed-1"), 1, None)
+        .await
+        .unwrap()
+        .results[0]
+        .1
+        .clone();
+    for claims in open_all(&keys, &sealed, expect.clone()) {
+        let claims = claims.expect("opened");
+        assert_eq!(claims["eventId"], stored.id.to_string());
+        assert_eq!(claims["scoreBot"], stored.score_bot.get());
+        assert_eq!(claims["scoreProxyVpn"], stored.score_proxy_vpn.get());
+        assert_eq!(claims["device"], serde_json::json!(stored.device));
+        assert!(claims["exp"].as_i64().unwrap() - claims["iat"].as_i64().unwrap() <= 600);
+    }
+    // Another session's backend, or a changed verdict: refused.
+    let other = serde_json::json!({"sessionId": "sealed-2"});
+    assert!(open_all(&keys, &sealed, other).iter().all(Result::is_err));
+    let mut parts: Vec<String> = sealed.split('.').map(str::to_owned).collect();
+    let flipped = if parts[3].starts_with('A') { "B" } else { "A" };
+    parts[3].replace_range(0..1, flipped);
+    let tampered = parts.join(".");
+    for r in open_all(&keys, &tampered, expect.clone()) {
+        assert!(r.is_err(), "tampered: {r:?}");
+    }
+    // Another project's keys open none of this project's verdicts.
+    seal_on("pw").await;
+    let foreign = keys_of("pw").await;
+    assert!(
+        open_all(&foreign, &sealed, expect.clone())
+            .iter()
+            .all(Result::is_err)
+    );
+    // Sealed eleven minutes ago: expired.
+    clock.set(Timestamp::from_unix_millis(now.unix_millis() - 11 * 60_000).unwrap());
+    let old = visit("pv", "sealed-old").await.sealed.unwrap();
+    clock.set(now);
+    for r in open_all(&keys, &old, serde_json::json!({})) {
+        assert_eq!(r.unwrap_err(), "expired");
+    }
+    // Rotated: the replaced key is listed for the overlap and still opens what it sealed; once
+    // the overlap has passed, the keys the API lists open it no more.
+    app.rotate_sealing_key(&acc, &pid("pv")).await.unwrap();
+    let during = keys_of("pv").await;
+    assert_eq!(during.as_array().unwrap().len(), 2, "{during}");
+    assert!(
+        open_all(&during, &sealed, expect.clone())
+            .iter()
+            .all(Result::is_ok)
+    );
+    let fresh = visit("pv", "sealed-1").await.sealed.unwrap();
+    assert!(
+        open_all(&during, &fresh, expect.clone())
+            .iter()
+            .all(Result::is_ok)
+    );
+    clock.set(Timestamp::from_unix_millis(now.unix_millis() + 2 * 3_600_000).unwrap());
+    let after = keys_of("pv").await;
+    assert_eq!(after.as_array().unwrap().len(), 1, "{after}");
+    assert!(
+        open_all(&after, &sealed, expect.clone())
+            .iter()
+            .all(Result::is_err)
+    );
+}
+
 macro_rules! conformance {
     ($($name:ident),* $(,)?) => {
         mod sqlite_store {
@@ -1844,6 +2019,7 @@ conformance!(
     one_device_over_many_addresses_is_address_churn,
     velocity_is_judged_by_the_visit_s_own_share,
     test_events_have_a_budget_per_account,
+    sealed_verdicts_open_with_the_projects_keys_only,
     agents_policies_events_and_the_agent_filter_round_trip,
     signature_uses_and_directories_are_kept,
     a_sessions_path_is_kept_in_its_summary_and_judged_on_its_pages,

@@ -327,7 +327,7 @@ pub fn plan2() -> Value {
 pub fn project1() -> Value {
     json!({"id": "prj_1", "name": "Shop", "apiKeyPublic": "pk_shop", "apiKeyPrivate": "sk_shop",
            "domain": "shop.example", "disabled": false, "requireSessionToken": false,
-           "webhookLegacySignature": true, "agents": {"allow": []},
+           "webhookLegacySignature": true, "agents": {"allow": []}, "sealedResults": false,
            "createdAt": "2026-11-21T00:00:00.000Z"})
 }
 

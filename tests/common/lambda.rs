@@ -24,6 +24,8 @@
 //! | create-event.json              | create-event         | `handlers::CreateEvent`                  |
 //! | list-events.json               | list-events          | `handlers::ListEvents`                   |
 //! | get-event.json                 | get-event            | `handlers::GetEvent`                     |
+//! | get-sealing-key.json           | get-sealing-key      | `handlers::GetSealingKey`                |
+//! | rotate-sealing-key.json        | rotate-sealing-key   | `handlers::RotateSealingKey`             |
 //! | collect*.json                  | collect              | `lambda::collect`                        |
 //! | agent-script.json              | agent-script         | `http::ingest::agent_script`             |
 //! | dashboard.json                 | dashboard            | `http::insight::dashboard`               |
@@ -81,6 +83,8 @@ pub const HTTP_EVENTS: &[(&str, &str)] = &[
     ("list-device-sessions.json", "list-device-sessions"),
     ("get-webhook-secret.json", "get-webhook-secret"),
     ("rotate-webhook-secret.json", "rotate-webhook-secret"),
+    ("get-sealing-key.json", "get-sealing-key"),
+    ("rotate-sealing-key.json", "rotate-sealing-key"),
     ("test-webhook.json", "test-webhook"),
     ("redeliver.json", "redeliver"),
     ("get-stats.json", "get-stats"),

@@ -387,6 +387,8 @@ pub async fn demo<S: Store, D>(app: &Vigil<S, D>) -> Result<ApiKey, SeedError> {
         // The demo page gets its token from the server that renders it, as a customer's would.
         require_session_token: true,
         webhook_legacy_signature: true,
+        sealed_results: false,
+        sealing_keys: None,
         agents: Default::default(),
         created_at: now,
     };

@@ -16,7 +16,7 @@ use crate::domain::{
 };
 use crate::service::Vigil;
 use crate::service::plans::Usage;
-use crate::service::projects::{ProjectChanges, ProjectSpec};
+use crate::service::projects::{ProjectChanges, ProjectSpec, SealingKeysView};
 use crate::store::{
     AccountStore, DeliveryStore, IdempotencyStore, ProjectStore, ResultStore, UsageStore,
     WebhookStore,
@@ -241,6 +241,46 @@ impl<S: ProjectStore + WebhookStore, D: Sync> Endpoint<S, D> for RotateWebhookSe
     }
 }
 
+/// GET /projects/{projectId}/sealing-key: the keys that open the project's sealed verdicts, as
+/// JWKs (`kty: oct`, `alg: dir`, `enc: A256GCM`), the current one first.
+pub struct GetSealingKey;
+
+impl<S: ProjectStore, D: Sync> Endpoint<S, D> for GetSealingKey {
+    type Path = ProjectId;
+    type Body = ();
+    type Query = ();
+    type Data = SealingKeysView;
+
+    async fn handle(
+        app: &Vigil<S, D>,
+        call: Call<ProjectId, ()>,
+    ) -> Result<Reply<SealingKeysView>, ApiError> {
+        Ok(Reply::ok(
+            app.sealing_keys(&call.account, &call.path).await?,
+        ))
+    }
+}
+
+/// POST /projects/{projectId}/sealing-key/rotate: a new key seals from now; the replaced one stays
+/// listed for the overlap (24 hours unless configured).
+pub struct RotateSealingKey;
+
+impl<S: ProjectStore, D: Sync> Endpoint<S, D> for RotateSealingKey {
+    type Path = ProjectId;
+    type Body = ();
+    type Query = ();
+    type Data = SealingKeysView;
+
+    async fn handle(
+        app: &Vigil<S, D>,
+        call: Call<ProjectId, ()>,
+    ) -> Result<Reply<SealingKeysView>, ApiError> {
+        Ok(Reply::ok(
+            app.rotate_sealing_key(&call.account, &call.path).await?,
+        ))
+    }
+}
+
 /// What the test and redelivery routes answer: the delivery queued.
 #[derive(Debug, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -390,6 +430,7 @@ impl JsonBody for ProjectChanges {
                 "requireSessionToken",
                 "webhookLegacySignature",
                 "agents",
+                "sealedResults",
             ],
         )?;
         // A member is a change: null would say nothing, so it is refused rather than ignored.
@@ -407,10 +448,11 @@ impl JsonBody for ProjectChanges {
             require_session_token: members.optional_bool("requireSessionToken")?,
             webhook_legacy_signature: members.optional_bool("webhookLegacySignature")?,
             agents: members.take("agents").map(agent_policy).transpose()?,
+            sealed_results: members.optional_bool("sealedResults")?,
         };
         if changes == ProjectChanges::default() {
             return Err(ApiError::bad_request(
-                "Request body must set at least one of `name`, `domain`, `disabled`, `requireSessionToken`, `webhookLegacySignature` and `agents`",
+                "Request body must set at least one of `name`, `domain`, `disabled`, `requireSessionToken`, `webhookLegacySignature`, `agents` and `sealedResults`",
             ));
         }
         Ok(changes)

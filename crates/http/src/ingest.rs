@@ -19,6 +19,7 @@ use crate::detect::{Evidence, Headers, RequestLine, Signals};
 use crate::domain::plan::Refusal;
 use crate::domain::project::Origin;
 use crate::domain::{AddressedEvidence, Event, EventId, ProjectId, SessionId};
+use crate::service::events::Visited;
 use crate::service::{Detecting, ServiceError, Vigil};
 use crate::store::{
     AccountStore, AgentStore, IdempotencyStore, ProjectStore, ResultStore, UsageStore,
@@ -248,10 +249,13 @@ fn request_evidence(ctx: &Context, req: &Request) -> Result<AddressedEvidence, A
     Ok(AddressedEvidence::new(ip, evidence))
 }
 
-/// What the page is told of its visit: a receipt id, never the scores.
+/// What the page is told of its visit: a receipt id, never the scores; and, when its project
+/// seals them, the verdict sealed for its backend (which the page can neither read nor forge).
 #[derive(Serialize)]
 struct Collected {
     id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sealed: Option<String>,
 }
 
 /// POST /collect, a visit reported by the browser agent on a customer's page, and its CORS
@@ -269,8 +273,12 @@ where
     }
     let mut allowed = None;
     let mut res = match record(app, ctx, req, &mut allowed).await {
-        Ok(id) => {
-            let body = serde_json::json!({ "data": Collected { id } }).to_string();
+        Ok(Visited { receipt, sealed }) => {
+            let data = Collected {
+                id: receipt,
+                sealed,
+            };
+            let body = serde_json::json!({ "data": data }).to_string();
             super::json_response(StatusCode::ACCEPTED, body)
         }
         Err(e) => e.into_response(),
@@ -286,7 +294,7 @@ async fn record<S>(
     ctx: &Context,
     req: &Request,
     allowed: &mut Option<HeaderValue>,
-) -> Result<String, ApiError>
+) -> Result<Visited, ApiError>
 where
     S: ProjectStore + ResultStore + AccountStore + UsageStore + VelocityStore + AgentStore,
 {
@@ -298,6 +306,7 @@ where
     let recorded = app
         .record_visit(
             &site,
+            &origin,
             &visit.session,
             visit.session_token.as_deref(),
             &evidence,

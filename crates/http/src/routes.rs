@@ -35,6 +35,8 @@ macro_rules! with_routes {
             ListSessions,
             ListDeviceSessions,
             GetStats,
+            GetSealingKey,
+            RotateSealingKey,
         }
     };
 }
@@ -99,6 +101,8 @@ pub const ROUTES: &[(Method, &str, Route)] = &[
     (Method::GET,    concatcp!("/projects/", PROJECT, "/sessions"),                       Route::ListSessions),
     (Method::GET,    concatcp!("/projects/", PROJECT, "/devices/", DEVICE, "/sessions"),  Route::ListDeviceSessions),
     (Method::GET,    concatcp!("/projects/", PROJECT, "/stats"),                          Route::GetStats),
+    (Method::GET,    concatcp!("/projects/", PROJECT, "/sealing-key"),                    Route::GetSealingKey),
+    (Method::POST,   concatcp!("/projects/", PROJECT, "/sealing-key/rotate"),             Route::RotateSealingKey),
     (Method::POST,   "/collect",                                                          Route::Collect),
     (Method::OPTIONS, "/collect",                                                         Route::Collect),
     (Method::GET,    "/agent.js",                                                         Route::AgentScript),
@@ -239,6 +243,8 @@ mod tests {
                 "/projects/{projectId}/sessions",
                 "/projects/{projectId}/devices/{device}/sessions",
                 "/projects/{projectId}/stats",
+                "/projects/{projectId}/sealing-key",
+                "/projects/{projectId}/sealing-key/rotate",
                 "/collect",
                 "/collect",
                 "/agent.js",

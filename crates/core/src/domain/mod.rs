@@ -15,6 +15,7 @@ pub use crate::detect::net;
 pub mod plan;
 pub mod project;
 pub mod score;
+pub mod sealing;
 pub mod session_token;
 pub mod time;
 pub mod token;

@@ -124,6 +124,14 @@ pub struct Project {
     /// Which verified agents count as no bot.
     #[serde(default)]
     pub agents: super::project::AgentPolicy,
+    /// Whether the collect route hands the page a sealed verdict (off unless turned on).
+    #[serde(default)]
+    pub sealed_results: bool,
+    /// The keys that seal them: none until sealing is first turned on or rotated. Never shown
+    /// with the project (`GET /projects/{id}/sealing-key` lists them); stored with it, so the
+    /// collect route seals with no read of its own.
+    #[serde(default, skip_serializing)]
+    pub sealing_keys: Option<super::sealing::SealingKeys>,
     pub created_at: Timestamp,
 }
 
@@ -136,7 +144,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn project_shows_exactly_ten_fields() {
+    fn project_shows_exactly_eleven_fields() {
         let p = Project {
             id: ProjectId::parse("p").unwrap(),
             account_id: AccountId::parse("a").unwrap(),
@@ -147,12 +155,14 @@ mod tests {
             disabled: false,
             require_session_token: true,
             webhook_legacy_signature: true,
+            sealed_results: false,
+            sealing_keys: None,
             agents: Default::default(),
             created_at: "2026-11-21T00:00:00Z".parse().unwrap(),
         };
         let v = serde_json::to_value(&p).unwrap();
         let keys: Vec<_> = v.as_object().unwrap().keys().cloned().collect();
-        assert_eq!(keys.len(), 10, "{keys:?}");
+        assert_eq!(keys.len(), 11, "{keys:?}");
         assert_eq!(v["agents"], serde_json::json!({"allow": []}));
         assert_eq!(v["requireSessionToken"], true);
         assert_eq!(v["apiKeyPrivate"], "sk");

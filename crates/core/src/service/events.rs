@@ -16,6 +16,7 @@ use crate::domain::idempotency::{Once, Written};
 use crate::domain::plan::Refusal;
 use crate::domain::plan::Terms;
 use crate::domain::project::{Origin, origin_allowed};
+use crate::domain::sealing::{MAX_SEALED_LIFETIME_SECS, SealingKeys, Verdict, seal};
 use crate::domain::session_token;
 use crate::domain::token::random_base62;
 use crate::domain::velocity::Tick;
@@ -379,10 +380,11 @@ impl<S: ProjectStore + ResultStore + UsageStore + VelocityStore + AgentStore> Vi
     pub async fn record_visit(
         &self,
         site: &Site,
+        origin: &Origin,
         session: &SessionId,
         token: Option<&str>,
         evidence: &AddressedEvidence,
-    ) -> ServiceResult<String> {
+    ) -> ServiceResult<Visited> {
         let (project, now) = (&site.project, self.now());
         if !site.terms.in_force(now) {
             return Err(ServiceError::Refused(Refusal::PlanInactive));
@@ -424,6 +426,53 @@ impl<S: ProjectStore + ResultStore + UsageStore + VelocityStore + AgentStore> Vi
         };
         let receipt = format!("evt_{}", random_base62(24));
         tracing::info!(%receipt, event = %event.id, project = %project.id, "visit recorded");
-        Ok(receipt)
+        let sealed = match (project.sealed_results, &project.sealing_keys) {
+            (true, Some(keys)) => Some(seal_verdict(keys, project, origin, &event, now)?),
+            _ => None,
+        };
+        Ok(Visited { receipt, sealed })
     }
+}
+
+/// What the page is told of its visit: a receipt, and the verdict sealed for its backend when
+/// the project seals them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Visited {
+    pub receipt: String,
+    pub sealed: Option<String>,
+}
+
+/// The event's verdict sealed under the project's current key, valid for 10 minutes.
+fn seal_verdict(
+    keys: &SealingKeys,
+    project: &crate::domain::Project,
+    origin: &Origin,
+    event: &crate::domain::Event,
+    now: crate::domain::Timestamp,
+) -> ServiceResult<String> {
+    let agent = event.agent.as_ref().and_then(|a| {
+        serde_json::to_value(a.status)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+    });
+    let verdict = Verdict {
+        event_id: event.id.to_string(),
+        session_id: event.session_id.to_string(),
+        project_id: project.id.to_string(),
+        score_bot: event.score_bot.get(),
+        score_proxy_vpn: event.score_proxy_vpn.get(),
+        reasons: event
+            .reasons
+            .iter()
+            .map(|r| r.code.name().to_owned())
+            .collect(),
+        device: event.device.clone(),
+        agent,
+        created_at: event.created_at,
+        origin: origin.as_str().to_owned(),
+        iat: now.unix_seconds(),
+        exp: now.unix_seconds() + MAX_SEALED_LIFETIME_SECS,
+    };
+    seal(&keys.current, &verdict)
+        .map_err(|e| ServiceError::Store(crate::store::StoreError::Corrupt(Box::new(e))))
 }

@@ -4,6 +4,7 @@ use super::{ServiceError, ServiceResult, Vigil};
 use crate::domain::idempotency::{Once, Written};
 use crate::domain::plan::Terms;
 use crate::domain::project::{Domain, ProjectName};
+use crate::domain::sealing::{SealingJwk, SealingKeys};
 use crate::domain::token::random_base62;
 use crate::domain::{AccountId, Project, ProjectId};
 use crate::store::{IdempotencyStore, ProjectInsert, ProjectStore};
@@ -17,6 +18,7 @@ pub struct ProjectChanges {
     pub require_session_token: Option<bool>,
     pub webhook_legacy_signature: Option<bool>,
     pub agents: Option<crate::domain::project::AgentPolicy>,
+    pub sealed_results: Option<bool>,
 }
 
 /// What a new project is: its name and domain, and whether its visits need session tokens (on
@@ -56,6 +58,8 @@ impl<S: ProjectStore + IdempotencyStore, D> Vigil<S, D> {
             disabled: false,
             require_session_token,
             webhook_legacy_signature: true,
+            sealed_results: false,
+            sealing_keys: None,
             agents: Default::default(),
             created_at: self.now(),
         };
@@ -108,6 +112,13 @@ impl<S: ProjectStore, D> Vigil<S, D> {
         if let Some(agents) = changes.agents {
             p.agents = agents;
         }
+        if let Some(sealed) = changes.sealed_results {
+            p.sealed_results = sealed;
+            // The first time sealing is on, the project gets its keys.
+            if sealed && p.sealing_keys.is_none() {
+                p.sealing_keys = Some(crate::domain::sealing::SealingKeys::new());
+            }
+        }
         if self.store.update_project(&p).await? {
             // This instance refuses or admits visits by the change at once; other instances
             // within VISITOR_CACHE_TTL.
@@ -115,6 +126,57 @@ impl<S: ProjectStore, D> Vigil<S, D> {
             Ok(p)
         } else {
             Err(ServiceError::ProjectNotFound)
+        }
+    }
+}
+
+/// A project's sealing keys as the API shows them: whether it seals, and the keys a backend
+/// should hold (JWKs: the current one first, then those rotated out still in their overlap).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SealingKeysView {
+    pub sealed_results: bool,
+    pub keys: Vec<SealingJwk>,
+}
+
+impl<S: ProjectStore, D> Vigil<S, D> {
+    /// The project's sealing keys (none before sealing was first turned on or a key rotated).
+    pub async fn sealing_keys(
+        &self,
+        account: &AccountId,
+        project: &ProjectId,
+    ) -> ServiceResult<SealingKeysView> {
+        let p = self.project(account, project).await?;
+        Ok(self.sealing_view(&p))
+    }
+
+    /// A new sealing key (the first one when the project has none); the replaced one stays
+    /// listed for the overlap webhook secrets have, so verdicts sealed just before still open.
+    pub async fn rotate_sealing_key(
+        &self,
+        account: &AccountId,
+        project: &ProjectId,
+    ) -> ServiceResult<SealingKeysView> {
+        let mut p = self.project(account, project).await?;
+        p.sealing_keys = Some(match &p.sealing_keys {
+            Some(keys) => keys.rotated(self.now(), self.secret_overlap),
+            None => SealingKeys::new(),
+        });
+        if !self.store.update_project(&p).await? {
+            return Err(ServiceError::ProjectNotFound);
+        }
+        self.forget_project(&p);
+        Ok(self.sealing_view(&p))
+    }
+
+    fn sealing_view(&self, p: &Project) -> SealingKeysView {
+        SealingKeysView {
+            sealed_results: p.sealed_results,
+            keys: p
+                .sealing_keys
+                .as_ref()
+                .map(|k| k.listed(self.now()))
+                .unwrap_or_default(),
         }
     }
 }

@@ -597,6 +597,13 @@ impl<T> Keyed<T> {
 pub struct OwnedProject {
     #[serde(rename = "accountId", skip_deserializing)]
     owner: Option<AccountId>,
+    /// The project's sealing keys, which it never shows either: written here, read back into it.
+    #[serde(
+        rename = "sealingKeys",
+        skip_deserializing,
+        skip_serializing_if = "Option::is_none"
+    )]
+    sealing: Option<crate::domain::sealing::SealingKeys>,
     #[serde(flatten)]
     pub project: Project,
 }
@@ -607,6 +614,7 @@ impl From<&Project> for ProjectItem {
     fn from(p: &Project) -> Self {
         let owned = OwnedProject {
             owner: Some(p.account_id.clone()),
+            sealing: p.sealing_keys.clone(),
             project: p.clone(),
         };
         Keyed::new(project_pk(&p.id), PROJECT_SK, Entity::Project, owned)
@@ -919,6 +927,8 @@ mod tests {
             disabled: false,
             require_session_token: true,
             webhook_legacy_signature: true,
+            sealed_results: false,
+            sealing_keys: None,
             agents: Default::default(),
             created_at: "2026-11-21T00:00:00Z".parse().unwrap(),
         };
