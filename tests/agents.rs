@@ -211,6 +211,43 @@ async fn signed_unsigned_forged_and_replayed_agents() {
     assert_eq!(r.status, 400, "{}", r.body);
 }
 
+/// Issue 52, from outside: a `Signature-Agent` naming a path and query makes `vigil serve` ask
+/// nothing of that host; ten concurrent visits naming one uncached directory cost one fetch.
+#[tokio::test]
+async fn a_visitor_chooses_no_path_and_concurrent_visits_share_one_fetch() {
+    let key = Key::from_secret(rand::random());
+    let dir = directory(&key);
+    let srv = server();
+    let pathy = format!("{}/internal/admin?delete=1", dir.origin);
+    let e = post(
+        &srv,
+        "s_path",
+        &signed(&key, &pathy, "p1", AgentForm::Dictionary),
+    )
+    .await;
+    assert_eq!(e["agent"]["status"], "signed_unknown", "{e}");
+    assert_eq!(
+        dir.fetches.load(Ordering::SeqCst),
+        0,
+        "nothing was asked of the host"
+    );
+    let visits = (0..10).map(|i| {
+        let body = signed(&key, &dir.origin, &format!("c{i}"), AgentForm::Dictionary);
+        let srv = &srv;
+        async move { post(srv, &format!("s_c{i}"), &body).await }
+    });
+    let events = futures_util::future::join_all(visits).await;
+    assert!(
+        events.iter().all(|e| e["agent"]["status"] == "verified"),
+        "{events:?}"
+    );
+    assert_eq!(
+        dir.fetches.load(Ordering::SeqCst),
+        1,
+        "one fetch for ten visits"
+    );
+}
+
 #[tokio::test]
 async fn an_allowed_category_is_no_bot_and_fires_no_bot_detect() {
     let key = Key::from_secret(rand::random());

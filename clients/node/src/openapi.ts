@@ -195,6 +195,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/projects/{projectId}/sealing-key": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The keys that open the project's sealed verdicts (JWKs)
+         * @description A project with `sealedResults` hands the page, in the collect route's answer, its visit's verdict as a JWE (RFC 7516 compact serialisation, `alg: dir`, `enc: A256GCM`, the key's `kid` in the protected header) that the page can neither read nor forge. The backend opens it offline with these keys and checks its `sessionId`, `origin` and `exp` (at most 10 minutes after `iat`). The claims: `eventId`, `sessionId`, `projectId`, `scoreBot`, `scoreProxyVpn`, `reasons` (codes), `device`, `agent` (status), `createdAt`, `origin`, `iat`, `exp`.
+         */
+        get: operations["getSealingKey"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/projects/{projectId}/sealing-key/rotate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A new sealing key; the replaced one stays listed for the overlap
+         * @description Verdicts are sealed with the new key from now on. The replaced key is listed beside it (with its `expiresAt`) for the same overlap as a webhook secret's (24 hours unless configured), so verdicts sealed just before still open; after that it is gone. The first rotation of a project without keys gives it its first key.
+         */
+        post: operations["rotateSealingKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/projects/{projectId}/webhooks/{webhookId}/secret": {
         parameters: {
             query?: never;
@@ -500,6 +540,8 @@ export interface components {
             /** @description Deprecated. Whether every delivery also carries a `v1,` signature under the project's `apiKeyPrivate` (its UTF-8 bytes), as all deliveries did before secrets per webhook: on until the project turns it off, so existing receivers keep verifying. */
             webhookLegacySignature: boolean;
             agents: components["schemas"]["AgentPolicy"];
+            /** @description Whether the collect route hands the page its visit's verdict sealed for the backend (`sealed` in its answer; keys at `/projects/{projectId}/sealing-key`). Off by default. */
+            sealedResults: boolean;
             createdAt: components["schemas"]["Timestamp"];
         };
         /** @description Which verified agents count as no bot: an event whose `agent` is `verified` and of an allowed category or operator (case-insensitive) is marked `allowed`, keeps its `scoreBot` as evidence, and is left out of the statistics' `bots` and of `bot_detect` webhooks. */
@@ -566,6 +608,8 @@ export interface components {
             requireSessionToken?: boolean;
             webhookLegacySignature?: boolean;
             agents?: components["schemas"]["AgentPolicy"];
+            /** @description Turning it on the first time gives the project its first sealing key. */
+            sealedResults?: boolean;
         };
         NewWebhook: {
             /**
@@ -627,6 +671,28 @@ export interface components {
             data: {
                 deliveryId: components["schemas"]["Id"];
             };
+        };
+        SealingKeysEnvelope: {
+            data: {
+                sealedResults: boolean;
+                /** @description The keys that open the project's sealed verdicts, the one that seals now first, then those rotated out and still in their overlap. Each is a JSON Web Key (RFC 7517) that JOSE libraries import as it is (`importJWK` in Node's `jose`, `JWK(**key)` in Python's `jwcrypto`). Empty until sealing is first turned on. */
+                keys: components["schemas"]["SealingKey"][];
+            };
+        };
+        SealingKey: {
+            /** @constant */
+            kty: "oct";
+            kid: string;
+            /** @description The 256-bit key, base64url without padding. */
+            k: string;
+            /** @constant */
+            alg: "dir";
+            /** @constant */
+            enc: "A256GCM";
+            /** @constant */
+            use: "enc";
+            /** @description Null for the key that seals now; for a key rotated out, when it stops being listed. */
+            expiresAt: null | components["schemas"]["Timestamp"];
         };
         /**
          * @example {
@@ -1727,6 +1793,66 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    getSealingKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                projectId: components["parameters"]["projectId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Whether the project seals, and its keys. */
+            200: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SealingKeysEnvelope"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    rotateSealingKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                projectId: components["parameters"]["projectId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The project's keys after the rotation. */
+            200: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SealingKeysEnvelope"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     getWebhookSecret: {
         parameters: {
             query?: never;
@@ -2029,6 +2155,8 @@ export interface operations {
                     "application/json": {
                         data: {
                             id: string;
+                            /** @description Only for a project with `sealedResults`: the visit's verdict as a JWE for the page to hand its backend (see `getSealingKey`). */
+                            sealed?: string;
                         };
                     };
                 };
