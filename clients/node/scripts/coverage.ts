@@ -34,6 +34,8 @@ export const methodForOperation = {
   sessionScore: "sessionScore",
   listSessions: "sessions",
   listDeviceSessions: "deviceSessions",
+  getSealingKey: "sealingKey",
+  rotateSealingKey: "rotateSealingKey",
   createWebhook: "createWebhook",
   listWebhooks: "webhooks",
   deleteWebhook: "deleteWebhook",

@@ -2,11 +2,13 @@ import {
   ConnectionError,
   TimeoutError,
   VigilError,
+  SealedVerdictError,
   errorFor,
   parseRetryAfter,
 } from "./errors.js";
 import { expressMiddleware, type ExpressOptions, type Middleware } from "./express.js";
 import { parseRateLimit, type RateLimit } from "./ratelimit.js";
+import { openSealed, type SealedExpectations, type SealedVerdict, type SealingKeysInput } from "./sealed.js";
 import { sessionToken } from "./tokens.js";
 import type {
   Delivery,
@@ -21,6 +23,7 @@ import type {
   ProjectChanges,
   Queued,
   Result,
+  SealingKeys,
   SessionScore,
   SessionSummary,
   SessionsQuery,
@@ -64,6 +67,9 @@ export interface VerdictOptions<F> {
 
 /** The longest wait on a Retry-After, so a bad header cannot stall a caller for hours. */
 const MAX_RETRY_WAIT_SECONDS = 30;
+
+/** The least time between two fetches of a project's sealing keys for a verdict of an unknown kid. */
+const SEALING_KEYS_REFETCH_MS = 1000;
 
 type Query = Record<string, string | number | boolean | undefined>;
 
@@ -143,6 +149,8 @@ export class Vigil {
   readonly maxRetries: number;
   readonly timeoutMs: number;
   readonly #apiKey: string;
+  /** Each project's sealing keys for `openSealed`, as fetched (or being fetched), and since when. */
+  readonly #sealingKeys = new Map<string, { keys: Promise<SealingKeys>; fetchedAt: number }>();
 
   constructor(options: VigilOptions = {}) {
     const apiKey = options.apiKey ?? process.env.VIGIL_API_KEY;
@@ -164,6 +172,16 @@ export class Vigil {
   /** Verifies a webhook delivery and returns its body; throws WebhookVerificationError. */
   static verifyWebhook(payload: string | Uint8Array, headers: HeadersInput, secret: string): WebhookEvent {
     return verifyWebhook(payload, headers, secret);
+  }
+
+  /**
+   * Opens a sealed verdict (the collect route's `sealed`) with the project's keys: `keys` is
+   * `sealingKey()`'s answer or its `keys`. Checks the JWE's algorithms, its authenticity, its
+   * `exp` and every claim of `expect` (pass at least `{ sessionId, origin }`); throws a
+   * SealedVerdictError otherwise. No API call.
+   */
+  static openSealed(sealed: string, keys: SealingKeysInput, expect?: SealedExpectations): SealedVerdict {
+    return openSealed(sealed, keys, expect);
   }
 
   // ---- account ----
@@ -196,13 +214,16 @@ export class Vigil {
     });
   }
 
-  updateProject(projectId: string, changes: ProjectChanges, options?: RequestOptions): Promise<Project> {
-    return this.data({
+  async updateProject(projectId: string, changes: ProjectChanges, options?: RequestOptions): Promise<Project> {
+    const project = await this.data<Project>({
       method: "PATCH",
       path: `/projects/${segment(projectId)}`,
       body: changes,
       signal: options?.signal,
     });
+    // Turning sealing on may give the project its first key: read the keys afresh next time.
+    if (changes.sealedResults !== undefined) this.#sealingKeys.delete(projectId);
+    return project;
   }
 
   stats(projectId: string, query: StatsQuery = {}, options?: RequestOptions): Promise<StatsBucket[]> {
@@ -212,6 +233,79 @@ export class Vigil {
       query,
       signal: options?.signal,
     });
+  }
+
+  // ---- sealed verdicts ----
+
+  /** Whether the project seals its verdicts, and the keys that open them (current first). */
+  async sealingKey(projectId: string, options?: RequestOptions): Promise<SealingKeys> {
+    const keys = await this.data<SealingKeys>({
+      method: "GET",
+      path: `/projects/${segment(projectId)}/sealing-key`,
+      signal: options?.signal,
+    });
+    this.#sealingKeys.set(projectId, { keys: Promise.resolve(keys), fetchedAt: Date.now() });
+    return keys;
+  }
+
+  /** A new sealing key; the replaced one stays listed (with its `expiresAt`) for the overlap. */
+  async rotateSealingKey(projectId: string, options?: RequestOptions): Promise<SealingKeys> {
+    const keys = await this.data<SealingKeys>({
+      method: "POST",
+      path: `/projects/${segment(projectId)}/sealing-key/rotate`,
+      signal: options?.signal,
+    });
+    this.#sealingKeys.set(projectId, { keys: Promise.resolve(keys), fetchedAt: Date.now() });
+    return keys;
+  }
+
+  /**
+   * Opens a sealed verdict of the project, as `Vigil.openSealed` does (plus `projectId` among the
+   * expected claims), with the project's keys read once and kept. A verdict whose key is not
+   * among them (the key was rotated since) makes the client read them once more, at most once a
+   * second per project, so that forged verdicts cannot spend the API's rate limit.
+   */
+  async openSealed(
+    projectId: string,
+    sealed: string,
+    expect: SealedExpectations = {},
+    options?: RequestOptions,
+  ): Promise<SealedVerdict> {
+    const checks: SealedExpectations = { projectId, ...expect };
+    const used = this.#sealingKeys.get(projectId) ?? this.fetchSealingKeys(projectId, options);
+    const keys = await used.keys;
+    try {
+      return openSealed(sealed, keys, checks);
+    } catch (err) {
+      if (!(err instanceof SealedVerdictError && err.reason === "unknown_key")) throw err;
+      const latest = this.#sealingKeys.get(projectId);
+      let fresh: { keys: Promise<SealingKeys> };
+      if (latest !== undefined && latest !== used) {
+        fresh = latest; // read again since (or being read): no need for another call
+      } else if (Date.now() - used.fetchedAt < SEALING_KEYS_REFETCH_MS) {
+        throw err;
+      } else {
+        fresh = this.fetchSealingKeys(projectId, options);
+      }
+      return openSealed(sealed, await fresh.keys, checks);
+    }
+  }
+
+  /** Reads the project's keys into the cache; a failed read is not kept. */
+  private fetchSealingKeys(projectId: string, options: RequestOptions | undefined) {
+    const entry = {
+      keys: this.data<SealingKeys>({
+        method: "GET",
+        path: `/projects/${segment(projectId)}/sealing-key`,
+        signal: options?.signal,
+      }),
+      fetchedAt: Date.now(),
+    };
+    this.#sealingKeys.set(projectId, entry);
+    entry.keys.catch(() => {
+      if (this.#sealingKeys.get(projectId) === entry) this.#sealingKeys.delete(projectId);
+    });
+    return entry;
   }
 
   // ---- events, results and sessions ----

@@ -83,3 +83,29 @@ export function parseRetryAfter(value: string | null): number | undefined {
   if (value === null || !/^\s*\d+\s*$/.test(value)) return undefined;
   return Number(value);
 }
+
+/** Why a sealed verdict was refused. */
+export type SealedVerdictReason =
+  /** Not a compact JWE with `dir` / `A256GCM`, or claims that are not a verdict's. */
+  | "malformed"
+  /** Its `kid` is not among the keys (another project's verdict, or a key rotated out). */
+  | "unknown_key"
+  /** The key given for its `kid` is not a 32-byte `oct` JWK. */
+  | "bad_key"
+  /** It does not decrypt and authenticate under its key: changed, or not sealed by Vigil. */
+  | "unauthentic"
+  /** Its `exp` has passed. */
+  | "expired"
+  /** A claim differs from the one expected (another session's or another origin's verdict). */
+  | "mismatch";
+
+/** A sealed verdict that does not open, or says something other than expected. Not an API error. */
+export class SealedVerdictError extends Error {
+  readonly reason: SealedVerdictReason;
+
+  constructor(message: string, reason: SealedVerdictReason, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "SealedVerdictError";
+    this.reason = reason;
+  }
+}

@@ -11,7 +11,10 @@ export {
   ConnectionError,
   TimeoutError,
   WebhookVerificationError,
+  SealedVerdictError,
 } from "./errors.js";
+export type { SealedVerdictReason } from "./errors.js";
+export type { SealedVerdict, SealedExpectations, SealingKeyInput, SealingKeysInput } from "./sealed.js";
 export type { RateLimit, RateLimitPolicy } from "./ratelimit.js";
 export type { ExpressOptions, VigilLocals, Middleware, RequestLike, ResponseLike } from "./express.js";
 export type { HeadersInput } from "./webhooks.js";

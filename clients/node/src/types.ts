@@ -25,6 +25,10 @@ export type Webhook = Schemas["Webhook"];
 export type NewWebhook = Schemas["NewWebhook"];
 export type WebhookType = NewWebhook["type"];
 export type Delivery = Schemas["Delivery"];
+/** A key that opens the project's sealed verdicts: a JWK (`kty: oct`) and when it stops being listed. */
+export type SealingKey = Schemas["SealingKey"];
+/** Whether the project seals its visits' verdicts, and the keys that open them (current first). */
+export type SealingKeys = Schemas["SealingKeysEnvelope"]["data"];
 /** The answer of the test and redelivery routes: the queued delivery's id. */
 export type Queued = Schemas["QueuedEnvelope"]["data"];
 

@@ -42,6 +42,8 @@ MIRRORS: Dict[Any, str] = {
     t.StatsBucket: "#/components/schemas/StatsBucket",
     t.QueuedDelivery: "#/components/schemas/QueuedEnvelope/properties/data",
     t.WebhookSecret: "#/components/schemas/SecretEnvelope/properties/data",
+    t.SealingKey: "#/components/schemas/SealingKey",
+    t.SealingKeys: "#/components/schemas/SealingKeysEnvelope/properties/data",
 }
 
 # Every developer-key operation -> the client method that calls it.
@@ -60,6 +62,8 @@ ROUTES: Dict[Tuple[str, str], str] = {
     ("get", "/projects/{projectId}/sessions"): "sessions",
     ("get", "/projects/{projectId}/devices/{device}/sessions"): "device_sessions",
     ("get", "/projects/{projectId}/stats"): "stats",
+    ("get", "/projects/{projectId}/sealing-key"): "sealing_key",
+    ("post", "/projects/{projectId}/sealing-key/rotate"): "rotate_sealing_key",
     ("post", "/projects/{projectId}/webhooks"): "create_webhook",
     ("get", "/projects/{projectId}/webhooks"): "webhooks",
     ("delete", "/projects/{projectId}/webhooks/{webhookId}"): "delete_webhook",

@@ -21,9 +21,9 @@ from typing import (
 import anyio
 import httpx
 
-from . import _base
+from . import _base, _sealed
 from ._base import Params, RateLimit, drop_none, seg
-from .errors import VigilConnectionError, VigilError, VigilTimeoutError
+from .errors import SealedVerdictError, VigilConnectionError, VigilError, VigilTimeoutError
 from .types import (
     AgentStatus,
     Delivery,
@@ -34,6 +34,8 @@ from .types import (
     Project,
     ProjectChanges,
     Result,
+    SealedVerdict,
+    SealingKeys,
     SessionScore,
     SessionSummary,
     StatsBucket,
@@ -53,6 +55,7 @@ class AsyncVigil:
 
     session_token = staticmethod(_base.session_token)
     verify_webhook = staticmethod(_base.verify_webhook)
+    open_sealed = staticmethod(_sealed.open_sealed)
 
     def __init__(
         self,
@@ -70,6 +73,8 @@ class AsyncVigil:
         self._owns_http = http_client is None
         self._http = http_client or httpx.AsyncClient(timeout=timeout)
         self._timeout = timeout
+        self.sealing_key_refetch_interval = _sealed.DEFAULT_REFETCH_INTERVAL
+        self._sealing_keys: Dict[str, _sealed.CachedKeys] = {}
 
     # --- lifecycle ---
 
@@ -171,6 +176,36 @@ class AsyncVigil:
     async def update_project(self, project_id: str, changes: ProjectChanges) -> Project:
         path = f"/projects/{seg(project_id)}"
         return cast(Project, await self._call("PATCH", path, json=dict(changes)))
+
+    # --- sealed verdicts ---
+
+    async def sealing_key(self, project_id: str) -> SealingKeys:
+        path = f"/projects/{seg(project_id)}/sealing-key"
+        keys = cast(SealingKeys, await self._call("GET", path))
+        self._sealing_keys[project_id] = _sealed.CachedKeys(keys)
+        return keys
+
+    async def rotate_sealing_key(self, project_id: str) -> SealingKeys:
+        path = f"/projects/{seg(project_id)}/sealing-key/rotate"
+        keys = cast(SealingKeys, await self._call("POST", path))
+        self._sealing_keys[project_id] = _sealed.CachedKeys(keys)
+        return keys
+
+    async def open_project_sealed(
+        self, project_id: str, sealed: str, expect: Optional[Mapping[str, Any]] = None
+    ) -> SealedVerdict:
+        """``open_sealed`` with the project's keys, fetched once and cached (see ``Vigil``)."""
+        cached = self._sealing_keys.get(project_id)
+        if cached is None:
+            return _sealed.open_sealed(sealed, await self.sealing_key(project_id), expect=expect)
+        try:
+            return _sealed.open_sealed(sealed, cached.keys, expect=expect)
+        except SealedVerdictError as exc:
+            if not _sealed.worth_refetching(
+                exc, sealed, cached, self.sealing_key_refetch_interval
+            ):
+                raise
+        return _sealed.open_sealed(sealed, await self.sealing_key(project_id), expect=expect)
 
     # --- events, results, sessions ---
 

@@ -21,9 +21,9 @@ from typing import (
 
 import httpx
 
-from . import _base
+from . import _base, _sealed
 from ._base import Params, RateLimit, drop_none, seg
-from .errors import VigilConnectionError, VigilError, VigilTimeoutError
+from .errors import SealedVerdictError, VigilConnectionError, VigilError, VigilTimeoutError
 from .types import (
     AgentStatus,
     Delivery,
@@ -34,6 +34,8 @@ from .types import (
     Project,
     ProjectChanges,
     Result,
+    SealedVerdict,
+    SealingKeys,
     SessionScore,
     SessionSummary,
     StatsBucket,
@@ -56,6 +58,7 @@ class Vigil:
 
     session_token = staticmethod(_base.session_token)
     verify_webhook = staticmethod(_base.verify_webhook)
+    open_sealed = staticmethod(_sealed.open_sealed)
 
     def __init__(
         self,
@@ -74,6 +77,9 @@ class Vigil:
         self._owns_http = http_client is None
         self._http = http_client or httpx.Client(timeout=timeout)
         self._timeout = timeout
+        #: ``open_project_sealed`` refetches keys for an unknown kid at most this often (seconds).
+        self.sealing_key_refetch_interval = _sealed.DEFAULT_REFETCH_INTERVAL
+        self._sealing_keys: Dict[str, _sealed.CachedKeys] = {}
 
     # --- lifecycle ---
 
@@ -181,6 +187,43 @@ class Vigil:
         return cast(
             Project, self._call("PATCH", f"/projects/{seg(project_id)}", json=dict(changes))
         )
+
+    # --- sealed verdicts ---
+
+    def sealing_key(self, project_id: str) -> SealingKeys:
+        """Whether the project seals, and the JWKs that open its verdicts (current first)."""
+        path = f"/projects/{seg(project_id)}/sealing-key"
+        keys = cast(SealingKeys, self._call("GET", path))
+        self._sealing_keys[project_id] = _sealed.CachedKeys(keys)
+        return keys
+
+    def rotate_sealing_key(self, project_id: str) -> SealingKeys:
+        """A new key seals from now on; the replaced one stays listed for the overlap."""
+        path = f"/projects/{seg(project_id)}/sealing-key/rotate"
+        keys = cast(SealingKeys, self._call("POST", path))
+        self._sealing_keys[project_id] = _sealed.CachedKeys(keys)
+        return keys
+
+    def open_project_sealed(
+        self, project_id: str, sealed: str, expect: Optional[Mapping[str, Any]] = None
+    ) -> SealedVerdict:
+        """``open_sealed`` with the project's keys, fetched once and cached on this client.
+
+        A verdict under a kid the cache lacks (a rotation since) refetches the keys once, at
+        most every ``sealing_key_refetch_interval`` seconds. Raises ``SealedVerdictError``, or
+        a ``VigilError`` if the keys cannot be fetched.
+        """
+        cached = self._sealing_keys.get(project_id)
+        if cached is None:
+            return _sealed.open_sealed(sealed, self.sealing_key(project_id), expect=expect)
+        try:
+            return _sealed.open_sealed(sealed, cached.keys, expect=expect)
+        except SealedVerdictError as exc:
+            if not _sealed.worth_refetching(
+                exc, sealed, cached, self.sealing_key_refetch_interval
+            ):
+                raise
+        return _sealed.open_sealed(sealed, self.sealing_key(project_id), expect=expect)
 
     # --- events, results, sessions ---
 

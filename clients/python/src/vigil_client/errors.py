@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Dict, Mapping, Optional, Type
+from typing import Dict, Literal, Mapping, Optional, Type
 
 from standardwebhooks.webhooks import WebhookVerificationError as _StandardWebhookError
 
@@ -75,6 +75,27 @@ class WebhookVerificationError(_StandardWebhookError):
 
     A subclass of ``standardwebhooks``' own error, so code catching that one catches this too.
     """
+
+
+SealedVerdictRefusal = Literal[
+    "malformed", "unsupported", "unknown_key", "forged", "expired", "mismatch"
+]
+
+
+class SealedVerdictError(Exception):
+    """A sealed verdict this backend must not trust; ``reason`` says why.
+
+    ``"malformed"`` (not a compact JWE), ``"unsupported"`` (another ``alg``/``enc``, or a
+    ``crit``/``zip`` header), ``"unknown_key"`` (no key of the given set has its ``kid``),
+    ``"forged"`` (fails authentication: changed, or sealed under another key), ``"expired"``
+    (``exp`` has passed), ``"mismatch"`` (a claim differs from what ``expect`` names).
+    Not a :class:`VigilError`: no request was made.
+    """
+
+    def __init__(self, message: str, *, reason: SealedVerdictRefusal) -> None:
+        super().__init__(message)
+        self.message = message
+        self.reason: SealedVerdictRefusal = reason
 
 
 _BY_STATUS: Dict[int, Type[VigilError]] = {

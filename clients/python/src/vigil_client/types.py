@@ -72,6 +72,7 @@ class Project(TypedDict):
     requireSessionToken: bool
     webhookLegacySignature: bool
     agents: AgentPolicy
+    sealedResults: bool
     createdAt: str
 
 
@@ -95,6 +96,7 @@ class ProjectChanges(TypedDict, total=False):
     requireSessionToken: bool
     webhookLegacySignature: bool
     agents: AgentPolicy
+    sealedResults: bool
 
 
 class NewWebhook(TypedDict):
@@ -347,6 +349,51 @@ class WebhookSecret(TypedDict):
     secret: Optional[str]
 
 
+class SealingKey(TypedDict):
+    """``SealingKey``: a JWK (RFC 7517) that opens a project's sealed verdicts.
+
+    ``expiresAt`` is null for the key that seals now; for a key rotated out, when it stops
+    being listed (its overlap's end).
+    """
+
+    kty: Literal["oct"]
+    kid: str
+    k: str
+    alg: Literal["dir"]
+    enc: Literal["A256GCM"]
+    use: Literal["enc"]
+    expiresAt: Optional[str]
+
+
+class SealingKeys(TypedDict):
+    """``SealingKeysEnvelope.data``: whether the project seals, and its keys (current first)."""
+
+    sealedResults: bool
+    keys: List[SealingKey]
+
+
+class SealedVerdict(TypedDict):
+    """The claims of a sealed verdict (``getSealingKey`` in openapi.yaml lists them).
+
+    Not an openapi.yaml schema (a verdict travels encrypted, through the page), hence not
+    drift-checked. ``reasons`` are the reasons' codes, ``agent`` the agent's status, ``iat`` and
+    ``exp`` Unix seconds.
+    """
+
+    eventId: str
+    sessionId: str
+    projectId: str
+    scoreBot: float
+    scoreProxyVpn: float
+    reasons: List[str]
+    device: Optional[str]
+    agent: Optional[AgentStatus]
+    createdAt: str
+    origin: str
+    iat: int
+    exp: int
+
+
 class WebhookEvent(TypedDict):
     """A delivery's body (docs/integrate.md, "Webhook delivery"); ``data`` depends on ``type``.
 
@@ -383,6 +430,9 @@ __all__ = [
     "Reason",
     "RequestLine",
     "Result",
+    "SealedVerdict",
+    "SealingKey",
+    "SealingKeys",
     "SessionScore",
     "SessionSummary",
     "StatsBucket",
