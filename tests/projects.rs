@@ -85,6 +85,82 @@ mod lambda {
         assert_eq!(a.status, StatusCode::NOT_FOUND);
     }
 
+    /// `put-label.json`, `list-labels.json`, `get-quality.json` and `delete-label.json` (issue 49):
+    /// a session is labelled (idempotently), listed with what Vigil had said of it, counted in the
+    /// quality report, and withdrawn; a session the project never saw, and bad labels, are refused.
+    #[tokio::test]
+    async fn labels_are_put_listed_measured_and_withdrawn() {
+        let f = fixture().await;
+        let put = call::<handlers::PutLabel>(&f.app, request("put-label.json")).await;
+        assert_eq!(put.status, StatusCode::OK, "{}", put.body);
+        let label = put.body["data"].clone();
+        assert_eq!(
+            (
+                &label["sessionId"],
+                &label["label"],
+                &label["reason"],
+                &label["note"]
+            ),
+            (
+                &json!("sess_1"),
+                &json!("human"),
+                &json!("support_ticket"),
+                &json!("A kiosk in the store")
+            )
+        );
+        assert!(
+            label["scoreBot"].is_number() && label["reasons"].is_array(),
+            "{label}"
+        );
+        let again = call::<handlers::PutLabel>(&f.app, request("put-label.json")).await;
+        assert_eq!(again.status, StatusCode::OK);
+        let list = call::<handlers::ListLabels>(&f.app, request("list-labels.json")).await;
+        assert_eq!(list.status, StatusCode::OK, "{}", list.body);
+        assert_eq!(
+            list.body["data"].as_array().unwrap().len(),
+            1,
+            "one label however often put"
+        );
+        let q = call::<handlers::GetQuality>(&f.app, request("get-quality.json")).await;
+        assert_eq!(q.status, StatusCode::OK, "{}", q.body);
+        assert_eq!(
+            (&q.body["data"]["labelled"], &q.body["data"]["humans"]),
+            (&json!(1), &json!(1))
+        );
+
+        // A session the project has no events of, and labels that are not one.
+        let mut unknown = event_json("put-label.json");
+        unknown["pathParameters"]["sessionId"] = json!("sess_never");
+        unknown["path"] = json!("/projects/prj_1/sessions/sess_never/label");
+        let a = call::<handlers::PutLabel>(&f.app, request_from(&unknown)).await;
+        assert_eq!(a.status, StatusCode::NOT_FOUND);
+        assert_eq!(a.body, message("Session not found"));
+        for (body, why) in [
+            (r#"{"label":"robot"}"#, "`label` must be one of: bot, human"),
+            (r#"{"label":"bot","reason":"Not A Code"}"#, "reason must be"),
+            (r#"{"label":"bot","extra":1}"#, "extra"),
+        ] {
+            let mut bad = event_json("put-label.json");
+            bad["body"] = json!(body);
+            let a = call::<handlers::PutLabel>(&f.app, request_from(&bad)).await;
+            assert_eq!(a.status, StatusCode::BAD_REQUEST, "{body}");
+            assert!(
+                a.body["message"].as_str().unwrap().contains(why),
+                "{}",
+                a.body
+            );
+        }
+
+        let gone = call::<handlers::DeleteLabel>(&f.app, request("delete-label.json")).await;
+        assert_eq!(gone.status, StatusCode::OK, "{}", gone.body);
+        assert_eq!(gone.body, json!({"data": null}));
+        let twice = call::<handlers::DeleteLabel>(&f.app, request("delete-label.json")).await;
+        assert_eq!(twice.status, StatusCode::NOT_FOUND);
+        assert_eq!(twice.body, message("Label not found"));
+        let list = call::<handlers::ListLabels>(&f.app, request("list-labels.json")).await;
+        assert_eq!(list.body["data"], json!([]));
+    }
+
     #[tokio::test]
     async fn get_project_unknown_is_404_and_bad_id_is_400() {
         let f = fixture().await;

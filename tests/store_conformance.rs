@@ -1970,6 +1970,53 @@ async fn sealed_verdicts_open_with_the_projects_keys_only<S: Store>(store: S) {
     );
 }
 
+/// Issue 49: labels are kept one per session, paged by session id, and removed.
+async fn labels_are_kept_paged_and_removed<S: Store>(store: S) {
+    use vigil::domain::label::{Label, Truth};
+    let p = pid("pl");
+    let label = |s: &str, truth| Label {
+        session_id: sid(s),
+        label: truth,
+        reason: None,
+        note: None,
+        labelled_at: ts("2026-11-24T10:00:00Z"),
+        score_bot: Score::new(0.5).unwrap(),
+        reasons: vec!["webdriver".into()],
+    };
+    for s in ["s3", "s1", "s5", "s2", "s4"] {
+        store.put_label(&p, &label(s, Truth::Bot)).await.unwrap();
+    }
+    // Put again: replaced, not added.
+    store
+        .put_label(&p, &label("s2", Truth::Human))
+        .await
+        .unwrap();
+    // Another project's label is not this one's.
+    store
+        .put_label(&pid("other"), &label("s9", Truth::Bot))
+        .await
+        .unwrap();
+    let mut seen = Vec::new();
+    let mut after = None;
+    loop {
+        let page = store.labels(&p, after.as_ref(), 2).await.unwrap();
+        if page.is_empty() {
+            break;
+        }
+        after = page.last().map(|l| l.session_id.clone());
+        seen.extend(page);
+    }
+    let ids: Vec<&str> = seen.iter().map(|l| l.session_id.as_str()).collect();
+    assert_eq!(ids, ["s1", "s2", "s3", "s4", "s5"]);
+    assert_eq!(seen[1].label, Truth::Human);
+    assert!(store.delete_label(&p, &sid("s2")).await.unwrap());
+    assert!(
+        !store.delete_label(&p, &sid("s2")).await.unwrap(),
+        "already gone"
+    );
+    assert_eq!(store.labels(&p, None, 100).await.unwrap().len(), 4);
+}
+
 macro_rules! conformance {
     ($($name:ident),* $(,)?) => {
         mod sqlite_store {
@@ -2020,6 +2067,7 @@ conformance!(
     velocity_is_judged_by_the_visit_s_own_share,
     test_events_have_a_budget_per_account,
     sealed_verdicts_open_with_the_projects_keys_only,
+    labels_are_kept_paged_and_removed,
     agents_policies_events_and_the_agent_filter_round_trip,
     signature_uses_and_directories_are_kept,
     a_sessions_path_is_kept_in_its_summary_and_judged_on_its_pages,

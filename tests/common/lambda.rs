@@ -26,6 +26,10 @@
 //! | get-event.json                 | get-event            | `handlers::GetEvent`                     |
 //! | get-sealing-key.json           | get-sealing-key      | `handlers::GetSealingKey`                |
 //! | rotate-sealing-key.json        | rotate-sealing-key   | `handlers::RotateSealingKey`             |
+//! | put-label.json                 | put-label            | `handlers::PutLabel`                     |
+//! | delete-label.json              | delete-label         | `handlers::DeleteLabel`                  |
+//! | list-labels.json               | list-labels          | `handlers::ListLabels`                   |
+//! | get-quality.json               | get-quality          | `handlers::GetQuality`                   |
 //! | collect*.json                  | collect              | `lambda::collect`                        |
 //! | agent-script.json              | agent-script         | `http::ingest::agent_script`             |
 //! | dashboard.json                 | dashboard            | `http::insight::dashboard`               |
@@ -85,6 +89,10 @@ pub const HTTP_EVENTS: &[(&str, &str)] = &[
     ("rotate-webhook-secret.json", "rotate-webhook-secret"),
     ("get-sealing-key.json", "get-sealing-key"),
     ("rotate-sealing-key.json", "rotate-sealing-key"),
+    ("put-label.json", "put-label"),
+    ("delete-label.json", "delete-label"),
+    ("list-labels.json", "list-labels"),
+    ("get-quality.json", "get-quality"),
     ("test-webhook.json", "test-webhook"),
     ("redeliver.json", "redeliver"),
     ("get-stats.json", "get-stats"),

@@ -118,6 +118,7 @@ impl From<ServiceError> for ApiError {
             ServiceError::Unauthorized => ApiError::Unauthorized,
             ServiceError::ProjectNotFound => ApiError::NotFound("Project not found"),
             ServiceError::SessionNotFound => ApiError::NotFound("Session not found"),
+            ServiceError::LabelNotFound => ApiError::NotFound("Label not found"),
             ServiceError::WebhookNotFound => ApiError::NotFound("Webhook not found"),
             ServiceError::DeliveryNotFound => ApiError::NotFound("Delivery not found"),
             ServiceError::WebhookDuplicate => {

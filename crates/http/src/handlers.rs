@@ -5,21 +5,24 @@
 use serde_json::Value;
 
 use super::ApiError;
-use super::extract::{Json, JsonBody, Members, Paging};
+use super::extract::{
+    FromQuery, Json, JsonBody, Members, Paging, Query, page_limit, with_next_link,
+};
 use super::paths::BASE;
 use super::pipeline::{Call, Endpoint, Reply};
+use crate::domain::label::{Label, LabelNote, LabelReason, LabelSpec, Quality, Truth};
 use crate::domain::project::{AgentPolicy, Domain, ProjectName};
 use crate::domain::webhook::{WebhookType, WebhookUrl};
 use crate::domain::{
-    CheckResult, DeliveryView, Plan, Project, ProjectId, SessionId, SessionScore as Score, Webhook,
-    WebhookId,
+    CheckResult, DeliveryView, Plan, Project, ProjectId, SessionId, SessionScore as Score,
+    Timestamp, Webhook, WebhookId,
 };
 use crate::service::Vigil;
 use crate::service::plans::Usage;
 use crate::service::projects::{ProjectChanges, ProjectSpec, SealingKeysView};
 use crate::store::{
-    AccountStore, DeliveryStore, IdempotencyStore, ProjectStore, ResultStore, UsageStore,
-    WebhookStore,
+    AccountStore, DeliveryStore, IdempotencyStore, LabelStore, ProjectStore, ResultStore,
+    UsageStore, WebhookStore,
 };
 
 pub use super::extract::MAX_PAGE;
@@ -515,6 +518,191 @@ impl<S: UsageStore, D: Sync> Endpoint<S, D> for GetUsage {
 
     async fn handle(app: &Vigil<S, D>, call: Call<(), ()>) -> Result<Reply<Usage>, ApiError> {
         Ok(Reply::ok(app.usage(&call.account, &call.terms).await?))
+    }
+}
+
+/// A label's body: `label` (`bot` or `human`), optional `reason` (the customer's own code) and
+/// `note`.
+impl JsonBody for LabelSpec {
+    const MAX_BYTES: usize = MAX_LABEL_BODY;
+
+    fn from_json(value: Value) -> Result<Self, ApiError> {
+        let members = Members::only(value, &["label", "reason", "note"])?;
+        let label = match members.string("label")? {
+            "bot" => Truth::Bot,
+            "human" => Truth::Human,
+            _ => return Err(ApiError::bad_request("`label` must be one of: bot, human")),
+        };
+        let bad = |e: crate::domain::label::LabelError| ApiError::bad_request(e.to_string());
+        let reason = members
+            .optional_string("reason")?
+            .map(|r| LabelReason::try_from(r.to_owned()).map_err(bad))
+            .transpose()?;
+        let note = members
+            .optional_string("note")?
+            .map(|n| LabelNote::try_from(n.to_owned()).map_err(bad))
+            .transpose()?;
+        Ok(Self {
+            label,
+            reason,
+            note,
+        })
+    }
+}
+
+/// The largest label body read: a note of 500 characters of up to 4 bytes, and the rest.
+const MAX_LABEL_BODY: usize = 4 * 1024;
+
+/// PUT /projects/{projectId}/sessions/{sessionId}/label: labels one of the project's sessions
+/// (`bot` or `human`), replacing its label if it had one. Idempotent; stored scores never change.
+pub struct PutLabel;
+
+impl<S: ProjectStore + ResultStore + LabelStore, D: Sync> Endpoint<S, D> for PutLabel {
+    type Path = (ProjectId, SessionId);
+    type Body = Json<LabelSpec>;
+    type Query = ();
+    type Data = Label;
+
+    async fn handle(
+        app: &Vigil<S, D>,
+        call: Call<Self::Path, Json<LabelSpec>>,
+    ) -> Result<Reply<Label>, ApiError> {
+        let (project, session) = &call.path;
+        let Json(spec) = call.body;
+        Ok(Reply::ok(
+            app.label_session(&call.account, project, session, spec)
+                .await?,
+        ))
+    }
+}
+
+/// DELETE /projects/{projectId}/sessions/{sessionId}/label: withdraws the session's label.
+pub struct DeleteLabel;
+
+impl<S: ProjectStore + ResultStore + LabelStore, D: Sync> Endpoint<S, D> for DeleteLabel {
+    type Path = (ProjectId, SessionId);
+    type Body = ();
+    type Query = ();
+    type Data = ();
+
+    async fn handle(app: &Vigil<S, D>, call: Call<Self::Path, ()>) -> Result<Reply<()>, ApiError> {
+        let (project, session) = &call.path;
+        app.unlabel_session(&call.account, project, session).await?;
+        Ok(Reply::ok(()))
+    }
+}
+
+/// The labels list's `limit` and `cursor` (bound to the project).
+pub struct LabelsQuery {
+    limit: usize,
+    after: Option<SessionId>,
+    explicit_limit: bool,
+}
+
+impl FromQuery<ProjectId> for LabelsQuery {
+    fn from_query(q: Query<'_>, project: &ProjectId, _: Timestamp) -> Result<Self, ApiError> {
+        Ok(Self {
+            limit: page_limit(q)?,
+            after: q
+                .first("cursor")
+                .map(|c| crate::domain::cursor::decode_labels(c, project))
+                .transpose()
+                .map_err(|_| ApiError::bad_request("cursor is not valid for this project"))?,
+            explicit_limit: q.first("limit").is_some(),
+        })
+    }
+}
+
+/// GET /projects/{projectId}/labels: the project's labels by session id, paged by `Link`.
+pub struct ListLabels;
+
+impl<S: ProjectStore + ResultStore + LabelStore, D: Sync> Endpoint<S, D> for ListLabels {
+    type Path = ProjectId;
+    type Body = ();
+    type Query = LabelsQuery;
+    type Data = Vec<Label>;
+
+    async fn handle(
+        app: &Vigil<S, D>,
+        call: Call<ProjectId, (), LabelsQuery>,
+    ) -> Result<Reply<Vec<Label>>, ApiError> {
+        let (project, q) = (&call.path, &call.query);
+        let page = app
+            .labels(&call.account, project, q.limit, q.after.as_ref())
+            .await?;
+        let last = page
+            .more
+            .then(|| page.labels.last().map(|l| l.session_id.clone()));
+        let reply = Reply::ok(page.labels);
+        Ok(match last.flatten() {
+            None => reply,
+            Some(last) => {
+                let kept = if q.explicit_limit {
+                    format!("&limit={}", q.limit)
+                } else {
+                    String::new()
+                };
+                with_next_link(
+                    reply,
+                    &format!("/projects/{project}/labels"),
+                    &crate::domain::cursor::encode_labels(project, &last),
+                    &kept,
+                )
+            }
+        })
+    }
+}
+
+/// The quality report's range: `from` and `to` (RFC 3339), by default the last 30 days.
+pub struct QualityRange {
+    from: Timestamp,
+    to: Timestamp,
+}
+
+impl FromQuery<ProjectId> for QualityRange {
+    fn from_query(q: Query<'_>, _: &ProjectId, now: Timestamp) -> Result<Self, ApiError> {
+        let time = |name: &str| {
+            q.first(name)
+                .map(|s| {
+                    s.parse::<Timestamp>().map_err(|_| {
+                        ApiError::bad_request(format!(
+                            "{name} must be an RFC 3339 date-time, such as 2026-11-23T00:00:00Z"
+                        ))
+                    })
+                })
+                .transpose()
+        };
+        let to = time("to")?.unwrap_or_else(|| now.plus(std::time::Duration::from_millis(1)));
+        let from = match time("from")? {
+            Some(f) => f,
+            None => Timestamp::from_unix_millis(to.unix_millis() - 30 * 86_400_000)
+                .map_err(|_| ApiError::bad_request("to is out of range"))?,
+        };
+        if from >= to {
+            return Err(ApiError::bad_request("from must be before to"));
+        }
+        Ok(Self { from, to })
+    }
+}
+
+/// GET /projects/{projectId}/quality: how right the engine was on the sessions labelled in the
+/// range: precision and recall at the webhook threshold, and the reasons behind its mistakes.
+pub struct GetQuality;
+
+impl<S: ProjectStore + ResultStore + LabelStore, D: Sync> Endpoint<S, D> for GetQuality {
+    type Path = ProjectId;
+    type Body = ();
+    type Query = QualityRange;
+    type Data = Quality;
+
+    async fn handle(
+        app: &Vigil<S, D>,
+        call: Call<ProjectId, (), QualityRange>,
+    ) -> Result<Reply<Quality>, ApiError> {
+        let r = &call.query;
+        Ok(Reply::ok(
+            app.quality(&call.account, &call.path, r.from, r.to).await?,
+        ))
     }
 }
 

@@ -37,6 +37,10 @@ macro_rules! with_routes {
             GetStats,
             GetSealingKey,
             RotateSealingKey,
+            PutLabel,
+            DeleteLabel,
+            ListLabels,
+            GetQuality,
         }
     };
 }
@@ -103,6 +107,10 @@ pub const ROUTES: &[(Method, &str, Route)] = &[
     (Method::GET,    concatcp!("/projects/", PROJECT, "/stats"),                          Route::GetStats),
     (Method::GET,    concatcp!("/projects/", PROJECT, "/sealing-key"),                    Route::GetSealingKey),
     (Method::POST,   concatcp!("/projects/", PROJECT, "/sealing-key/rotate"),             Route::RotateSealingKey),
+    (Method::PUT,    concatcp!("/projects/", PROJECT, "/sessions/", SESSION, "/label"),   Route::PutLabel),
+    (Method::DELETE, concatcp!("/projects/", PROJECT, "/sessions/", SESSION, "/label"),   Route::DeleteLabel),
+    (Method::GET,    concatcp!("/projects/", PROJECT, "/labels"),                         Route::ListLabels),
+    (Method::GET,    concatcp!("/projects/", PROJECT, "/quality"),                        Route::GetQuality),
     (Method::POST,   "/collect",                                                          Route::Collect),
     (Method::OPTIONS, "/collect",                                                         Route::Collect),
     (Method::GET,    "/agent.js",                                                         Route::AgentScript),
@@ -245,6 +253,10 @@ mod tests {
                 "/projects/{projectId}/stats",
                 "/projects/{projectId}/sealing-key",
                 "/projects/{projectId}/sealing-key/rotate",
+                "/projects/{projectId}/sessions/{sessionId}/label",
+                "/projects/{projectId}/sessions/{sessionId}/label",
+                "/projects/{projectId}/labels",
+                "/projects/{projectId}/quality",
                 "/collect",
                 "/collect",
                 "/agent.js",

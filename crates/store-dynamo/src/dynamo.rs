@@ -18,6 +18,7 @@ use aws_sdk_dynamodb::types::{
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use super::LabelStore;
 use super::items::*;
 use super::{
     AccountStore, AdminStore, AgentStore, COUNTER_GRACE_SECONDS, DeliveryStore, IdempotencyStore,
@@ -25,6 +26,7 @@ use super::{
     StoreError, UsageStore, VelocityStore, WebhookStore,
 };
 use crate::domain::insight::{Bucket, SessionPage, SessionPosition, SessionQuery, StatsRange};
+use crate::domain::label::Label;
 use crate::domain::plan::{Counted, MAX_COUNTER_SHARDS, Period, Spread, VisitCount};
 use crate::domain::velocity::{CounterUpdate, CounterWork, Counters, Sketch, is_sketch};
 use crate::domain::{
@@ -437,6 +439,28 @@ impl DynamoStore {
 impl KeyStore for DynamoStore {}
 
 impl AgentStore for DynamoStore {}
+
+impl LabelStore for DynamoStore {
+    async fn labels(
+        &self,
+        project: &ProjectId,
+        after: Option<&SessionId>,
+        limit: usize,
+    ) -> Result<Vec<Label>, StoreError> {
+        let pk = project_pk(project);
+        // The key to start after: the previous page's last label.
+        let start = after.map(|s| {
+            Item::from([
+                ("pk".to_owned(), AttributeValue::S(pk.clone())),
+                ("sk".to_owned(), AttributeValue::S(label_sk(s))),
+            ])
+        });
+        let rows: Vec<LabelItem> = self
+            .query_prefix(pk, LABEL_PREFIX.to_owned(), true, Some(limit), start)
+            .await?;
+        Ok(rows.into_iter().map(|i| i.value).collect())
+    }
+}
 
 impl AccountStore for DynamoStore {}
 

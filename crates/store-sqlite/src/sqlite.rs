@@ -14,6 +14,7 @@ use r2d2_sqlite::SqliteConnectionManager;
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::de::DeserializeOwned;
 
+use super::LabelStore;
 use super::change::{feed_event, feed_event_of_bodies};
 use super::items::*;
 use super::plan::{Applied, Attributes, ItemStore, Op, Read, Step, WritePlan};
@@ -25,6 +26,7 @@ use super::{
 use crate::claims::{Claims, KEEP_UNUSED, Taken, claim_size};
 use crate::domain::FeedEvent;
 use crate::domain::insight::{Bucket, SessionPage, SessionPosition, SessionQuery, StatsRange};
+use crate::domain::label::Label;
 use crate::domain::plan::{Counted, Period, VisitCount};
 use crate::domain::velocity::{CounterWork, Counters};
 use crate::domain::webhook::MAX_WEBHOOKS_PER_PROJECT;
@@ -948,6 +950,24 @@ impl ItemStore for SqliteStore {
 impl KeyStore for SqliteStore {}
 
 impl AgentStore for SqliteStore {}
+
+impl LabelStore for SqliteStore {
+    async fn labels(
+        &self,
+        project: &ProjectId,
+        after: Option<&SessionId>,
+        limit: usize,
+    ) -> Result<Vec<Label>, StoreError> {
+        let pk = project_pk(project);
+        // Strictly after the previous page's last label: its key with the lowest suffix.
+        let lo = after.map_or_else(|| LABEL_PREFIX.to_owned(), |s| format!("{}\0", label_sk(s)));
+        self.run(move |c| {
+            let rows: Vec<LabelItem> = range(c, &pk, &lo, &prefix_end(LABEL_PREFIX), false, limit)?;
+            Ok(rows.into_iter().map(|i| i.value).collect())
+        })
+        .await
+    }
+}
 
 impl AccountStore for SqliteStore {}
 

@@ -96,6 +96,36 @@ pub fn decode_sessions(cursor: &str, project: &ProjectId) -> Result<SessionPosit
     })
 }
 
+/// A labels-list cursor: the last labelled session of the page seen, bound to the project.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LabelsWire {
+    v: u8,
+    p: String,
+    l: String,
+}
+
+pub fn encode_labels(project: &ProjectId, last: &SessionId) -> String {
+    let wire = LabelsWire {
+        v: 1,
+        p: project.as_str().to_owned(),
+        l: last.as_str().to_owned(),
+    };
+    URL_SAFE_NO_PAD.encode(serde_json::to_vec(&wire).unwrap_or_default())
+}
+
+pub fn decode_labels(cursor: &str, project: &ProjectId) -> Result<SessionId, CursorError> {
+    if cursor.len() > 1024 {
+        return Err(CursorError);
+    }
+    let bytes = URL_SAFE_NO_PAD.decode(cursor).map_err(|_| CursorError)?;
+    let wire: LabelsWire = serde_json::from_slice(&bytes).map_err(|_| CursorError)?;
+    if wire.v != 1 || wire.p != project.as_str() {
+        return Err(CursorError);
+    }
+    SessionId::parse(&wire.l).map_err(|_| CursorError)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,6 +9,7 @@ pub mod event;
 pub mod idempotency;
 pub mod ids;
 pub mod insight;
+pub mod label;
 pub mod model;
 /// Special-purpose address ranges, shared with the detection engine, which owns them.
 pub use crate::detect::net;

@@ -24,6 +24,7 @@ pub mod admin;
 pub mod agents;
 pub mod events;
 pub mod insight;
+pub mod labels;
 pub mod plans;
 pub mod projects;
 mod replay;
@@ -40,6 +41,8 @@ pub enum ServiceError {
     ProjectNotFound,
     #[error("session not found")]
     SessionNotFound,
+    #[error("label not found")]
+    LabelNotFound,
     #[error("webhook not found")]
     WebhookNotFound,
     #[error("delivery not found")]

@@ -165,6 +165,26 @@ pub fn webhook_sk(w: &WebhookId) -> String {
 pub fn checkpoint_pk(name: &str) -> String {
     format!("CHECKPOINT#{name}")
 }
+/// Every label's sort key starts with this; the session id follows.
+pub const LABEL_PREFIX: &str = "LABEL#";
+pub fn label_sk(s: &SessionId) -> String {
+    format!("{LABEL_PREFIX}{s}")
+}
+
+/// A label, kept beside its session in the project's partition.
+pub type LabelItem = Keyed<crate::domain::label::Label>;
+
+impl LabelItem {
+    pub fn of(project: &ProjectId, label: crate::domain::label::Label) -> Self {
+        Keyed::new(
+            project_pk(project),
+            &label_sk(&label.session_id),
+            Entity::Label,
+            label,
+        )
+    }
+}
+
 pub fn deliveries_prefix(w: &WebhookId) -> String {
     format!("DELIVERY#{w}#")
 }
@@ -208,6 +228,8 @@ pub enum Entity {
     Directory,
     /// A Web Bot Auth signature seen once: a second use within its validity is a replay.
     SignatureUse,
+    /// A customer's label of a session (`LABEL#{session}`, in the project's partition).
+    Label,
 }
 
 /// A key directory's keys, shared with every instance once a signature verified under them

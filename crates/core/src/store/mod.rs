@@ -18,6 +18,7 @@ pub mod items;
 pub mod plan;
 pub mod write;
 
+use plan::{Applied, When, WritePlan};
 pub use plan::{ItemStore, Read};
 
 /// The error behind a storage failure, kept whole for the logs.
@@ -579,6 +580,42 @@ pub trait DeliveryStore: ItemStore {
     fn set_checkpoint(&self, name: &str, value: &str) -> impl Future<Output = Res<()>> + Send;
 }
 
+/// Customers' labels of sessions, one item each beside the session.
+pub trait LabelStore: ItemStore {
+    /// Writes (or replaces) a session's label.
+    fn put_label(
+        &self,
+        project: &ProjectId,
+        label: &crate::domain::label::Label,
+    ) -> impl Future<Output = Res<()>> + Send {
+        let item = items::LabelItem::of(project, label.clone());
+        async move { write::put_item(self, "label", &item).await }
+    }
+
+    /// Removes a session's label; false when it had none.
+    fn delete_label(
+        &self,
+        project: &ProjectId,
+        session: &SessionId,
+    ) -> impl Future<Output = Res<bool>> + Send {
+        let plan = WritePlan::new().delete(
+            "label",
+            items::project_pk(project),
+            items::label_sk(session),
+            When::Present,
+        );
+        async move { Ok(self.apply(plan).await? == Applied::Done) }
+    }
+
+    /// Up to `limit` labels by session id, after the session `after`.
+    fn labels(
+        &self,
+        project: &ProjectId,
+        after: Option<&SessionId>,
+        limit: usize,
+    ) -> impl Future<Output = Res<Vec<crate::domain::label::Label>>> + Send;
+}
+
 /// Everything the service needs from a store.
 pub trait Store:
     KeyStore
@@ -593,6 +630,7 @@ pub trait Store:
     + InsightStore
     + VelocityStore
     + AgentStore
+    + LabelStore
     + 'static
 {
 }
@@ -610,6 +648,7 @@ impl<T> Store for T where
         + InsightStore
         + VelocityStore
         + AgentStore
+        + LabelStore
         + 'static
 {
 }

@@ -1,0 +1,116 @@
+//! Labels from the customer: a session marked `bot` or `human` afterwards, and how right the
+//! engine was on the labelled sessions (precision and recall at the webhook threshold, and the
+//! reasons behind its mistakes). A label never changes a stored score.
+
+use super::{ServiceError, ServiceResult, Vigil};
+use crate::domain::label::{Label, LabelSpec, Quality, quality};
+use crate::domain::{AccountId, ProjectId, SessionId, Timestamp};
+use crate::store::{LabelStore, ProjectStore, ResultStore};
+
+/// The most labels a quality report reads (a hundred pages).
+pub const MAX_QUALITY_LABELS: usize = 10_000;
+/// Events of a session whose reasons a label keeps: its newest page.
+const LABEL_EVENTS: usize = 100;
+
+/// A page of labels, and whether more follow.
+pub struct LabelPage {
+    pub labels: Vec<Label>,
+    pub more: bool,
+}
+
+impl<S: ProjectStore + ResultStore + LabelStore, D> Vigil<S, D> {
+    /// Labels one of the project's sessions (replacing its label, if any): idempotent. The
+    /// session must be the project's: a label cannot name a session the project never saw.
+    pub async fn label_session(
+        &self,
+        account: &AccountId,
+        project: &ProjectId,
+        session: &SessionId,
+        spec: LabelSpec,
+    ) -> ServiceResult<Label> {
+        self.check_owner(account, project).await?;
+        let (score, page) = tokio::join!(
+            self.store.session_score(project, session),
+            self.store.results(project, session, LABEL_EVENTS, None),
+        );
+        let score = score?.ok_or(ServiceError::SessionNotFound)?;
+        // The reasons of its events, most frequent first, as the engine gave them.
+        let mut counts = std::collections::BTreeMap::<&str, usize>::new();
+        let page = page?;
+        for (_, event) in &page.results {
+            for r in &event.reasons {
+                *counts.entry(r.code.name()).or_default() += 1;
+            }
+        }
+        let mut reasons: Vec<(&str, usize)> = counts.into_iter().collect();
+        reasons.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
+        let label = Label {
+            session_id: session.clone(),
+            label: spec.label,
+            reason: spec.reason,
+            note: spec.note,
+            labelled_at: self.now(),
+            score_bot: score.score_bot,
+            reasons: reasons.into_iter().map(|(c, _)| c.to_owned()).collect(),
+        };
+        self.store.put_label(project, &label).await?;
+        Ok(label)
+    }
+
+    /// Withdraws a session's label.
+    pub async fn unlabel_session(
+        &self,
+        account: &AccountId,
+        project: &ProjectId,
+        session: &SessionId,
+    ) -> ServiceResult<()> {
+        self.check_owner(account, project).await?;
+        if self.store.delete_label(project, session).await? {
+            Ok(())
+        } else {
+            Err(ServiceError::LabelNotFound)
+        }
+    }
+
+    /// A page of the project's labels, by session id.
+    pub async fn labels(
+        &self,
+        account: &AccountId,
+        project: &ProjectId,
+        limit: usize,
+        after: Option<&SessionId>,
+    ) -> ServiceResult<LabelPage> {
+        self.check_owner(account, project).await?;
+        let mut labels = self.store.labels(project, after, limit + 1).await?;
+        let more = labels.len() > limit;
+        labels.truncate(limit);
+        Ok(LabelPage { labels, more })
+    }
+
+    /// How right the engine was on the sessions labelled in `[from, to)`, at the webhook
+    /// threshold.
+    pub async fn quality(
+        &self,
+        account: &AccountId,
+        project: &ProjectId,
+        from: Timestamp,
+        to: Timestamp,
+    ) -> ServiceResult<Quality> {
+        self.check_owner(account, project).await?;
+        let mut all = Vec::new();
+        let mut after: Option<SessionId> = None;
+        while all.len() < MAX_QUALITY_LABELS {
+            let page = self.store.labels(project, after.as_ref(), 100).await?;
+            let done = page.len() < 100;
+            after = page.last().map(|l| l.session_id.clone());
+            all.extend(
+                page.into_iter()
+                    .filter(|l| from <= l.labelled_at && l.labelled_at < to),
+            );
+            if done {
+                break;
+            }
+        }
+        Ok(quality(&all, self.threshold))
+    }
+}
