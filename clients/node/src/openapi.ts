@@ -195,6 +195,64 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/projects/{projectId}/sessions/{sessionId}/label": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Labels one of the project's sessions as a bot or a person
+         * @description What the customer learned afterwards (a chargeback, a support ticket from a refused person). Replaces the session's label if it had one (idempotent). The session must be one the project has events of (404 otherwise). Stored scores never change: the label keeps, beside the customer's word, the session's `scoreBot` and its events' reasons at the time, which `GET /projects/{projectId}/quality` reads. A developer request like any other.
+         */
+        put: operations["putLabel"];
+        post?: never;
+        /** Withdraws the session's label */
+        delete: operations["deleteLabel"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/projects/{projectId}/labels": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A page of the project's labels, by session id */
+        get: operations["listLabels"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/projects/{projectId}/quality": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * How right the engine was on the sessions labelled in a range
+         * @description Over the labels given in `[from, to)` (by default the last 30 days): how many, precision (of the sessions flagged at the webhook threshold, the share labelled bots) and recall (of the sessions labelled bots, the share flagged), and the reasons most often on people flagged as bots and on bots that were not. Reads at most 10,000 labels.
+         */
+        get: operations["getQuality"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/projects/{projectId}/sealing-key": {
         parameters: {
             query?: never;
@@ -672,6 +730,44 @@ export interface components {
                 deliveryId: components["schemas"]["Id"];
             };
         };
+        NewLabel: {
+            /** @enum {string} */
+            label: "bot" | "human";
+            reason?: components["schemas"]["LabelReason"];
+            note?: components["schemas"]["LabelNote"];
+        };
+        /** @description The customer's own short code for why (`chargeback`, `support_ticket`). */
+        LabelReason: string;
+        LabelNote: string;
+        Label: {
+            sessionId: components["schemas"]["Id"];
+            /** @enum {string} */
+            label: "bot" | "human";
+            reason: null | components["schemas"]["LabelReason"];
+            note: null | components["schemas"]["LabelNote"];
+            labelledAt: components["schemas"]["Timestamp"];
+            /** @description The session's overall `scoreBot` when it was labelled. */
+            scoreBot: number;
+            /** @description The reason codes of its newest hundred events when it was labelled, most frequent first. */
+            reasons: string[];
+        };
+        Quality: {
+            labelled: number;
+            bots: number;
+            humans: number;
+            threshold: number;
+            precision: null | number;
+            recall: null | number;
+            falsePositives: number;
+            missedBots: number;
+            falsePositiveReasons: components["schemas"]["ReasonCounts"];
+            missedBotReasons: components["schemas"]["ReasonCounts"];
+        };
+        /** @description Reason codes with how many such sessions had each, most first: [code, count] pairs. */
+        ReasonCounts: [
+            string,
+            number
+        ][];
         SealingKeysEnvelope: {
             data: {
                 sealedResults: boolean;
@@ -1782,6 +1878,160 @@ export interface operations {
                      */
                     "application/json": {
                         data: components["schemas"]["SessionSummary"][];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    putLabel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                projectId: components["parameters"]["projectId"];
+                sessionId: components["parameters"]["sessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "label": "human",
+                 *       "reason": "support_ticket",
+                 *       "note": "Kiosk in the store"
+                 *     }
+                 */
+                "application/json": components["schemas"]["NewLabel"];
+            };
+        };
+        responses: {
+            /** @description The session's label. */
+            200: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Label"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteLabel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                projectId: components["parameters"]["projectId"];
+                sessionId: components["parameters"]["sessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Withdrawn (as a webhook's removal is answered). */
+            200: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["NullData"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listLabels: {
+        parameters: {
+            query?: {
+                limit?: components["parameters"]["limit"];
+                /** @description Opaque, from a `Link` header; bound to its project and session. */
+                cursor?: components["parameters"]["cursor"];
+            };
+            header?: never;
+            path: {
+                projectId: components["parameters"]["projectId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Up to `limit` labels; `Link` names the next page. */
+            200: {
+                headers: {
+                    Link: components["headers"]["Link"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Label"][];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getQuality: {
+        parameters: {
+            query?: {
+                from?: components["schemas"]["Timestamp"];
+                to?: components["schemas"]["Timestamp"];
+            };
+            header?: never;
+            path: {
+                projectId: components["parameters"]["projectId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The labelled sessions' quality. */
+            200: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Quality"];
                     };
                 };
             };
