@@ -14,13 +14,18 @@ import type {
   Delivery,
   DeviceSessionsQuery,
   Event,
+  Label,
+  LabelsQuery,
   NewEvent,
+  NewLabel,
   NewProject,
   NewWebhook,
   PageQuery,
   Plan,
   Project,
   ProjectChanges,
+  Quality,
+  QualityQuery,
   Queued,
   Result,
   SealingKeys,
@@ -74,7 +79,7 @@ const SEALING_KEYS_REFETCH_MS = 1000;
 type Query = Record<string, string | number | boolean | undefined>;
 
 interface Call {
-  method: "GET" | "POST" | "PATCH" | "DELETE";
+  method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
   /** A path under /v1 (segments already encoded), or a URL from a Link header. */
   path: string | URL;
   query?: Query | undefined;
@@ -382,6 +387,49 @@ export class Vigil {
     options?: RequestOptions,
   ): Paginated<SessionSummary> {
     return this.paginate(`/projects/${segment(projectId)}/devices/${segment(device)}/sessions`, query, options);
+  }
+
+  // ---- labels and quality ----
+
+  /**
+   * Labels one of the project's sessions as a bot or a person (what was learned afterwards: a
+   * chargeback, a support ticket). Replaces the session's label if it had one (idempotent).
+   * A session the project has no events of is a NotFoundError.
+   */
+  labelSession(projectId: string, sessionId: string, label: NewLabel, options?: RequestOptions): Promise<Label> {
+    return this.data({
+      method: "PUT",
+      path: `/projects/${segment(projectId)}/sessions/${segment(sessionId)}/label`,
+      body: label,
+      signal: options?.signal,
+    });
+  }
+
+  /** Withdraws the session's label; a NotFoundError when it has none. */
+  async unlabelSession(projectId: string, sessionId: string, options?: RequestOptions): Promise<void> {
+    await this.request({
+      method: "DELETE",
+      path: `/projects/${segment(projectId)}/sessions/${segment(sessionId)}/label`,
+      signal: options?.signal,
+    });
+  }
+
+  /** The project's labels, by session id, across every page. */
+  labels(projectId: string, query: LabelsQuery = {}, options?: RequestOptions): Paginated<Label> {
+    return this.paginate(`/projects/${segment(projectId)}/labels`, query, options);
+  }
+
+  /**
+   * How right the engine was on the sessions labelled in `[from, to)` (by default the last 30
+   * days): precision and recall at the webhook threshold, and the reasons behind its mistakes.
+   */
+  quality(projectId: string, query: QualityQuery = {}, options?: RequestOptions): Promise<Quality> {
+    return this.data({
+      method: "GET",
+      path: `/projects/${segment(projectId)}/quality`,
+      query,
+      signal: options?.signal,
+    });
   }
 
   // ---- webhooks ----

@@ -31,6 +31,16 @@ export type SealingKey = Schemas["SealingKey"];
 export type SealingKeys = Schemas["SealingKeysEnvelope"]["data"];
 /** The answer of the test and redelivery routes: the queued delivery's id. */
 export type Queued = Schemas["QueuedEnvelope"]["data"];
+/** What the customer learned of a session afterwards: `label` (bot or human), and an optional `reason` code and `note`. */
+export type NewLabel = Schemas["NewLabel"];
+/** A session's label, with its `scoreBot` and reason codes when it was labelled. */
+export type Label = Schemas["Label"];
+/** A label's verdict: `"bot"` or `"human"`. */
+export type LabelKind = Label["label"];
+/** Precision and recall of the engine on the sessions labelled in a range. */
+export type Quality = Schemas["Quality"];
+/** Reason codes with how many sessions had each, most first: `[code, count]` pairs. */
+export type ReasonCounts = Schemas["ReasonCounts"];
 
 /** Filters of the sessions list (the cursor is the client's business, not the caller's). */
 export type SessionsQuery = Omit<NonNullable<operations["listSessions"]["parameters"]["query"]>, "cursor">;
@@ -41,6 +51,10 @@ export type DeviceSessionsQuery = Omit<
 >;
 /** The statistics' range and bucket size. */
 export type StatsQuery = NonNullable<operations["getStats"]["parameters"]["query"]>;
+/** Page size of the labels list (the iterator still walks every page). */
+export type LabelsQuery = Omit<NonNullable<operations["listLabels"]["parameters"]["query"]>, "cursor">;
+/** The range of labels the quality is computed over (`[from, to)`, by default the last 30 days). */
+export type QualityQuery = NonNullable<operations["getQuality"]["parameters"]["query"]>;
 /** Page size of the results and events lists (1..100; the iterator still walks every page). */
 export type PageQuery = Omit<NonNullable<operations["listResults"]["parameters"]["query"]>, "cursor">;
 
