@@ -281,6 +281,19 @@ impl<P> FromQuery<P> for () {
 }
 
 /// A list's `?limit=`: 1 to [`MAX_PAGE`], [`MAX_PAGE`] when absent.
+/// The query parameter `name` as an RFC 3339 date-time, if present.
+pub fn query_time(q: Query<'_>, name: &str) -> Result<Option<Timestamp>, ApiError> {
+    q.first(name)
+        .map(|s| {
+            s.parse::<Timestamp>().map_err(|_| {
+                ApiError::bad_request(format!(
+                    "{name} must be an RFC 3339 date-time, such as 2026-11-23T00:00:00Z"
+                ))
+            })
+        })
+        .transpose()
+}
+
 pub fn page_limit(query: Query<'_>) -> Result<usize, ApiError> {
     match query.first("limit") {
         None => Ok(MAX_PAGE),

@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::ApiError;
 use super::extract::{
-    FromQuery, Json, JsonBody, Members, Paging, Query, page_limit, with_next_link,
+    FromQuery, Json, JsonBody, Members, Paging, Query, page_limit, query_time, with_next_link,
 };
 use super::paths::BASE;
 use super::pipeline::{Call, Endpoint, Reply};
@@ -661,19 +661,9 @@ pub struct QualityRange {
 
 impl FromQuery<ProjectId> for QualityRange {
     fn from_query(q: Query<'_>, _: &ProjectId, now: Timestamp) -> Result<Self, ApiError> {
-        let time = |name: &str| {
-            q.first(name)
-                .map(|s| {
-                    s.parse::<Timestamp>().map_err(|_| {
-                        ApiError::bad_request(format!(
-                            "{name} must be an RFC 3339 date-time, such as 2026-11-23T00:00:00Z"
-                        ))
-                    })
-                })
-                .transpose()
-        };
-        let to = time("to")?.unwrap_or_else(|| now.plus(std::time::Duration::from_millis(1)));
-        let from = match time("from")? {
+        let to =
+            query_time(q, "to")?.unwrap_or_else(|| now.plus(std::time::Duration::from_millis(1)));
+        let from = match query_time(q, "from")? {
             Some(f) => f,
             None => Timestamp::from_unix_millis(to.unix_millis() - 30 * 86_400_000)
                 .map_err(|_| ApiError::bad_request("to is out of range"))?,

@@ -4,7 +4,7 @@ use crate::detect::agents::Status;
 use lambda_http::{Body, Request, Response};
 
 use super::ApiError;
-use super::extract::{FromQuery, Query, page_limit, with_next_link};
+use super::extract::{FromQuery, Query, page_limit, query_time, with_next_link};
 use super::pipeline::{Call, Endpoint, Reply};
 use crate::domain::insight::{Bucket, Granularity, SessionQuery, SessionSummary, StatsRange};
 use crate::domain::{DeviceKey, ProjectId, Score, Timestamp, cursor};
@@ -161,18 +161,7 @@ fn stats_range(q: Query<'_>, now: Timestamp) -> Result<StatsRange, ApiError> {
         Some(g) => Granularity::parse(g)
             .ok_or_else(|| ApiError::bad_request("granularity must be one of: hour, day"))?,
     };
-    let time = |name: &str| {
-        q.first(name)
-            .map(|s| {
-                s.parse::<Timestamp>().map_err(|_| {
-                    ApiError::bad_request(format!(
-                        "{name} must be an RFC 3339 date-time, such as 2026-11-23T00:00:00Z"
-                    ))
-                })
-            })
-            .transpose()
-    };
-    let (from, to) = (time("from")?, time("to")?);
+    let (from, to) = (query_time(q, "from")?, query_time(q, "to")?);
     let default_span = match granularity {
         Granularity::Hour => 24,
         Granularity::Day => 30,
