@@ -44,6 +44,9 @@ MIRRORS: Dict[Any, str] = {
     t.WebhookSecret: "#/components/schemas/SecretEnvelope/properties/data",
     t.SealingKey: "#/components/schemas/SealingKey",
     t.SealingKeys: "#/components/schemas/SealingKeysEnvelope/properties/data",
+    t.NewLabel: "#/components/schemas/NewLabel",
+    t.Label: "#/components/schemas/Label",
+    t.Quality: "#/components/schemas/Quality",
 }
 
 # Every developer-key operation -> the client method that calls it.
@@ -62,6 +65,10 @@ ROUTES: Dict[Tuple[str, str], str] = {
     ("get", "/projects/{projectId}/sessions"): "sessions",
     ("get", "/projects/{projectId}/devices/{device}/sessions"): "device_sessions",
     ("get", "/projects/{projectId}/stats"): "stats",
+    ("put", "/projects/{projectId}/sessions/{sessionId}/label"): "label_session",
+    ("delete", "/projects/{projectId}/sessions/{sessionId}/label"): "unlabel_session",
+    ("get", "/projects/{projectId}/labels"): "labels",
+    ("get", "/projects/{projectId}/quality"): "quality",
     ("get", "/projects/{projectId}/sealing-key"): "sealing_key",
     ("post", "/projects/{projectId}/sealing-key/rotate"): "rotate_sealing_key",
     ("post", "/projects/{projectId}/webhooks"): "create_webhook",

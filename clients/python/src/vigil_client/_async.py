@@ -29,10 +29,13 @@ from .types import (
     Delivery,
     Event,
     Granularity,
+    Label,
+    LabelKind,
     NewEvent,
     Plan,
     Project,
     ProjectChanges,
+    Quality,
     Result,
     SealedVerdict,
     SealingKeys,
@@ -327,6 +330,58 @@ class AsyncVigil:
         )
         path = f"/projects/{seg(project_id)}/stats"
         return cast(List[StatsBucket], await self._call("GET", path, params=params))
+
+    # --- labels ---
+
+    async def label_session(
+        self,
+        project_id: str,
+        session_id: str,
+        label: LabelKind,
+        *,
+        reason: Optional[str] = None,
+        note: Optional[str] = None,
+    ) -> Label:
+        """Labels a session ``"bot"`` or ``"human"``, replacing its label if it had one.
+
+        ``reason`` is your own code (``^[a-z][a-z0-9_]{0,63}$``: ``chargeback``), ``note`` up to
+        500 characters. The session must have events in the project (``NotFoundError``).
+        """
+        path = f"/projects/{seg(project_id)}/sessions/{seg(session_id)}/label"
+        body = dict(_base.new_label(label, reason, note))
+        return cast(Label, await self._call("PUT", path, json=body))
+
+    async def unlabel_session(self, project_id: str, session_id: str) -> None:
+        """Withdraws the session's label (``NotFoundError`` if it has none)."""
+        path = f"/projects/{seg(project_id)}/sessions/{seg(session_id)}/label"
+        await self._call("DELETE", path)
+
+    async def labels(self, project_id: str, *, limit: Optional[int] = None) -> AsyncIterator[Label]:
+        """Every label of the project, by session id, page after page."""
+        params = drop_none({"limit": limit})
+        async for item in self._pages(f"/projects/{seg(project_id)}/labels", params):
+            yield item
+
+    async def quality(
+        self,
+        project_id: str,
+        *,
+        from_: Union[str, datetime, None] = None,
+        to: Union[str, datetime, None] = None,
+    ) -> Quality:
+        """How right the engine was on the labels given in ``[from_, to)`` (default: 30 days).
+
+        Precision, recall, and the reasons most often on people flagged as bots and on bots
+        that were not (``(code, sessions)`` tuples).
+        """
+        params = drop_none(
+            {
+                "from": None if from_ is None else _base.timestamp_param(from_),
+                "to": None if to is None else _base.timestamp_param(to),
+            }
+        )
+        path = f"/projects/{seg(project_id)}/quality"
+        return _base.quality(await self._call("GET", path, params=params))
 
     # --- webhooks ---
 

@@ -22,7 +22,7 @@ from standardwebhooks.webhooks import WebhookVerificationError as _StandardWebho
 
 from ._version import __version__
 from .errors import VigilError, WebhookVerificationError, error_for
-from .types import WebhookEvent
+from .types import LabelKind, NewLabel, Quality, WebhookEvent
 
 DEFAULT_BASE_URL = "http://127.0.0.1:3000"
 DEFAULT_TIMEOUT = 10.0
@@ -134,6 +134,24 @@ def unwrap(response: httpx.Response) -> Any:
         response.headers,
         parse_retry_after(response.headers.get("retry-after")),
     )
+
+
+def new_label(label: LabelKind, reason: Optional[str], note: Optional[str]) -> NewLabel:
+    """The body of ``label_session``: members left out rather than sent as null."""
+    body: NewLabel = {"label": label}
+    if reason is not None:
+        body["reason"] = reason
+    if note is not None:
+        body["note"] = note
+    return body
+
+
+def quality(data: Any) -> Quality:
+    """``Quality`` with its ``[code, count]`` JSON pairs as the ``(code, count)`` tuples typed."""
+    answer = dict(data)
+    for key in ("falsePositiveReasons", "missedBotReasons"):
+        answer[key] = [(str(code), int(count)) for code, count in answer.get(key) or []]
+    return cast(Quality, answer)
 
 
 def id_from_location(response: httpx.Response) -> str:

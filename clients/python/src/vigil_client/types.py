@@ -10,7 +10,7 @@ Python 3.11+ and this package supports 3.9.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Literal, Optional, TypedDict
+from typing import Any, Dict, List, Literal, Optional, Tuple, TypedDict
 
 AgentStatus = Literal["verified", "signed_unknown", "spoofed", "unsigned"]
 AgentCategory = Literal[
@@ -21,6 +21,9 @@ WebhookType = Literal["proxy_vpn_detect", "bot_detect"]
 PlanStatus = Literal["trialing", "active", "past_due", "canceled", "unpaid", "paused"]
 HttpVersion = Literal["1.0", "1.1", "2", "3"]
 Granularity = Literal["hour", "day"]
+LabelKind = Literal["bot", "human"]
+#: ``ReasonCounts``: ``(code, sessions)`` pairs, most first (JSON pairs, made tuples).
+ReasonCounts = List[Tuple[str, int]]
 
 
 class Result(TypedDict):
@@ -372,6 +375,52 @@ class SealingKeys(TypedDict):
     keys: List[SealingKey]
 
 
+class _NewLabelRequired(TypedDict):
+    label: LabelKind
+
+
+class NewLabel(_NewLabelRequired, total=False):
+    """``NewLabel``: the body of ``label_session``.
+
+    ``reason`` is your own short code (``^[a-z][a-z0-9_]{0,63}$``: ``chargeback``,
+    ``support_ticket``), ``note`` free text of at most 500 characters.
+    """
+
+    reason: str
+    note: str
+
+
+class Label(TypedDict):
+    """``Label``: what you said a session was, with its ``scoreBot`` and reasons at the time."""
+
+    sessionId: str
+    label: LabelKind
+    reason: Optional[str]
+    note: Optional[str]
+    labelledAt: str
+    scoreBot: float
+    reasons: List[str]
+
+
+class Quality(TypedDict):
+    """``Quality``: how right the engine was on the sessions labelled in a range.
+
+    ``precision`` and ``recall`` are null when nothing is there to divide by (no session
+    flagged at ``threshold``, no session labelled a bot).
+    """
+
+    labelled: int
+    bots: int
+    humans: int
+    threshold: float
+    precision: Optional[float]
+    recall: Optional[float]
+    falsePositives: int
+    missedBots: int
+    falsePositiveReasons: ReasonCounts
+    missedBotReasons: ReasonCounts
+
+
 class SealedVerdict(TypedDict):
     """The claims of a sealed verdict (``getSealingKey`` in openapi.yaml lists them).
 
@@ -417,8 +466,11 @@ __all__ = [
     "EventSignals",
     "Granularity",
     "HttpVersion",
+    "Label",
+    "LabelKind",
     "Navigation",
     "NewEvent",
+    "NewLabel",
     "NewProject",
     "NewWebhook",
     "PageSummary",
@@ -426,8 +478,10 @@ __all__ = [
     "PlanStatus",
     "Project",
     "ProjectChanges",
+    "Quality",
     "QueuedDelivery",
     "Reason",
+    "ReasonCounts",
     "RequestLine",
     "Result",
     "SealedVerdict",
