@@ -139,6 +139,7 @@ mod lambda {
             (r#"{"label":"robot"}"#, "`label` must be one of: bot, human"),
             (r#"{"label":"bot","reason":"Not A Code"}"#, "reason must be"),
             (r#"{"label":"bot","extra":1}"#, "extra"),
+            (r#"{"label":"human","note":null}"#, "note"),
         ] {
             let mut bad = event_json("put-label.json");
             bad["body"] = json!(body);

@@ -2011,8 +2011,10 @@ export interface operations {
     getQuality: {
         parameters: {
             query?: {
-                from?: components["schemas"]["Timestamp"];
-                to?: components["schemas"]["Timestamp"];
+                /** @description Start (RFC 3339, from 1970). Default `to` less 30 days. */
+                from?: string;
+                /** @description End, exclusive (RFC 3339). Default now; `from` must be before it. */
+                to?: string;
             };
             header?: never;
             path: {

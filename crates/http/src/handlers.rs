@@ -528,6 +528,8 @@ impl JsonBody for LabelSpec {
 
     fn from_json(value: Value) -> Result<Self, ApiError> {
         let members = Members::only(value, &["label", "reason", "note"])?;
+        // An absent member is no reason or note; null is not a value of either.
+        members.no_nulls()?;
         let label = match members.string("label")? {
             "bot" => Truth::Bot,
             "human" => Truth::Human,
