@@ -161,6 +161,17 @@ pub struct Remembered {
     stored: bool,
 }
 
+impl Remembered {
+    fn found(self) -> Result<Found, String> {
+        let (until, stored) = (self.until, self.stored);
+        self.keys.map(|keys| Found {
+            keys,
+            until,
+            stored,
+        })
+    }
+}
+
 /// What a visit's check learns of its directory.
 struct Found {
     keys: Arc<Keys>,
@@ -288,13 +299,7 @@ impl<S: AgentStore, D> Vigil<S, D> {
         // Twice at most: a remembered answer past its time is dropped and looked up again.
         for _ in 0..2 {
             match self.directories.get_value_or_guard_async(origin).await {
-                Ok(r) if r.until > now => {
-                    return r.keys.map(|keys| Found {
-                        keys,
-                        until: r.until,
-                        stored: r.stored,
-                    });
-                }
+                Ok(r) if r.until > now => return r.found(),
                 Ok(_) => {
                     self.directories.remove_if(origin, |r| r.until <= now);
                 }
@@ -305,11 +310,7 @@ impl<S: AgentStore, D> Vigil<S, D> {
                             .into());
                     };
                     let _ = guard.insert(r.clone());
-                    return r.keys.map(|keys| Found {
-                        keys,
-                        until: r.until,
-                        stored: r.stored,
-                    });
+                    return r.found();
                 }
             }
         }

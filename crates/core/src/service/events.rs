@@ -450,11 +450,7 @@ fn seal_verdict(
     event: &crate::domain::Event,
     now: crate::domain::Timestamp,
 ) -> ServiceResult<String> {
-    let agent = event.agent.as_ref().and_then(|a| {
-        serde_json::to_value(a.status)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_owned))
-    });
+    let agent = event.agent.as_ref().map(|a| a.status.as_str().to_owned());
     let verdict = Verdict {
         event_id: event.id.to_string(),
         session_id: event.session_id.to_string(),
