@@ -15,7 +15,8 @@ LAMBDAS       := list-results session-score get-plan get-project create-webhook 
                  create-event list-events get-event collect agent-script list-sessions get-stats dashboard \
                  get-webhook-secret rotate-webhook-secret test-webhook redeliver list-device-sessions \
                  get-sealing-key rotate-sealing-key put-label delete-label list-labels get-quality \
-                 api-reference authorizer fallback webhook-dispatch webhook-sweep
+                 api-reference authorizer fallback webhook-dispatch webhook-sweep \
+                 calibrate
 LAMBDA_TARGET := aarch64-unknown-linux-gnu
 # The tools venv first on PATH: cargo finds `cargo lambda` there, cargo-lambda finds zig
 # (`python3 -m ziglang`), and SAM's rust-cargolambda builder finds cargo-lambda.

@@ -117,6 +117,7 @@ fn main() {
         evaluation: Some(Evaluation {
             reasons: verdict.reasons.clone(),
             engine_version: vigil::detect::ENGINE_VERSION.to_owned(),
+            model: "shared".into(),
             ja4: None,
             transport: None,
             device: None,

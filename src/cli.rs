@@ -202,6 +202,17 @@ pub enum Command {
         #[arg(long)]
         summary: bool,
     },
+    /// Fit a project's scoreBot weights on its labels (at least 50 of each kind, at most 200
+    /// counted a day) and keep them if they beat the shared weights on a held-out quarter.
+    /// Prints what it did as JSON; what AWS runs weekly for every labelled project.
+    Calibrate {
+        /// The project to calibrate.
+        #[arg(long, required_unless_present = "all", conflicts_with = "all")]
+        project: Option<ProjectId>,
+        /// Every project with labels enough, as the weekly function does.
+        #[arg(long)]
+        all: bool,
+    },
     /// Create and list an account's projects (under its plan's maxProjects).
     Projects {
         #[command(subcommand)]
@@ -453,6 +464,31 @@ async fn run_on<S: Store + ChangeFeed>(
         Command::Projects { action } => {
             let app = crate::root::service(store, UrlPolicy::default(), config);
             projects(&app, action).await
+        }
+        Command::Calibrate { project, all } => {
+            let app = crate::root::service(store, UrlPolicy::default(), config);
+            let print = |v: serde_json::Result<serde_json::Value>| {
+                let text = v.and_then(|v| serde_json::to_string_pretty(&v));
+                println!("{}", text.map_err(CliError::Output)?);
+                Ok::<_, CliError>(())
+            };
+            match project {
+                Some(p) if !all => print(serde_json::to_value(app.calibrate(&p).await?)),
+                _ => {
+                    // Every project's outcome is printed before the first failure is reported.
+                    let (ok, failed): (Vec<_>, Vec<_>) = app
+                        .calibrate_all()
+                        .await?
+                        .into_iter()
+                        .partition(Result::is_ok);
+                    let ok: Vec<_> = ok.into_iter().flatten().collect();
+                    print(serde_json::to_value(ok))?;
+                    match failed.into_iter().find_map(Result::err) {
+                        Some(e) => Err(e.into()),
+                        None => Ok(()),
+                    }
+                }
+            }
         }
         Command::Sessions {
             action:

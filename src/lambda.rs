@@ -131,6 +131,28 @@ pub async fn run_sweep() -> Result<(), Error> {
     .await
 }
 
+/// Runs the weekly calibration: every project with labels enough is fitted, and keeps the fit
+/// only where it beats the shared weights. One project's failure is logged and the rest go on;
+/// the invocation fails only when the list of labelled projects cannot be read.
+pub async fn run_calibrate() -> Result<(), Error> {
+    init_tracing();
+    let app = app().await?;
+    lambda_runtime::run(lambda_runtime::service_fn(
+        move |_: LambdaEvent<serde_json::Value>| async move {
+            let done = app.calibrate_all().await?;
+            let kept = done
+                .iter()
+                .filter(|d| d.as_ref().is_ok_and(|c| c.kept))
+                .count();
+            let failed = done.iter().filter(|d| d.is_err()).count();
+            Ok::<_, Error>(serde_json::json!({
+                "calibrated": done.len() - failed, "kept": kept, "failed": failed
+            }))
+        },
+    ))
+    .await
+}
+
 /// Runs one endpoint as a Lambda function behind API Gateway, through the shared pipeline.
 pub async fn run_http<E: Endpoint<DynamoStore>>() -> Result<(), Error> {
     init_tracing();

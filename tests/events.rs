@@ -20,6 +20,7 @@ mod lambda {
         e["sessionId"] = json!("sess_1");
         e["reasons"] = json!([]);
         e["engineVersion"] = Value::Null;
+        e["model"] = Value::Null;
         e["ja4"] = Value::Null;
         e["transport"] = Value::Null;
         e["device"] = Value::Null;
@@ -454,8 +455,8 @@ mod black_box {
             .collect();
         assert_eq!(
             keys.len(),
-            13,
-            "id, sessionId, createdAt, ipAddress, scores, reasons, engineVersion, ja4, transport, device, agent, allowed: {keys:?}"
+            14,
+            "id, sessionId, createdAt, ipAddress, scores, reasons, engineVersion, model, ja4, transport, device, agent, allowed: {keys:?}"
         );
         assert_eq!(event["ja4"], Value::Null, "no wire in the evidence");
         assert_eq!(

@@ -31,6 +31,8 @@ mod lambda {
                 "webhookLegacySignature": true,
                 "agents": {"allow": []},
                 "sealedResults": false,
+                "model": "latest",
+                "calibration": null,
                 "createdAt": "2026-11-21T00:00:00.000Z"
             }})
         );
@@ -234,7 +236,7 @@ mod black_box {
     use serde_json::{Value, json};
 
     #[tokio::test]
-    async fn project_shows_exactly_nine_fields() {
+    async fn project_shows_exactly_its_fields() {
         let srv = Server::seeded(&fixture(vec![]));
         srv.get(KEY1, "/v1/projects/prj_1")
             .await
@@ -243,7 +245,8 @@ mod black_box {
         let prj_2 = json!({"id": "prj_2", "name": "Other", "apiKeyPublic": "pk_other",
         "apiKeyPrivate": "sk_other", "domain": "other.example", "disabled": true,
         "requireSessionToken": false, "webhookLegacySignature": true,
-        "agents": {"allow": []}, "sealedResults": false, "createdAt": "2026-11-21T10:00:00.500Z"});
+        "agents": {"allow": []}, "sealedResults": false, "model": "latest", "calibration": null,
+        "createdAt": "2026-11-21T10:00:00.500Z"});
         srv.get(KEY2, "/v1/projects/prj_2")
             .await
             .expect(200, json!({ "data": prj_2 }));
@@ -264,7 +267,7 @@ mod black_box {
             created.header_value("location"),
             format!("/v1/projects/{id}")
         );
-        assert_eq!(p.as_object().unwrap().len(), 11, "{p}");
+        assert_eq!(p.as_object().unwrap().len(), 13, "{p}");
         assert_eq!(p["requireSessionToken"], true, "on for new projects");
         assert_eq!(
             p["webhookLegacySignature"], true,
@@ -443,17 +446,22 @@ mod black_box {
         for (body, message) in [
             (
                 "{}",
-                "Request body must set at least one of `name`, `domain`, `disabled`, `requireSessionToken`, `webhookLegacySignature`, `agents` and `sealedResults`",
+                "Request body must set at least one of `name`, `domain`, `disabled`, `requireSessionToken`, `webhookLegacySignature`, `agents`, `sealedResults` and `model`",
             ),
             ("{\"disabled\":\"yes\"}", "`disabled` must be true or false"),
             (
                 "{\"id\":\"prj_x\"}",
-                "Unknown field `id`: only `name`, `domain`, `disabled`, `requireSessionToken`, `webhookLegacySignature`, `agents` and `sealedResults` are allowed",
+                "Unknown field `id`: only `name`, `domain`, `disabled`, `requireSessionToken`, `webhookLegacySignature`, `agents`, `sealedResults` and `model` are allowed",
             ),
             (
                 "{\"domain\":\"bad domain\"}",
                 "`domain` must be a host name such as shop.example (letters, digits, hyphens and dots)",
             ),
+            (
+                "{\"model\":\"v1\"}",
+                "`model` must be \"latest\" or \"shared\"",
+            ),
+            ("{\"model\":1}", "`model` must be a string"),
         ] {
             let a = patch(body).await;
             assert_eq!((a.status, a.message().as_str()), (400, message), "{body}");

@@ -81,6 +81,8 @@ fn project(id: &str, account: &str) -> Project {
         webhook_legacy_signature: true,
         sealed_results: false,
         sealing_keys: None,
+        model: Default::default(),
+        calibration: None,
         agents: Default::default(),
         created_at: ts("2026-11-21T00:00:00Z"),
     }
@@ -947,6 +949,7 @@ async fn events_and_public_keys_round_trip<S: Store>(store: S) {
     evaluated.evaluation = Some(vigil::domain::Evaluation {
         reasons: vec![reason.clone()],
         engine_version: "vigil-detect/test".into(),
+        model: "shared".into(),
         ja4: Some("t13d1516h2_8daaf6152771_d8a2da3f94cd".into()),
         transport: Some(transport.clone()),
         device: Some(device.clone()),
@@ -1085,6 +1088,7 @@ fn evaluated(
             .map(|c| vigil::detect::Reason::new(*c, "test"))
             .collect(),
         engine_version: "vigil-detect/test".into(),
+        model: "shared".into(),
         ja4: None,
         transport: None,
         device: None,
@@ -1970,6 +1974,173 @@ async fn sealed_verdicts_open_with_the_projects_keys_only<S: Store>(store: S) {
     );
 }
 
+/// Issue 49: a kiosk shop whose people score as bots (software WebGL, no plugins, a frozen
+/// embedded browser's client hints) labels 100 of them and 100 headless bots; calibrated, its
+/// new people fall under 0.5 and its new bots stay at 0.9 or more, every event names the model
+/// it was judged by, stored scores do not move, another project is untouched, and pinning
+/// `shared` rolls back.
+async fn calibration_learns_a_kiosk_shop_and_leaves_others_alone<S: Store>(store: S) {
+    use vigil::domain::calibration::ModelChoice;
+    use vigil::domain::label::{LabelSpec, Truth};
+    use vigil::service::projects::ProjectChanges;
+    let (app, _clock) = detecting(store, "2026-11-27T10:00:00.000Z").await;
+    app.put_project(&project("po", "acc_v")).await.unwrap();
+    let acc = AccountId::parse("acc_v").unwrap();
+    const CHROME: &str = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36";
+    // Each visitor its own address and screen (its own device key), so velocity stays quiet.
+    let kiosk = |n: u32| {
+        let evidence: vigil::detect::Evidence = serde_json::from_value(serde_json::json!({
+            "userAgent": CHROME,
+            "headers": {"user-agent": CHROME, "accept-language": "de-DE,de;q=0.9",
+                "sec-ch-ua": "\"Chromium\";v=\"120\"", "sec-ch-ua-mobile": "?0",
+                "sec-ch-ua-platform": "\"Linux\""},
+            "signals": {"webdriver": false, "userAgent": CHROME, "languages": ["de-DE", "de"],
+                "timeZone": "Europe/Berlin", "timezoneOffset": -60, "plugins": 0,
+                "screenWidth": 1000 + n, "screenHeight": 1920, "outerWidth": 1080,
+                "outerHeight": 1920, "innerWidth": 1080, "innerHeight": 1920,
+                "webglVendor": "Mesa", "webglRenderer": "llvmpipe (LLVM 15.0.7, 256 bits)",
+                "evalLength": 33, "productSub": "20030107", "automationGlobals": [],
+                "hardwareConcurrency": 4, "maxTouchPoints": 10}
+        }))
+        .unwrap();
+        let ip = format!("84.128.{}.{}", n / 200, n % 200 + 1);
+        vigil::domain::AddressedEvidence::new(ip.parse().unwrap(), evidence)
+    };
+    let headless = |n: u32| {
+        let ua = CHROME.replace("Chrome/", "HeadlessChrome/");
+        let evidence: vigil::detect::Evidence = serde_json::from_value(serde_json::json!({
+            "userAgent": ua,
+            "headers": {"user-agent": ua, "accept-language": "de-DE"},
+            "signals": {"webdriver": true, "userAgent": ua, "languages": ["de-DE"],
+                "timeZone": "Europe/Berlin", "timezoneOffset": -60, "plugins": 0,
+                "screenWidth": 3000 + n, "screenHeight": 720,
+                "webglVendor": "Google Inc. (Google)",
+                "webglRenderer": "ANGLE (Google, Vulkan 1.3.0 (SwiftShader Device (Subzero)))",
+                "evalLength": 33, "productSub": "20030107", "hardwareConcurrency": 4}
+        }))
+        .unwrap();
+        let ip = format!("84.129.{}.{}", n / 200, n % 200 + 1);
+        vigil::domain::AddressedEvidence::new(ip.parse().unwrap(), evidence)
+    };
+    let visit = |p: &'static str, session: String, e: vigil::domain::AddressedEvidence| {
+        let (app, acc) = (&app, &acc);
+        async move {
+            app.record_event(acc, &pid(p), &sid(&session), &e, None)
+                .await
+                .unwrap()
+        }
+    };
+    let label = |session: String, truth| {
+        let (app, acc) = (&app, &acc);
+        async move {
+            let spec = LabelSpec {
+                label: truth,
+                reason: None,
+                note: None,
+            };
+            app.label_session(acc, &pid("pv"), &sid(&session), spec)
+                .await
+                .unwrap();
+        }
+    };
+
+    // Today: the shop's people are flagged, as its labels will say.
+    let before = visit("pv", "person-0".into(), kiosk(0)).await;
+    assert!(before.score_bot.get() >= 0.5, "{before:?}");
+    assert_eq!(before.model.as_deref(), Some("shared"));
+    let elsewhere = visit("po", "other-0".into(), kiosk(0)).await;
+    assert_eq!(elsewhere.score_bot, before.score_bot);
+
+    // Too few labels: refused, nothing changed.
+    for n in 0..10 {
+        visit("pv", format!("person-{n}"), kiosk(n)).await;
+        label(format!("person-{n}"), Truth::Human).await;
+    }
+    assert!(matches!(
+        app.calibrate(&pid("pv")).await,
+        Err(ServiceError::TooFewLabels {
+            bots: 0,
+            humans: 10
+        })
+    ));
+
+    for n in 0..100 {
+        visit("pv", format!("person-{n}"), kiosk(n)).await;
+        visit("pv", format!("bot-{n}"), headless(n)).await;
+        label(format!("person-{n}"), Truth::Human).await;
+        label(format!("bot-{n}"), Truth::Bot).await;
+    }
+    let done = app.calibrate(&pid("pv")).await.unwrap();
+    assert!(done.kept, "{done:?}");
+    assert_eq!((done.admitted, done.used, done.waiting), (200, 200, 0));
+    let c = &done.calibration;
+    assert_eq!(c.version, 1);
+    assert_eq!((c.comparison.trained_on, c.comparison.held_out), (150, 50));
+    assert!(
+        c.comparison.model_log_loss < c.comparison.shared_log_loss,
+        "{c:?}"
+    );
+    assert_eq!(
+        (c.comparison.shared_errors, c.comparison.model_errors),
+        (25, 0)
+    );
+
+    // New visitors, never labelled: people under 0.5, bots at 0.9 or more, named `v1`.
+    for n in 200..220 {
+        let person = visit("pv", format!("new-person-{n}"), kiosk(n)).await;
+        assert!(person.score_bot.get() < 0.5, "{person:?}");
+        assert_eq!(person.model.as_deref(), Some("v1"));
+        let bot = visit("pv", format!("new-bot-{n}"), headless(n)).await;
+        assert!(bot.score_bot.get() >= 0.9, "{bot:?}");
+        // What an event shows explains its score under the model.
+        let sum: f64 = person
+            .reasons
+            .iter()
+            .filter(|r| r.score == vigil::detect::Target::Bot)
+            .map(|r| r.weight)
+            .sum();
+        let expect = 1.0 / (1.0 + (-(c.weights.bias() + sum)).exp());
+        assert!((person.score_bot.get() - expect).abs() < 1e-3, "{person:?}");
+    }
+    // Stored scores did not move.
+    let stored = app
+        .events(&acc, &pid("pv"), &sid("person-0"), 100, None)
+        .await
+        .unwrap();
+    assert!(
+        stored
+            .results
+            .iter()
+            .all(|(_, e)| e.score_bot == before.score_bot)
+    );
+    // Another project is judged as before.
+    let other = visit("po", "other-1".into(), kiosk(300)).await;
+    assert_eq!(other.score_bot, before.score_bot);
+    assert_eq!(other.model.as_deref(), Some("shared"));
+
+    // The project shows its model; pinning `shared` rolls back at once.
+    let shown = serde_json::to_value(app.project(&acc, &pid("pv")).await.unwrap()).unwrap();
+    assert_eq!(shown["model"], "latest");
+    assert_eq!(shown["calibration"]["version"], 1);
+    let pin = ProjectChanges {
+        model: Some(ModelChoice::Shared),
+        ..ProjectChanges::default()
+    };
+    app.update_project(&acc, &pid("pv"), pin).await.unwrap();
+    let pinned = visit("pv", "pinned".into(), kiosk(400)).await;
+    assert_eq!(pinned.score_bot, before.score_bot);
+    assert_eq!(pinned.model.as_deref(), Some("shared"));
+
+    // Calibrating again reads the v1-judged events back at their shared weights: the same fit.
+    let again = app.calibrate(&pid("pv")).await.unwrap();
+    assert_eq!(again.calibration.version, 2);
+    assert_eq!(again.calibration.weights, c.weights);
+    // The weekly run finds the project by its labels.
+    let all = app.calibrate_all().await.unwrap();
+    assert_eq!(all.len(), 1);
+    assert_eq!(all[0].as_ref().unwrap().project_id, pid("pv"));
+}
+
 /// Issue 49: labels are kept one per session, paged by session id, and removed.
 async fn labels_are_kept_paged_and_removed<S: Store>(store: S) {
     use vigil::domain::label::{Label, Truth};
@@ -2008,6 +2179,11 @@ async fn labels_are_kept_paged_and_removed<S: Store>(store: S) {
     }
     let ids: Vec<&str> = seen.iter().map(|l| l.session_id.as_str()).collect();
     assert_eq!(ids, ["s1", "s2", "s3", "s4", "s5"]);
+    // Both projects are listed for calibration, once each, paged by id.
+    let first = store.labelled_projects(None, 1).await.unwrap();
+    assert_eq!(first, [pid("other")]);
+    let rest = store.labelled_projects(Some(&first[0]), 10).await.unwrap();
+    assert_eq!(rest, [pid("pl")]);
     assert_eq!(seen[1].label, Truth::Human);
     assert!(store.delete_label(&p, &sid("s2")).await.unwrap());
     assert!(
@@ -2068,6 +2244,7 @@ conformance!(
     test_events_have_a_budget_per_account,
     sealed_verdicts_open_with_the_projects_keys_only,
     labels_are_kept_paged_and_removed,
+    calibration_learns_a_kiosk_shop_and_leaves_others_alone,
     agents_policies_events_and_the_agent_filter_round_trip,
     signature_uses_and_directories_are_kept,
     a_sessions_path_is_kept_in_its_summary_and_judged_on_its_pages,

@@ -328,7 +328,7 @@ pub fn project1() -> Value {
     json!({"id": "prj_1", "name": "Shop", "apiKeyPublic": "pk_shop", "apiKeyPrivate": "sk_shop",
            "domain": "shop.example", "disabled": false, "requireSessionToken": false,
            "webhookLegacySignature": true, "agents": {"allow": []}, "sealedResults": false,
-           "createdAt": "2026-11-21T00:00:00.000Z"})
+           "model": "latest", "calibration": null, "createdAt": "2026-11-21T00:00:00.000Z"})
 }
 
 /// Two accounts: acc_1 (keys KEY1 and KEY1B; projects prj_1 and prj_1b, and webhook wh_seed on

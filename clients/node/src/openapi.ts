@@ -600,7 +600,37 @@ export interface components {
             agents: components["schemas"]["AgentPolicy"];
             /** @description Whether the collect route hands the page its visit's verdict sealed for the backend (`sealed` in its answer; keys at `/projects/{projectId}/sealing-key`). Off by default. */
             sealedResults: boolean;
+            model: components["schemas"]["ModelChoice"];
+            /** @description The project's latest kept calibration (`vigil calibrate`, or weekly under AWS once it has 50 labels of each kind); null until one beat the shared weights on held-out labels. */
+            calibration: null | components["schemas"]["Calibration"];
             createdAt: components["schemas"]["Timestamp"];
+        };
+        /**
+         * @description Which `scoreBot` weights judge the project's visits: `latest`, its latest calibration when it has one (the shared weights until then), or `shared`, the shared weights whatever it has (a roll back). `scoreProxyVpn` is never calibrated.
+         * @enum {string}
+         */
+        ModelChoice: "latest" | "shared";
+        Calibration: {
+            /** @description Events judged by it say `model: v{version}`. */
+            version: number;
+            fittedAt: components["schemas"]["Timestamp"];
+            weights: {
+                bias: number;
+                /** @description The bot reasons whose weight differs from the shared one, by code. */
+                weights: {
+                    [key: string]: number;
+                };
+            };
+            /** @description The fit against the shared weights on labelled sessions it never saw. */
+            comparison: {
+                trainedOn: number;
+                heldOut: number;
+                sharedLogLoss: number;
+                modelLogLoss: number;
+                sharedErrors: number;
+                modelErrors: number;
+                threshold: components["schemas"]["Score"];
+            };
         };
         /** @description Which verified agents count as no bot: an event whose `agent` is `verified` and of an allowed category or operator (case-insensitive) is marked `allowed`, keeps its `scoreBot` as evidence, and is left out of the statistics' `bots` and of `bot_detect` webhooks. */
         AgentPolicy: {
@@ -668,6 +698,7 @@ export interface components {
             agents?: components["schemas"]["AgentPolicy"];
             /** @description Turning it on the first time gives the project its first sealing key. */
             sealedResults?: boolean;
+            model?: components["schemas"]["ModelChoice"];
         };
         NewWebhook: {
             /**
@@ -836,6 +867,8 @@ export interface components {
             scoreProxyVpn: components["schemas"]["Score"];
             reasons: components["schemas"]["Reason"][];
             engineVersion: null | string;
+            /** @description The `scoreBot` weights it was judged by: `shared`, or the project's calibration (`v1`, `v2`, ...); null for a result written without evaluation. */
+            model: null | string;
             /** @description The JA4 fingerprint of the TLS connection the visit came over (the collect route behind CloudFront or `vigil serve --tls-*`), or the one the events route was given in `wire`; null when the wire was not seen. */
             ja4: null | components["schemas"]["Ja4"];
             /** @description The visit's connection as measured (`vigil serve`, or the events route's `wire.transport`); null where it was not (behind CloudFront, which ends the viewer's TCP at its edge and forwards no round trip). */

@@ -389,6 +389,8 @@ pub async fn demo<S: Store, D>(app: &Vigil<S, D>) -> Result<ApiKey, SeedError> {
         webhook_legacy_signature: true,
         sealed_results: false,
         sealing_keys: None,
+        model: Default::default(),
+        calibration: None,
         agents: Default::default(),
         created_at: now,
     };

@@ -10,6 +10,7 @@ use serde::Serialize;
 
 pub mod agents;
 pub mod batch;
+pub mod calibration;
 pub mod evidence;
 pub mod net;
 pub mod networks;
@@ -76,6 +77,9 @@ pub struct Beyond<'a> {
     /// The session's path with this visit's page added (the store keeps it in the session's
     /// summary).
     pub path: Option<&'a path::Path>,
+    /// The project's own `scoreBot` weights, when it has calibrated ones (the shared table
+    /// otherwise).
+    pub weights: Option<&'a calibration::Weights>,
 }
 
 pub struct Engine {
@@ -264,9 +268,22 @@ impl Engine {
             rule(self, &visit, &mut reasons);
         }
         let agent = agents::judge(&self.agents, &visit, &mut reasons);
+        let (score_bot, score_proxy_vpn) = match beyond.weights {
+            Some(w) => {
+                w.apply(&mut reasons);
+                (
+                    w.score(&reasons, Target::Bot),
+                    w.score(&reasons, Target::ProxyVpn),
+                )
+            }
+            None => (
+                reasons::score(&reasons, Target::Bot),
+                reasons::score(&reasons, Target::ProxyVpn),
+            ),
+        };
         Verdict {
-            score_bot: round(reasons::score(&reasons, Target::Bot)),
-            score_proxy_vpn: round(reasons::score(&reasons, Target::ProxyVpn)),
+            score_bot: round(score_bot),
+            score_proxy_vpn: round(score_proxy_vpn),
             reasons,
             agent,
         }

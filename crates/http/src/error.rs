@@ -119,6 +119,9 @@ impl From<ServiceError> for ApiError {
             ServiceError::ProjectNotFound => ApiError::NotFound("Project not found"),
             ServiceError::SessionNotFound => ApiError::NotFound("Session not found"),
             ServiceError::LabelNotFound => ApiError::NotFound("Label not found"),
+            ServiceError::TooFewLabels { .. } => ApiError::Conflict(
+                "Calibration needs at least 50 labels of each kind, at most 200 counted a day",
+            ),
             ServiceError::WebhookNotFound => ApiError::NotFound("Webhook not found"),
             ServiceError::DeliveryNotFound => ApiError::NotFound("Delivery not found"),
             ServiceError::WebhookDuplicate => {

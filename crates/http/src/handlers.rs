@@ -10,6 +10,7 @@ use super::extract::{
 };
 use super::paths::BASE;
 use super::pipeline::{Call, Endpoint, Reply};
+use crate::domain::calibration::ModelChoice;
 use crate::domain::label::{Label, LabelNote, LabelReason, LabelSpec, Quality, Truth};
 use crate::domain::project::{AgentPolicy, Domain, ProjectName};
 use crate::domain::webhook::{WebhookType, WebhookUrl};
@@ -434,6 +435,7 @@ impl JsonBody for ProjectChanges {
                 "webhookLegacySignature",
                 "agents",
                 "sealedResults",
+                "model",
             ],
         )?;
         // A member is a change: null would say nothing, so it is refused rather than ignored.
@@ -452,10 +454,18 @@ impl JsonBody for ProjectChanges {
             webhook_legacy_signature: members.optional_bool("webhookLegacySignature")?,
             agents: members.take("agents").map(agent_policy).transpose()?,
             sealed_results: members.optional_bool("sealedResults")?,
+            model: members
+                .optional_string("model")?
+                .map(|m| {
+                    ModelChoice::parse(m).ok_or_else(|| {
+                        ApiError::bad_request("`model` must be \"latest\" or \"shared\"")
+                    })
+                })
+                .transpose()?,
         };
         if changes == ProjectChanges::default() {
             return Err(ApiError::bad_request(
-                "Request body must set at least one of `name`, `domain`, `disabled`, `requireSessionToken`, `webhookLegacySignature`, `agents` and `sealedResults`",
+                "Request body must set at least one of `name`, `domain`, `disabled`, `requireSessionToken`, `webhookLegacySignature`, `agents`, `sealedResults` and `model`",
             ));
         }
         Ok(changes)

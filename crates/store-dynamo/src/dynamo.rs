@@ -460,6 +460,32 @@ impl LabelStore for DynamoStore {
             .await?;
         Ok(rows.into_iter().map(|i| i.value).collect())
     }
+
+    async fn labelled_projects(
+        &self,
+        after: Option<&ProjectId>,
+        limit: usize,
+    ) -> Result<Vec<ProjectId>, StoreError> {
+        let start = after.map(|p| {
+            Item::from([
+                ("pk".to_owned(), AttributeValue::S(LABELLED_PK.to_owned())),
+                (
+                    "sk".to_owned(),
+                    AttributeValue::S(format!("{LABELLED_PREFIX}{p}")),
+                ),
+            ])
+        });
+        let rows: Vec<LabelledItem> = self
+            .query_prefix(
+                LABELLED_PK.to_owned(),
+                LABELLED_PREFIX.to_owned(),
+                true,
+                Some(limit),
+                start,
+            )
+            .await?;
+        Ok(rows.into_iter().map(|i| i.value.project_id).collect())
+    }
 }
 
 impl AccountStore for DynamoStore {}

@@ -967,6 +967,23 @@ impl LabelStore for SqliteStore {
         })
         .await
     }
+
+    async fn labelled_projects(
+        &self,
+        after: Option<&ProjectId>,
+        limit: usize,
+    ) -> Result<Vec<ProjectId>, StoreError> {
+        let lo = after.map_or_else(
+            || LABELLED_PREFIX.to_owned(),
+            |p| format!("{LABELLED_PREFIX}{p}\0"),
+        );
+        self.run(move |c| {
+            let end = prefix_end(LABELLED_PREFIX);
+            let rows: Vec<LabelledItem> = range(c, LABELLED_PK, &lo, &end, false, limit)?;
+            Ok(rows.into_iter().map(|i| i.value.project_id).collect())
+        })
+        .await
+    }
 }
 
 impl AccountStore for SqliteStore {}

@@ -22,6 +22,7 @@ PlanStatus = Literal["trialing", "active", "past_due", "canceled", "unpaid", "pa
 HttpVersion = Literal["1.0", "1.1", "2", "3"]
 Granularity = Literal["hour", "day"]
 LabelKind = Literal["bot", "human"]
+ModelChoice = Literal["latest", "shared"]
 #: ``ReasonCounts``: ``(code, sessions)`` pairs, most first (JSON pairs, made tuples).
 ReasonCounts = List[Tuple[str, int]]
 
@@ -63,6 +64,34 @@ class AgentPolicy(TypedDict):
     allow: List[str]
 
 
+class CalibratedWeights(TypedDict):
+    """``Calibration.weights``: the bias and the bot reasons whose weight differs from the shared."""
+
+    bias: float
+    weights: Dict[str, float]
+
+
+class CalibrationComparison(TypedDict):
+    """``Calibration.comparison``: the fit against the shared weights on held-out labels."""
+
+    trainedOn: int
+    heldOut: int
+    sharedLogLoss: float
+    modelLogLoss: float
+    sharedErrors: int
+    modelErrors: int
+    threshold: float
+
+
+class Calibration(TypedDict):
+    """``Calibration``: a project's kept fit; its events say ``model: v{version}``."""
+
+    version: int
+    fittedAt: str
+    weights: CalibratedWeights
+    comparison: CalibrationComparison
+
+
 class Project(TypedDict):
     """``Project``: ``apiKeyPublic`` goes in pages, ``apiKeyPrivate`` never leaves the backend."""
 
@@ -76,6 +105,8 @@ class Project(TypedDict):
     webhookLegacySignature: bool
     agents: AgentPolicy
     sealedResults: bool
+    model: ModelChoice
+    calibration: Optional[Calibration]
     createdAt: str
 
 
@@ -100,6 +131,7 @@ class ProjectChanges(TypedDict, total=False):
     webhookLegacySignature: bool
     agents: AgentPolicy
     sealedResults: bool
+    model: ModelChoice
 
 
 class NewWebhook(TypedDict):
@@ -311,6 +343,7 @@ class Event(TypedDict):
     scoreProxyVpn: float
     reasons: List[Reason]
     engineVersion: Optional[str]
+    model: Optional[str]
     ja4: Optional[str]
     transport: Optional[Transport]
     device: Optional[str]
@@ -461,6 +494,9 @@ __all__ = [
     "AgentPolicy",
     "AgentStatus",
     "AgentVia",
+    "CalibratedWeights",
+    "Calibration",
+    "CalibrationComparison",
     "Delivery",
     "Event",
     "EventSignals",
@@ -468,6 +504,7 @@ __all__ = [
     "HttpVersion",
     "Label",
     "LabelKind",
+    "ModelChoice",
     "Navigation",
     "NewEvent",
     "NewLabel",

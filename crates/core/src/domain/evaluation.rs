@@ -11,6 +11,8 @@ use crate::detect::{Evidence, Reason};
 pub struct Evaluation {
     pub reasons: Vec<Reason>,
     pub engine_version: String,
+    /// The weights it was judged by: `shared`, or the project's calibration (`v3`).
+    pub model: String,
     /// The JA4 fingerprint of the visit's TLS connection, where the wire was seen.
     pub ja4: Option<String>,
     /// The connection's round trips and SYN, where the server or an edge measured them.

@@ -87,6 +87,9 @@ pub struct Event {
     pub reasons: Vec<Reason>,
     /// Null for a result that was written without evaluation.
     pub engine_version: Option<String>,
+    /// The weights it was judged by: `shared`, or the project's calibration (`v3`); null for a
+    /// result written without evaluation.
+    pub model: Option<String>,
     /// The JA4 fingerprint of the visit's TLS connection; null where the wire was not seen
     /// (plain HTTP, or an events call without `wire`).
     pub ja4: Option<String>,

@@ -1,5 +1,6 @@
 //! The domain: validated values and the rules of the service, free of HTTP and storage concerns.
 
+pub mod calibration;
 pub mod change;
 pub mod cursor;
 pub mod delivery;

@@ -132,7 +132,24 @@ pub struct Project {
     /// collect route seals with no read of its own.
     #[serde(default, skip_serializing)]
     pub sealing_keys: Option<super::sealing::SealingKeys>,
+    /// Which weights judge its visits: its latest calibration (when it has one) or the shared.
+    #[serde(default)]
+    pub model: super::calibration::ModelChoice,
+    /// Its latest kept calibration: none until one beat the shared weights on its labels.
+    #[serde(default)]
+    pub calibration: Option<super::calibration::Calibration>,
     pub created_at: Timestamp,
+}
+
+impl Project {
+    /// The model its visits are judged by now: its name (`shared`, `v3`) and, when calibrated,
+    /// the weights.
+    pub fn judging_model(&self) -> (String, Option<&crate::detect::calibration::Weights>) {
+        match (&self.calibration, self.model) {
+            (Some(c), super::calibration::ModelChoice::Latest) => (c.name(), Some(&c.weights)),
+            _ => (super::calibration::SHARED.to_owned(), None),
+        }
+    }
 }
 
 fn legacy_signature_default() -> bool {
@@ -144,7 +161,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn project_shows_exactly_eleven_fields() {
+    fn project_shows_exactly_thirteen_fields() {
         let p = Project {
             id: ProjectId::parse("p").unwrap(),
             account_id: AccountId::parse("a").unwrap(),
@@ -157,12 +174,16 @@ mod tests {
             webhook_legacy_signature: true,
             sealed_results: false,
             sealing_keys: None,
+            model: Default::default(),
+            calibration: None,
             agents: Default::default(),
             created_at: "2026-11-21T00:00:00Z".parse().unwrap(),
         };
         let v = serde_json::to_value(&p).unwrap();
         let keys: Vec<_> = v.as_object().unwrap().keys().cloned().collect();
-        assert_eq!(keys.len(), 11, "{keys:?}");
+        assert_eq!(keys.len(), 13, "{keys:?}");
+        assert_eq!(v["model"], "latest");
+        assert_eq!(v["calibration"], serde_json::Value::Null);
         assert_eq!(v["agents"], serde_json::json!({"allow": []}));
         assert_eq!(v["requireSessionToken"], true);
         assert_eq!(v["apiKeyPrivate"], "sk");

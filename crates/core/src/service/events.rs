@@ -171,6 +171,7 @@ impl<S: ProjectStore + ResultStore + VelocityStore + AgentStore> Vigil<S, Detect
         // the session have landed meanwhile).
         let page = Page::of(evidence.evidence());
         let path = page.map_or(prior.path(), |pg| prior.path().after(pg));
+        let (model, weights) = p.judging_model();
         let started = Instant::now();
         let verdict = self.engine.evaluate_with(
             evidence.evidence(),
@@ -178,6 +179,7 @@ impl<S: ProjectStore + ResultStore + VelocityStore + AgentStore> Vigil<S, Detect
                 velocity: velocity.as_ref(),
                 signature: signature.as_ref(),
                 path: Some(&path),
+                weights,
             },
         );
         let micros = started.elapsed().as_secs_f64() * 1e6;
@@ -202,6 +204,7 @@ impl<S: ProjectStore + ResultStore + VelocityStore + AgentStore> Vigil<S, Detect
             evaluation: Some(Evaluation {
                 reasons: verdict.reasons.clone(),
                 engine_version: ENGINE_VERSION.to_owned(),
+                model: model.clone(),
                 ja4: ja4.clone(),
                 transport: transport.clone(),
                 device: device.clone(),
@@ -225,6 +228,7 @@ impl<S: ProjectStore + ResultStore + VelocityStore + AgentStore> Vigil<S, Detect
             score_proxy_vpn: new.result.score_proxy_vpn,
             reasons,
             engine_version: Some(ENGINE_VERSION.to_owned()),
+            model: Some(model),
             ja4,
             transport,
             device: device.map(|d| d.as_str().to_owned()),

@@ -22,6 +22,7 @@ use crate::store::{
 
 pub mod admin;
 pub mod agents;
+pub mod calibration;
 pub mod events;
 pub mod insight;
 pub mod labels;
@@ -43,6 +44,13 @@ pub enum ServiceError {
     SessionNotFound,
     #[error("label not found")]
     LabelNotFound,
+    /// Calibration needs [`crate::domain::calibration::MIN_LABELS_EACH`] admitted labels of each
+    /// kind.
+    #[error(
+        "calibration needs {min} admitted labels of each kind; the project has {bots} bots and {humans} humans",
+        min = crate::domain::calibration::MIN_LABELS_EACH
+    )]
+    TooFewLabels { bots: usize, humans: usize },
     #[error("webhook not found")]
     WebhookNotFound,
     #[error("delivery not found")]

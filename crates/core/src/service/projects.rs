@@ -19,6 +19,7 @@ pub struct ProjectChanges {
     pub webhook_legacy_signature: Option<bool>,
     pub agents: Option<crate::domain::project::AgentPolicy>,
     pub sealed_results: Option<bool>,
+    pub model: Option<crate::domain::calibration::ModelChoice>,
 }
 
 /// What a new project is: its name and domain, and whether its visits need session tokens (on
@@ -60,6 +61,8 @@ impl<S: ProjectStore + IdempotencyStore, D> Vigil<S, D> {
             webhook_legacy_signature: true,
             sealed_results: false,
             sealing_keys: None,
+            model: Default::default(),
+            calibration: None,
             agents: Default::default(),
             created_at: self.now(),
         };
@@ -118,6 +121,9 @@ impl<S: ProjectStore, D> Vigil<S, D> {
             if sealed && p.sealing_keys.is_none() {
                 p.sealing_keys = Some(crate::domain::sealing::SealingKeys::new());
             }
+        }
+        if let Some(model) = changes.model {
+            p.model = model;
         }
         if self.store.update_project(&p).await? {
             // This instance refuses or admits visits by the change at once; other instances

@@ -156,6 +156,7 @@ pub(crate) mod tests {
         r.evaluation = Some(crate::domain::Evaluation {
             reasons: vec![reason.clone()],
             engine_version: "vigil-detect/test".into(),
+            model: "shared".into(),
             ja4: None,
             transport: None,
             device: None,

@@ -185,6 +185,34 @@ impl LabelItem {
     }
 }
 
+/// The partition that lists the projects with labels, one item each (`PROJECT#{id}`): the weekly
+/// calibration reads it instead of scanning the table.
+pub const LABELLED_PK: &str = "LABELLED";
+/// Every labelled project's sort key starts with this; its id follows.
+pub const LABELLED_PREFIX: &str = "PROJECT#";
+
+/// A project that has (or had) labels.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Labelled {
+    pub project_id: ProjectId,
+}
+
+pub type LabelledItem = Keyed<Labelled>;
+
+impl LabelledItem {
+    pub fn of(project: &ProjectId) -> Self {
+        Keyed::new(
+            LABELLED_PK.to_owned(),
+            &format!("{LABELLED_PREFIX}{project}"),
+            Entity::Labelled,
+            Labelled {
+                project_id: project.clone(),
+            },
+        )
+    }
+}
+
 pub fn deliveries_prefix(w: &WebhookId) -> String {
     format!("DELIVERY#{w}#")
 }
@@ -230,6 +258,8 @@ pub enum Entity {
     SignatureUse,
     /// A customer's label of a session (`LABEL#{session}`, in the project's partition).
     Label,
+    /// A project with labels, listed for calibration ([`LABELLED_PK`]).
+    Labelled,
 }
 
 /// A key directory's keys, shared with every instance once a signature verified under them
@@ -312,6 +342,9 @@ pub struct ResultItem {
     pub reasons: Vec<Reason>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub engine_version: Option<String>,
+    /// The weights the event was judged by, when not the shared ones (`v3`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ja4: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -347,6 +380,12 @@ impl ResultItem {
                 .map(|e| e.reasons.clone())
                 .unwrap_or_default(),
             engine_version: r.evaluation.as_ref().map(|e| e.engine_version.clone()),
+            // Shared is every evaluated event's default, so only a calibration is written.
+            model: r
+                .evaluation
+                .as_ref()
+                .map(|e| e.model.clone())
+                .filter(|m| m != crate::domain::calibration::SHARED),
             ja4: r.evaluation.as_ref().and_then(|e| e.ja4.clone()),
             transport: r.evaluation.as_ref().and_then(|e| e.transport.clone()),
             device: r
@@ -375,6 +414,11 @@ impl ResultItem {
             score_bot: self.score_bot,
             score_proxy_vpn: self.score_proxy_vpn,
             reasons: self.reasons,
+            model: self.model.or_else(|| {
+                self.engine_version
+                    .as_ref()
+                    .map(|_| crate::domain::calibration::SHARED.to_owned())
+            }),
             engine_version: self.engine_version,
             ja4: self.ja4,
             transport: self.transport,
@@ -951,6 +995,8 @@ mod tests {
             webhook_legacy_signature: true,
             sealed_results: false,
             sealing_keys: None,
+            model: Default::default(),
+            calibration: None,
             agents: Default::default(),
             created_at: "2026-11-21T00:00:00Z".parse().unwrap(),
         };

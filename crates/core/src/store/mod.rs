@@ -582,14 +582,31 @@ pub trait DeliveryStore: ItemStore {
 
 /// Customers' labels of sessions, one item each beside the session.
 pub trait LabelStore: ItemStore {
-    /// Writes (or replaces) a session's label.
+    /// Writes (or replaces) a session's label, and lists its project among the labelled.
     fn put_label(
         &self,
         project: &ProjectId,
         label: &crate::domain::label::Label,
     ) -> impl Future<Output = Res<()>> + Send {
-        let item = items::LabelItem::of(project, label.clone());
-        async move { write::put_item(self, "label", &item).await }
+        let plan = WritePlan::new()
+            .put(
+                "label",
+                &items::LabelItem::of(project, label.clone()),
+                When::Always,
+            )
+            .and_then(|p| {
+                p.put(
+                    "labelled project",
+                    &items::LabelledItem::of(project),
+                    When::Always,
+                )
+            });
+        async move {
+            match self.apply(plan?).await? {
+                Applied::Done => Ok(()),
+                Applied::Refused { step, .. } => Err(write::refused("an unconditional put", step)),
+            }
+        }
     }
 
     /// Removes a session's label; false when it had none.
@@ -614,6 +631,13 @@ pub trait LabelStore: ItemStore {
         after: Option<&SessionId>,
         limit: usize,
     ) -> impl Future<Output = Res<Vec<crate::domain::label::Label>>> + Send;
+
+    /// Up to `limit` projects that have had labels, by id, after the project `after`.
+    fn labelled_projects(
+        &self,
+        after: Option<&ProjectId>,
+        limit: usize,
+    ) -> impl Future<Output = Res<Vec<ProjectId>>> + Send;
 }
 
 /// Everything the service needs from a store.

@@ -64,7 +64,7 @@ async fn used<S: ItemStore + ?Sized>(
         .ok_or_else(|| StoreError::Backend(format!("idempotency key {} vanished", once.key).into()))
 }
 
-fn refused(what: &str, step: &str) -> StoreError {
+pub(crate) fn refused(what: &str, step: &str) -> StoreError {
     StoreError::Backend(format!("{what}: step `{step}` refused").into())
 }
 
