@@ -14,7 +14,7 @@ LAMBDAS       := list-results session-score get-plan get-project create-webhook 
                  delete-webhook list-deliveries create-project list-projects update-project get-usage \
                  create-event list-events get-event collect agent-script list-sessions get-stats dashboard \
                  get-webhook-secret rotate-webhook-secret test-webhook redeliver list-device-sessions \
-                 get-sealing-key rotate-sealing-key put-label delete-label list-labels get-quality \
+                 get-sealing-key rotate-sealing-key put-label get-label delete-label list-labels get-quality \
                  api-reference authorizer fallback webhook-dispatch webhook-sweep \
                  calibrate
 LAMBDA_TARGET := aarch64-unknown-linux-gnu

@@ -87,7 +87,8 @@ mod lambda {
         assert_eq!(a.status, StatusCode::NOT_FOUND);
     }
 
-    /// `put-label.json`, `list-labels.json`, `get-quality.json` and `delete-label.json` (issue 49):
+    /// `put-label.json`, `get-label.json`, `list-labels.json`, `get-quality.json` and
+    /// `delete-label.json` (issue 49):
     /// a session is labelled (idempotently), listed with what Vigil had said of it, counted in the
     /// quality report, and withdrawn; a session the project never saw, and bad labels, are refused.
     #[tokio::test]
@@ -116,6 +117,9 @@ mod lambda {
         );
         let again = call::<handlers::PutLabel>(&f.app, request("put-label.json")).await;
         assert_eq!(again.status, StatusCode::OK);
+        let read = call::<handlers::GetLabel>(&f.app, request("get-label.json")).await;
+        assert_eq!(read.status, StatusCode::OK, "{}", read.body);
+        assert_eq!(read.body["data"], again.body["data"]);
         let list = call::<handlers::ListLabels>(&f.app, request("list-labels.json")).await;
         assert_eq!(list.status, StatusCode::OK, "{}", list.body);
         assert_eq!(
@@ -160,6 +164,9 @@ mod lambda {
         let twice = call::<handlers::DeleteLabel>(&f.app, request("delete-label.json")).await;
         assert_eq!(twice.status, StatusCode::NOT_FOUND);
         assert_eq!(twice.body, message("Label not found"));
+        let read = call::<handlers::GetLabel>(&f.app, request("get-label.json")).await;
+        assert_eq!(read.status, StatusCode::NOT_FOUND);
+        assert_eq!(read.body, message("Label not found"));
         let list = call::<handlers::ListLabels>(&f.app, request("list-labels.json")).await;
         assert_eq!(list.body["data"], json!([]));
     }

@@ -215,6 +215,36 @@ def main():
                         failures.append(f"event reason {r['code']} not shown")
                 page.screenshot(path=str(SHOTS / "dashboard-events.png"), full_page=True)
 
+                # Issue 49: the session view shows its label, and labels it (PUT and DELETE
+                # through the API, the same rows the API lists).
+                def label_shown(want, what):
+                    deadline = time.monotonic() + 10
+                    while page.evaluate("document.getElementById('labelBox').dataset.label || ''") != want:
+                        if time.monotonic() > deadline:
+                            failures.append(f"label {want!r} not shown after {what}")
+                            return
+                        time.sleep(0.05)
+
+                def api_label():
+                    try:
+                        return api.call("GET", f"/projects/{PROJECT}/sessions/bot-curl/label")["data"]["label"]
+                    except urllib.error.HTTPError as e:
+                        return None if e.code == 404 else f"HTTP {e.code}"
+
+                label_shown("", "opening an unlabelled session")
+                if "none" not in page.inner_text("#labelText"):
+                    failures.append("an unlabelled session does not say none")
+                page.click("#markBot")
+                label_shown("bot", "Mark bot")
+                if api_label() != "bot":
+                    failures.append(f"Mark bot left the API's label at {api_label()!r}")
+                if "bot" not in page.inner_text("#labelText"):
+                    failures.append("the label's text does not say bot")
+                page.click("#unlabel")
+                label_shown("", "Withdraw")
+                if api_label() is not None:
+                    failures.append(f"Withdraw left the API's label at {api_label()!r}")
+
                 # An event's device opens the device's sessions (issue 30): a person's browser
                 # made two sessions, and the table shows exactly the devices route's answer.
                 for sid in ("shopper-1", "shopper-2"):

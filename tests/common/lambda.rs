@@ -27,6 +27,7 @@
 //! | get-sealing-key.json           | get-sealing-key      | `handlers::GetSealingKey`                |
 //! | rotate-sealing-key.json        | rotate-sealing-key   | `handlers::RotateSealingKey`             |
 //! | put-label.json                 | put-label            | `handlers::PutLabel`                     |
+//! | get-label.json                 | get-label            | `handlers::GetLabel`                     |
 //! | delete-label.json              | delete-label         | `handlers::DeleteLabel`                  |
 //! | list-labels.json               | list-labels          | `handlers::ListLabels`                   |
 //! | get-quality.json               | get-quality          | `handlers::GetQuality`                   |
@@ -90,6 +91,7 @@ pub const HTTP_EVENTS: &[(&str, &str)] = &[
     ("get-sealing-key.json", "get-sealing-key"),
     ("rotate-sealing-key.json", "rotate-sealing-key"),
     ("put-label.json", "put-label"),
+    ("get-label.json", "get-label"),
     ("delete-label.json", "delete-label"),
     ("list-labels.json", "list-labels"),
     ("get-quality.json", "get-quality"),

@@ -35,6 +35,7 @@ export const methodForOperation = {
   listSessions: "sessions",
   listDeviceSessions: "deviceSessions",
   putLabel: "labelSession",
+  getLabel: "label",
   deleteLabel: "unlabelSession",
   listLabels: "labels",
   getQuality: "quality",

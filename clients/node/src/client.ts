@@ -405,6 +405,15 @@ export class Vigil {
     });
   }
 
+  /** The session's label; a NotFoundError when it has none. */
+  label(projectId: string, sessionId: string, options?: RequestOptions): Promise<Label> {
+    return this.data({
+      method: "GET",
+      path: `/projects/${segment(projectId)}/sessions/${segment(sessionId)}/label`,
+      signal: options?.signal,
+    });
+  }
+
   /** Withdraws the session's label; a NotFoundError when it has none. */
   async unlabelSession(projectId: string, sessionId: string, options?: RequestOptions): Promise<void> {
     await this.request({

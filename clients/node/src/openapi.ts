@@ -202,7 +202,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * The session's label
+         * @description 404 when the session has no label (or is not the project's).
+         */
+        get: operations["getLabel"];
         /**
          * Labels one of the project's sessions as a bot or a person
          * @description What the customer learned afterwards (a chargeback, a support ticket from a refused person). Replaces the session's label if it had one (idempotent). The session must be one the project has events of (404 otherwise). Stored scores never change: the label keeps, beside the customer's word, the session's `scoreBot` and its events' reasons at the time, which `GET /projects/{projectId}/quality` reads. A developer request like any other.
@@ -1911,6 +1915,39 @@ export interface operations {
                      */
                     "application/json": {
                         data: components["schemas"]["SessionSummary"][];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getLabel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                projectId: components["parameters"]["projectId"];
+                sessionId: components["parameters"]["sessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The session's label. */
+            200: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Label"];
                     };
                 };
             };

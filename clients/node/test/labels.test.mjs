@@ -46,6 +46,7 @@ test("labelSession labels a session (idempotently); labels() pages; quality() co
     assert.equal(bot.label, "bot");
     assert.equal(bot.reason, null);
     assert.equal(bot.note, null);
+    assert.deepEqual(await vigil.label(projectId, robot), bot);
 
     // Page size 1: one label a page, every label once, by session id, across the Link pages.
     const pages = await collectPages(vigil.labels(projectId, { limit: 1 }).pages());
@@ -95,6 +96,7 @@ test("labelSession labels a session (idempotently); labels() pages; quality() co
       assert.match(err.message, /label not found/i);
       return true;
     });
+    await assert.rejects(vigil.label(projectId, person), NotFoundError);
   } finally {
     await vigil.unlabelSession(projectId, person).catch(() => {});
     await vigil.unlabelSession(projectId, robot).catch(() => {});

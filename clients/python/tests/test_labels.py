@@ -92,6 +92,7 @@ def test_label_list_quality_unlabel(base_url: str, api_key: str, project_id: str
             bot = vigil.label_session(project_id, bot_session, "bot")
             check_label(bot, bot_session, "bot")
             assert bot["reason"] is None and bot["note"] is None
+            assert vigil.label(project_id, bot_session) == bot
 
             listed = list(vigil.labels(project_id, limit=1))
             ids = [label["sessionId"] for label in listed]
@@ -116,6 +117,8 @@ def test_label_list_quality_unlabel(base_url: str, api_key: str, project_id: str
             with pytest.raises(NotFoundError) as gone:
                 vigil.unlabel_session(project_id, human_session)
             assert gone.value.status == 404 and gone.value.message == "Label not found"
+            with pytest.raises(NotFoundError):
+                vigil.label(project_id, human_session)
             assert human_session not in [x["sessionId"] for x in vigil.labels(project_id)]
         finally:
             for session in (human_session, bot_session):

@@ -69,6 +69,7 @@ ROUTES: Dict[Tuple[str, str], str] = {
     ("get", "/projects/{projectId}/devices/{device}/sessions"): "device_sessions",
     ("get", "/projects/{projectId}/stats"): "stats",
     ("put", "/projects/{projectId}/sessions/{sessionId}/label"): "label_session",
+    ("get", "/projects/{projectId}/sessions/{sessionId}/label"): "label",
     ("delete", "/projects/{projectId}/sessions/{sessionId}/label"): "unlabel_session",
     ("get", "/projects/{projectId}/labels"): "labels",
     ("get", "/projects/{projectId}/quality"): "quality",

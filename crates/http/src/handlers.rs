@@ -588,6 +588,24 @@ impl<S: ProjectStore + ResultStore + LabelStore, D: Sync> Endpoint<S, D> for Put
     }
 }
 
+/// GET /projects/{projectId}/sessions/{sessionId}/label: the session's label (404 without one).
+pub struct GetLabel;
+
+impl<S: ProjectStore + ResultStore + LabelStore, D: Sync> Endpoint<S, D> for GetLabel {
+    type Path = (ProjectId, SessionId);
+    type Body = ();
+    type Query = ();
+    type Data = Label;
+
+    async fn handle(
+        app: &Vigil<S, D>,
+        call: Call<Self::Path, ()>,
+    ) -> Result<Reply<Label>, ApiError> {
+        let (project, session) = &call.path;
+        Ok(Reply::ok(app.label(&call.account, project, session).await?))
+    }
+}
+
 /// DELETE /projects/{projectId}/sessions/{sessionId}/label: withdraws the session's label.
 pub struct DeleteLabel;
 

@@ -375,6 +375,11 @@ class Vigil:
         body = dict(_base.new_label(label, reason, note))
         return cast(Label, self._call("PUT", path, json=body))
 
+    def label(self, project_id: str, session_id: str) -> Label:
+        """The session's label (``NotFoundError`` if it has none)."""
+        path = f"/projects/{seg(project_id)}/sessions/{seg(session_id)}/label"
+        return cast(Label, self._call("GET", path))
+
     def unlabel_session(self, project_id: str, session_id: str) -> None:
         """Withdraws the session's label (``NotFoundError`` if it has none)."""
         path = f"/projects/{seg(project_id)}/sessions/{seg(session_id)}/label"

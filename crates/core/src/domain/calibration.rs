@@ -117,7 +117,11 @@ mod tests {
     fn label(i: usize, day: i64) -> Label {
         Label {
             session_id: SessionId::parse(format!("s{i:05}")).unwrap(),
-            label: if i.is_multiple_of(2) { Truth::Bot } else { Truth::Human },
+            label: if i.is_multiple_of(2) {
+                Truth::Bot
+            } else {
+                Truth::Human
+            },
             reason: None,
             note: None,
             labelled_at: Timestamp::from_unix_millis(day * 86_400_000 + i as i64).unwrap(),

@@ -57,6 +57,20 @@ impl<S: ProjectStore + ResultStore + LabelStore, D> Vigil<S, D> {
         Ok(label)
     }
 
+    /// A session's label.
+    pub async fn label(
+        &self,
+        account: &AccountId,
+        project: &ProjectId,
+        session: &SessionId,
+    ) -> ServiceResult<Label> {
+        self.check_owner(account, project).await?;
+        self.store
+            .label(project, session)
+            .await?
+            .ok_or(ServiceError::LabelNotFound)
+    }
+
     /// Withdraws a session's label.
     pub async fn unlabel_session(
         &self,

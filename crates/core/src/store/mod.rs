@@ -609,6 +609,19 @@ pub trait LabelStore: ItemStore {
         }
     }
 
+    /// A session's label, if it has one.
+    fn label(
+        &self,
+        project: &ProjectId,
+        session: &SessionId,
+    ) -> impl Future<Output = Res<Option<crate::domain::label::Label>>> + Send {
+        let (pk, sk) = (items::project_pk(project), items::label_sk(session));
+        async move {
+            let item: Option<items::LabelItem> = self.item(&pk, &sk, Read::Consistent).await?;
+            Ok(item.map(|i| i.value))
+        }
+    }
+
     /// Removes a session's label; false when it had none.
     fn delete_label(
         &self,
