@@ -24,10 +24,10 @@
 use std::collections::HashMap;
 
 use rusqlite::{Connection, OptionalExtension, params};
-
-use crate::domain::velocity::{CounterUpdate, Counters};
-use crate::sqlite::{Db, corrupt};
+use vigil_core::domain::velocity::{CounterUpdate, Counters};
 use vigil_core::store::plan::Attributes;
+
+use crate::error::{Db, corrupt};
 
 /// Clean rows kept per table: far more than a site's busy keys (its project shards, its devices'
 /// and addresses' current items), bounded so that a flood of one-visit addresses cannot grow it.
@@ -501,7 +501,7 @@ mod tests {
         let path = dir.path().join("held.db");
         let c = Connection::open(&path).unwrap();
         c.pragma_update(None, "journal_mode", "WAL").unwrap();
-        c.execute_batch(crate::sqlite::SCHEMA).unwrap();
+        c.execute_batch(crate::schema::SCHEMA).unwrap();
         (dir, path, c)
     }
 

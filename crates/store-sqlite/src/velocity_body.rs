@@ -13,7 +13,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD_NO_PAD;
 use serde::{Deserialize, Serialize};
 
-use crate::domain::velocity::{Counters, SKETCH_BUCKETS, Sketch, is_sketch};
+use vigil_core::domain::velocity::{Counters, SKETCH_BUCKETS, Sketch, is_sketch};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
