@@ -4,9 +4,10 @@
 //! Each item written appends its change record, and keeps the tables that index it in step.
 
 use rusqlite::{Connection, OptionalExtension, params};
+use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use vigil_core::store::StoreError;
-use vigil_core::store::items::{DUE_AT, PK, SK};
+use vigil_core::store::items::{DUE_AT, Entity, PK, SK};
 use vigil_core::store::plan::{Applied, Attributes, ItemStore, Op, Read, Step, WritePlan};
 
 use crate::changes::record_change;
@@ -46,9 +47,14 @@ fn put(
     tx.prepare_cached("INSERT OR REPLACE INTO items (pk, sk, body) VALUES (?1, ?2, ?3)")?
         .execute(params![pk, sk, body])?;
     record_change(tx, pk, sk, old, Some(&body))?;
-    match new.get("entity").and_then(serde_json::Value::as_str) {
+    // Only a string names an entity; one this build does not know indexes nothing.
+    let entity = new
+        .get("entity")
+        .filter(|e| e.is_string())
+        .and_then(|e| Entity::deserialize(e).ok());
+    match entity {
         // Read back from the text just written: no copy of the attribute map.
-        Some("session") => {
+        Some(Entity::Session) => {
             if let Some(held) = held {
                 held.summary_written(pk, sk, Some(&body));
             }
@@ -58,7 +64,7 @@ fn put(
                 &serde_json::from_str(&body).map_err(corrupt)?,
             )
         }
-        Some("delivery") => index_due(tx, pk, sk, new.get(DUE_AT).and_then(|v| v.as_str())),
+        Some(Entity::Delivery) => index_due(tx, pk, sk, new.get(DUE_AT).and_then(|v| v.as_str())),
         _ => Ok(()),
     }
 }
