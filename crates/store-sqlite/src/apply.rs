@@ -245,9 +245,9 @@ impl ItemStore for SqliteStore {
         _read: Read,
     ) -> Result<Option<T>, StoreError> {
         // One file: every read sees every committed write, whatever was asked.
-        // A point read by primary key takes microseconds from the page cache: it is done on the
-        // request's thread when a connection is free at once, since handing it to the blocking
-        // pool (a thread woken each way) cost more than the read. Otherwise it waits there.
+        // A point read by primary key is cheaper than a hop to the blocking pool (a thread woken
+        // each way): it runs on the request's thread when a connection is free at once, and
+        // waits in the pool otherwise.
         if let Some(c) = self.pool.try_get() {
             return Ok(get(&c, pk, sk)?);
         }

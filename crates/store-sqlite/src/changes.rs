@@ -14,9 +14,9 @@ use crate::sessions::is_summary_sk;
 /// How a change record begins since records became compact: the item's key, when it changed
 /// (Unix milliseconds), and its bodies before and after as the items table holds them (`null`
 /// for none), e.g. `{"v":2,"at":1795255200000,"pk":"PROJECT#p","sk":"SESSION#s","old":null,
-/// "new":{...}}`. Older records are whole stream records (an `EventRecord` with DynamoDB-typed
-/// images): building one took an eighth of the writer thread's time under ingestion, and parsing
-/// it again a seventh of the request threads'. Both kinds are read.
+/// "new":{...}}`. The bodies go in as the items table holds them, with no conversion either way.
+/// Older records are whole stream records (an `EventRecord` with DynamoDB-typed images); both
+/// kinds are read.
 const COMPACT: &str = "{\"v\":2,";
 
 /// A compact change record, its bodies borrowed from the row's text.

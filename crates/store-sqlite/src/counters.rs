@@ -127,7 +127,7 @@ impl UsageStore for SqliteStore {
         let claims = self.shared.claims.clone();
         // Every limit is read before anything is counted, in the batch's write transaction (no
         // other writer meanwhile): a refused visit counts nowhere, and no savepoint is needed.
-        // The visit's own counters are the ones the writer holds ([`Held`]); the period's usage
+        // The visit's own counters are the ones the writer holds (`held.rs`); the period's usage
         // is claimed in blocks and written as it is claimed, so it is read from the file.
         self.write_checked(
             move |tx, held| {
@@ -210,9 +210,9 @@ fn claim(
 const SECOND_KEYS: &str = "~";
 
 /// The `counters` key of a counter of one `second`: the second first (fixed width), then its
-/// item's key. A second's counters are then written side by side at the table's end, where each
-/// visit from a new address inserted a row at a random place, and expired seconds are cleared
-/// from the table's start by key ([`purge_counters`]).
+/// item's key. A second's counters are then written side by side at the table's end (not at
+/// random places), and expired seconds are cleared from the table's start by key
+/// ([`purge_counters`]).
 fn second_key(second: i64, pk: &str, sk: &str) -> String {
     format!("{SECOND_KEYS}{second:015}/{pk}/{sk}")
 }

@@ -88,7 +88,7 @@ impl ProjectStore for SqliteStore {
 }
 
 impl VelocityStore for SqliteStore {
-    /// Every item the visit names read and added to as the writer holds them ([`crate::held`]),
+    /// Every item the visit names read and added to as the writer holds them (`held.rs`),
     /// in one write transaction: atomic as DynamoDB's `ADD` is. The rows it changed are written
     /// back when its batch commits.
     async fn count_velocity(
@@ -115,7 +115,7 @@ impl VelocityStore for SqliteStore {
             }
             if held.velocity_purge_due(work.at) {
                 // Expired counters are cleared, as the table's TTL would, at most once a minute
-                // (they read as absent meanwhile): once per new address was a statement a visit.
+                // (they read as absent meanwhile), not on every visit.
                 tx.prepare_cached("DELETE FROM velocity WHERE expires < ?1")?
                     .execute([work.at])?;
             }

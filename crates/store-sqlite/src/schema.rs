@@ -38,8 +38,8 @@ CREATE TABLE IF NOT EXISTS counters (
 DROP INDEX IF EXISTS counters_by_expiry;
 -- The sessions index (DynamoDB's sparse `sessions` GSI): each session summary by when it was last
 -- seen, with the scores the list filters on. Keyed in the order the list reads it: a visit moves
--- its session's entry to the index's end (deleting the one its summary had said), where a table
--- keyed by session and an index beside it wrote a page at a random place and two more.
+-- its session's entry to the index's end (deleting the one its summary had said), so it writes
+-- at the end rather than at a random page.
 CREATE TABLE IF NOT EXISTS sessions_seen (
     pk              TEXT NOT NULL,
     seen            TEXT NOT NULL,
@@ -114,14 +114,13 @@ const AUTOCHECKPOINT_PAGES: u32 = 262_144;
 pub(crate) fn configure(c: &mut Connection) -> rusqlite::Result<()> {
     c.busy_timeout(BUSY_TIMEOUT)?;
     // Room for every statement the store runs (rusqlite keeps 16 by default): the writer's
-    // connection runs all the writes, and re-preparing was a visible cost.
+    // connection runs all the writes, and a statement that falls out is prepared again.
     c.set_prepared_statement_cache_capacity(128);
     c.pragma_update(None, "journal_mode", "WAL")?;
     c.pragma_update(None, "synchronous", "NORMAL")?;
     c.pragma_update(None, "wal_autocheckpoint", AUTOCHECKPOINT_PAGES)?;
-    // Each queued write runs in a savepoint, whose sub-journal (the pages it first
-    // changes) spilled past 64 KiB into a temporary file: a pwrite per page, an eighth
-    // of the writer thread's time under ingestion. A batch's sub-journal is a few MiB.
+    // A queued write's savepoint journals the pages it first changes (a few MiB a batch): in
+    // memory, not spilled to a temporary file a page write at a time.
     c.pragma_update(None, "temp_store", "MEMORY")?;
     Ok(())
 }

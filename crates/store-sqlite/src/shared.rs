@@ -17,10 +17,8 @@ use crate::writer::{Done, Job, Writer, in_savepoint};
 pub(crate) struct Shared {
     /// The plan's positions this process claimed and has not used (`claims.rs`).
     pub(crate) claims: Arc<Claims>,
-    /// Every write goes through this queue and its one connection, in batches (group commit; see
-    /// [`crate::writer`]). Pooled connections racing for the file's lock waited in SQLite's busy
-    /// handler, which sleeps in steps of up to 100 ms: a burst of visits had a p99 of hundreds
-    /// of milliseconds.
+    /// The one queue every write goes through, to one connection, in batches (group commit;
+    /// see `writer.rs`): no two connections race for the file's write lock.
     pub(crate) writer: Writer,
     /// The session summaries the writer committed last, to plan visits on ([`Summaries`]).
     pub(crate) summaries: Arc<Summaries>,

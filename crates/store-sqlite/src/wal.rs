@@ -24,8 +24,8 @@ const GIVE_BACK_EVERY: Duration = Duration::from_millis(500);
 /// the WAL starts again from its beginning.
 const RESTART_PAGES: i64 = 32_768;
 /// The WAL file size above which an idle store truncates it. A WAL starting again from its
-/// beginning keeps its file at the largest size it reached (hundreds of MiB after a burst of
-/// visits) until it is truncated; a few MiB is what a quiet store's writes fill between ticks.
+/// beginning keeps its file at the largest size it reached until it is truncated; a few MiB is
+/// what a quiet store's writes fill between ticks.
 pub(crate) const WAL_IDLE_BYTES: u64 = 4 << 20;
 /// How long the idle truncation waits for a reader or a writer before leaving it to a later tick.
 const TRUNCATE_WAIT: Duration = Duration::from_millis(100);
@@ -39,9 +39,9 @@ pub(crate) fn wal_path(path: &Path) -> PathBuf {
 
 /// Gives back the plan's idle positions ([`Shared::give_back`]) and checkpoints the WAL from a
 /// thread of its own, so that no request's commit pays for copying the WAL into the database and
-/// syncing it (SQLite's automatic checkpoint runs inside the commit that crosses its threshold,
-/// and its syncs kept the writer waiting on the disk a seventh of the time). Runs until the store
-/// is dropped.
+/// syncing it (SQLite's automatic checkpoint runs inside the commit that crosses its threshold).
+/// Runs until the store is dropped: it holds the shared state weakly, so that the last clone's
+/// drop still ends the writer.
 pub(crate) fn checkpoint_in_background(
     pool: Pool<SqliteConnectionManager>,
     alive: Weak<Shared>,
