@@ -2,8 +2,8 @@
 //! second's and the period's budget that it has claimed from the file, instead of writing each
 //! request to the file.
 //!
-//! Why: every authenticated request counted itself in a write transaction, and the writer's queue
-//! (a thread woken each way, a savepoint, a commit) was a quarter of `GET /v1/plan`'s cost.
+//! Why: otherwise every authenticated request counts itself in a write transaction, and pays for
+//! the writer's queue (a thread woken each way, a savepoint, a commit).
 //!
 //! Why the limits stay exact:
 //! - The file stays the one account of what is spent: a claim adds its whole block to the

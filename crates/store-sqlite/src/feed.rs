@@ -1,14 +1,65 @@
-//! The SQLite change feed's follower: records in write order, resumed after the last one the
+//! The SQLite change feed, read back: its records as DynamoDB stream records or as domain
+//! events, and the follower that hands them on in write order, resumed after the last one the
 //! consumer finished, across restarts.
 
+use aws_lambda_events::dynamodb::EventRecord;
+use rusqlite::params;
+use vigil_core::domain::FeedEvent;
 use vigil_core::report::Chain;
-use vigil_core::store::DeliveryStore;
 use vigil_core::store::feed::{BACKOFF, BATCH, ChangeFeed, FeedConsumer, POLL};
+use vigil_core::store::{DeliveryStore, StoreError};
 
-use crate::SqliteStore;
+use crate::changes::{feed_event_of, stream_record};
+use crate::error::Db;
+use crate::sqlite::SqliteStore;
 
 /// The checkpoint name of the SQLite change feed's follower.
 const SQLITE_CHECKPOINT: &str = "sqlite-feed";
+
+impl SqliteStore {
+    /// Change-feed records after `after` (exclusive), oldest first, at most `limit`.
+    pub async fn changes(
+        &self,
+        after: i64,
+        limit: usize,
+    ) -> Result<Vec<(i64, EventRecord)>, StoreError> {
+        self.read_changes(after, limit, stream_record).await
+    }
+
+    /// Change-feed records after `after` (exclusive), oldest first, at most `limit`, as what
+    /// each says in domain terms (what the follower below hands on).
+    pub async fn feed(
+        &self,
+        after: i64,
+        limit: usize,
+    ) -> Result<Vec<(i64, FeedEvent)>, StoreError> {
+        self.read_changes(after, limit, |seq, text| Ok(feed_event_of(seq, text)))
+            .await
+    }
+
+    /// Records after `after`, oldest first, at most `limit`, each read by `read` from its text.
+    async fn read_changes<T: Send + 'static>(
+        &self,
+        after: i64,
+        limit: usize,
+        read: fn(i64, &str) -> Result<T, Db>,
+    ) -> Result<Vec<(i64, T)>, StoreError> {
+        self.run(move |c| {
+            let mut stmt = c.prepare_cached(
+                "SELECT seq, record FROM changes WHERE seq > ?1 ORDER BY seq LIMIT ?2",
+            )?;
+            let mut rows = stmt.query(params![after, limit as i64])?;
+            let mut out = Vec::new();
+            while let Some(row) = rows.next()? {
+                let seq: i64 = row.get(0)?;
+                let text = row.get_ref(1)?.as_str().map_err(rusqlite::Error::from)?;
+                out.push((seq, read(seq, text)?));
+            }
+            Ok(out)
+        })
+        .await
+    }
+}
 
 impl ChangeFeed for SqliteStore {
     async fn follow<C: FeedConsumer>(self, consumer: C) {
@@ -51,5 +102,103 @@ impl ChangeFeed for SqliteStore {
                 tracing::error!(error = %Chain(&e), "cannot save the feed checkpoint");
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use aws_lambda_events::dynamodb::StreamViewType;
+    use rusqlite::Connection;
+    use vigil_core::domain::SessionChanged;
+    use vigil_core::store::ResultStore;
+    use vigil_core::store::change::feed_event;
+    use vigil_core::store::items::{PK, SK, SessionItem};
+
+    use crate::testing::visit;
+
+    /// The whole stream record a store wrote for a new item before records became compact.
+    fn legacy_record(pk: &str, sk: &str, new: &impl serde::Serialize) -> String {
+        let mut rec = EventRecord::default();
+        rec.event_name = "INSERT".to_owned();
+        rec.change.keys = serde_dynamo::to_item(serde_json::json!({ PK: pk, SK: sk })).unwrap();
+        rec.change.new_image = serde_dynamo::to_item(new).unwrap();
+        rec.change.stream_view_type = Some(StreamViewType::NewAndOldImages);
+        rec.aws_region = "local".to_owned();
+        serde_json::to_string(&rec).unwrap()
+    }
+
+    fn changed(e: &FeedEvent) -> &SessionChanged {
+        match e {
+            FeedEvent::SessionChanged(c) => c,
+            other => panic!("not a session change: {other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn records_from_before_compact_ones_are_read_beside_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("vigil.db");
+        let store = SqliteStore::open(&path).unwrap();
+        // A database that an older build wrote to: one summary's whole stream record.
+        let old = SessionItem::next(None, &visit("old", 0.8, "2026-11-21T10:00:00Z"));
+        let legacy = legacy_record("PROJECT#p", "SESSION#old", &old);
+        let file = Connection::open(&path).unwrap();
+        file.execute("INSERT INTO changes (record) VALUES (?1)", [legacy])
+            .unwrap();
+        // Then this build's writes: a result and its summary, then the summary again.
+        store
+            .add_result(&visit("new", 0.2, "2026-11-21T10:00:01Z"))
+            .await
+            .unwrap();
+        store
+            .add_result(&visit("new", 0.9, "2026-11-21T10:00:02Z"))
+            .await
+            .unwrap();
+
+        let records = store.changes(0, 100).await.unwrap();
+        let names: Vec<&str> = records.iter().map(|(_, r)| r.event_name.as_str()).collect();
+        assert_eq!(names, ["INSERT", "INSERT", "INSERT", "INSERT", "MODIFY"]);
+        for (seq, r) in &records {
+            assert_eq!(r.event_id, seq.to_string());
+        }
+        let image = |i: &serde_dynamo::Item| -> serde_json::Value {
+            serde_dynamo::from_item(i.clone()).unwrap()
+        };
+        assert_eq!(image(&records[0].1.change.new_image)["scoreProxyVpn"], 0.8);
+        let modify = &records[4].1.change;
+        assert_eq!(image(&modify.old_image)["scoreProxyVpn"], 0.2);
+        assert_eq!(image(&modify.new_image)["scoreProxyVpn"], 0.9);
+        assert_eq!(
+            image(&modify.keys),
+            serde_json::json!({"pk": "PROJECT#p", "sk": "SESSION#new"})
+        );
+
+        // The follower's reading: the summaries' changes, old and new kinds alike.
+        let events = store.feed(0, 100).await.unwrap();
+        let seqs: Vec<i64> = events.iter().map(|(s, _)| *s).collect();
+        assert_eq!(seqs, records.iter().map(|(s, _)| *s).collect::<Vec<_>>());
+        assert_eq!(changed(&events[0].1).session.as_str(), "old");
+        assert_eq!(events[1].1, FeedEvent::Other);
+        let first = changed(&events[2].1);
+        assert_eq!((first.session.as_str(), first.before), ("new", None));
+        let second = changed(&events[4].1);
+        assert_eq!(second.before.map(|b| b.score_proxy_vpn.get()), Some(0.2));
+        assert_eq!(second.after.score_proxy_vpn.get(), 0.9);
+        // What the follower read from the compact records is what the stream records say.
+        for (i, (_, rec)) in records.iter().enumerate() {
+            assert_eq!(events[i].1, feed_event(rec), "record {i}");
+        }
+
+        // A record nothing can read is unreadable to the follower, and an error to a reader that
+        // asks for stream records.
+        file.execute(
+            "INSERT INTO changes (record) VALUES (?1)",
+            [r#"{"v":2,"at":"then"}"#],
+        )
+        .unwrap();
+        let last = store.feed(records[4].0, 100).await.unwrap();
+        assert!(matches!(&last[..], [(_, FeedEvent::Unreadable(_))]));
+        assert!(store.changes(records[4].0, 100).await.is_err());
     }
 }

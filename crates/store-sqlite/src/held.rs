@@ -2,10 +2,10 @@
 //! items and a visit's plan counters. Every visit reads twelve velocity items and adds to six,
 //! adds to two statistics items (its hour's and its day's), and reads and adds to three plan
 //! counters (its address's and its project's second, its account's visits in the period); most of
-//! them (a project's, a device's, the hour before's) are the same rows visit after visit. Read
-//! from SQLite, parsed and written back one visit at a time, they were about a quarter of the
-//! writer thread's time under ingestion. Held here, a visit reads them from memory, and each row
-//! a batch changed is written once, just before the batch commits, in its transaction.
+//! them (a project's, a device's, the hour before's) are the same rows visit after visit. Held
+//! here, a visit reads them from memory instead of reading, parsing and writing each back in
+//! SQLite, and each row a batch changed is written once, just before the batch commits, in its
+//! transaction.
 //!
 //! Why the counts stay exact:
 //! - Only this store's writer connection changes these tables in this process, and it holds
@@ -24,10 +24,10 @@
 use std::collections::HashMap;
 
 use rusqlite::{Connection, OptionalExtension, params};
-
-use crate::domain::velocity::{CounterUpdate, Counters};
-use crate::sqlite::{Db, corrupt};
+use vigil_core::domain::velocity::{CounterUpdate, Counters};
 use vigil_core::store::plan::Attributes;
+
+use crate::error::{Db, corrupt};
 
 /// Clean rows kept per table: far more than a site's busy keys (its project shards, its devices'
 /// and addresses' current items), bounded so that a flood of one-visit addresses cannot grow it.
@@ -63,10 +63,9 @@ struct CounterRow {
 
 /// The session summaries this process's writer committed last (by item key, their bodies as
 /// stored), shared with the request threads: a visit plans its write on its session's summary
-/// from here instead of reading it from SQLite, whose page cache every commit empties (that read
-/// was an eighth of the request threads' time under ingestion). Only a plan reads it: the write
-/// checks the summary in its transaction, and a stale one (another process wrote the session)
-/// costs a refused attempt and a re-plan, never a wrong write.
+/// from here instead of reading it from SQLite, whose page cache every commit empties. Only a
+/// plan reads it: the write checks the summary in its transaction, and a stale one (another
+/// process wrote the session) costs a refused attempt and a re-plan, never a wrong write.
 pub type Summaries = quick_cache::sync::Cache<Key, std::sync::Arc<str>>;
 
 /// Summaries kept in [`Summaries`]: a busy site's sessions of the last minutes.
@@ -501,7 +500,7 @@ mod tests {
         let path = dir.path().join("held.db");
         let c = Connection::open(&path).unwrap();
         c.pragma_update(None, "journal_mode", "WAL").unwrap();
-        c.execute_batch(crate::sqlite::SCHEMA).unwrap();
+        c.execute_batch(crate::schema::SCHEMA).unwrap();
         (dir, path, c)
     }
 

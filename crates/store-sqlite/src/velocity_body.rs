@@ -1,11 +1,10 @@
 //! How a velocity item is kept in its row: numbers as they are, and each sketch as its bitmap
 //! in base64 (171 characters), instead of a JSON list of up to 1,024 bucket numbers, or, while it
 //! holds few buckets, as the list of them (an address seen once fills one bucket: a few
-//! characters, not 171). A visit reads and rewrites six items; with lists, a busy device's items
-//! ran to kilobytes and spilled onto overflow pages, and parsing and writing them was most of the
-//! visit's added time; with bitmaps only, most rows (addresses seen once or twice) were ten times
-//! the size of what they said, and the table's pages that much more numerous. Other sets
-//! (countries) stay lists. Rows written in the layouts before are still read.
+//! characters, not 171). A visit reads and rewrites six items: as lists, a busy device's items
+//! run to kilobytes and spill onto overflow pages; as bitmaps only, a row of an address seen once
+//! or twice is many times the size of what it says. Other sets (countries) stay lists. Rows
+//! written in the layouts before are still read.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -13,7 +12,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD_NO_PAD;
 use serde::{Deserialize, Serialize};
 
-use crate::domain::velocity::{Counters, SKETCH_BUCKETS, Sketch, is_sketch};
+use vigil_core::domain::velocity::{Counters, SKETCH_BUCKETS, Sketch, is_sketch};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]

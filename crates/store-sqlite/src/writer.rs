@@ -18,8 +18,7 @@
 //!
 //! A write that decides before it writes ([`checked`]) needs no savepoint: its check only reads,
 //! and what it writes after cannot be refused. SQLite copies every page a savepoint's statements
-//! touch into the savepoint's journal, about a tenth of this thread's time under ingestion; such
-//! a write skips that. Should it fail half-way (an I/O error, a full disk), nothing can undo its
+//! touch into the savepoint's journal; such a write skips that. Should it fail half-way (an I/O error, a full disk), nothing can undo its
 //! writes alone: the batch is rolled back and every write in it fails.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};

@@ -1,0 +1,324 @@
+//! The plan's counters on SQLite: a developer's requests counted against blocks claimed from the
+//! file (`claims.rs`), a visit's own counters through the rows the writer holds (`held.rs`), and
+//! the `counters` table they are kept in.
+
+use rusqlite::{Connection, OptionalExtension, params};
+use vigil_core::domain::AccountId;
+use vigil_core::domain::plan::{Counted, Period, VisitCount};
+use vigil_core::store::items::{
+    account_pk, project_pk, rate_sk, usage_sk, visit_rate_sk, visit_source_sk, visits_sk,
+};
+use vigil_core::store::{COUNTER_GRACE_SECONDS, RATE_WINDOW_TTL, StoreError, UsageStore};
+
+use crate::claims::{Taken, claim_size};
+use crate::error::Db;
+use crate::sqlite::SqliteStore;
+
+/// Positions `first..end` a claim took in a counter.
+type Block = (i64, i64);
+
+impl SqliteStore {
+    /// One try of [`UsageStore::count_request`]: positions held here, else a claim.
+    async fn count_request_once(
+        &self,
+        pk: &str,
+        second: i64,
+        max_rps: u32,
+        period: &Period,
+        usage_key: &str,
+        max_requests: i64,
+    ) -> Result<Counted, StoreError> {
+        let claims = &self.shared.claims;
+        let (held, want) =
+            match claims.take(pk, second, i64::from(max_rps), usage_key, max_requests) {
+                Taken {
+                    rate: Some(r),
+                    quota: Some(q),
+                    ..
+                } => return Ok(allowed(r, q)),
+                Taken { rate, want, .. } => (rate, want),
+            };
+        let rate_key = second_key(second, pk, &rate_sk(second));
+        let usage_expires = period.end.unix_seconds() + COUNTER_GRACE_SECONDS;
+        let (account, key, held_here) = (pk.to_owned(), usage_key.to_owned(), claims.clone());
+        let (filed_for, filed_at, filed_in) = (pk.to_owned(), usage_key.to_owned(), claims.clone());
+        // What the claim got is filed on the writer thread as its batch commits, before any
+        // claim queued after it is answered: a request the file refuses because earlier claims
+        // took the room finds their unused positions held here ([`UsageStore::count_request`]).
+        let file = move |&(rate, quota): &(Option<Block>, Option<Block>)| {
+            let claimed = rate.filter(|_| held.is_none());
+            filed_in.file(&filed_for, second, claimed, &filed_at, quota);
+        };
+        let (rate, quota) = self
+            .write_held_then(
+                move |tx, rows| {
+                    let rate = match held {
+                        Some(p) => (p, p + 1),
+                        None => {
+                            let expires = second + RATE_WINDOW_TTL;
+                            let back = held_here.surrender_rate(&account, second);
+                            let max = i64::from(max_rps);
+                            match claim(tx, &rate_key, max, want, expires, back)? {
+                                Some(block) => block,
+                                None => return Ok((None, None)),
+                            }
+                        }
+                    };
+                    if rows.counters_purge_due(second) {
+                        purge_counters(tx, second)?;
+                    }
+                    let back = held_here.surrender_quota(&account, &key);
+                    let quota = claim(tx, &key, max_requests, want, usage_expires, back)?;
+                    Ok((Some(rate), quota))
+                },
+                file,
+            )
+            .await?;
+        Ok(match (rate, quota) {
+            (None, _) => Counted::RateLimited,
+            (Some(_), None) => Counted::QuotaExceeded,
+            (Some((r, _)), Some((q, _))) => allowed(r, q),
+        })
+    }
+}
+
+impl UsageStore for SqliteStore {
+    /// Counts against the positions this process holds, claiming a block from the file when it
+    /// holds none (see [`crate::claims`]): one write per claim, not per request.
+    async fn count_request(
+        &self,
+        account: &AccountId,
+        second: i64,
+        max_rps: u32,
+        period: &Period,
+        max_requests: u64,
+    ) -> Result<Counted, StoreError> {
+        let pk = account_pk(account);
+        let usage_key = format!("{pk}/{}", usage_sk(period.start));
+        let claims = &self.shared.claims;
+        let max_requests = i64::try_from(max_requests).unwrap_or(i64::MAX);
+        // A request the file refuses may find positions held here that claims before its own
+        // took (they are filed before it is answered): it tries once more and takes one, or
+        // those positions would go unused while the second or the period had room. (Its second
+        // try takes a position in the second again, as any request refused for the period has.)
+        let once =
+            || self.count_request_once(&pk, second, max_rps, period, &usage_key, max_requests);
+        let mut counted = once().await?;
+        if matches!(counted, Counted::RateLimited | Counted::QuotaExceeded)
+            && claims.holds(&pk, second, &usage_key)
+        {
+            counted = once().await?;
+        }
+        if let Counted::Allowed { .. } = counted {
+            claims.admitted(&pk, second);
+        }
+        Ok(counted)
+    }
+
+    async fn count_visit(&self, v: &VisitCount<'_>) -> Result<Counted, StoreError> {
+        let (apk, ppk) = (account_pk(v.account), project_pk(v.project));
+        let rate_key = second_key(v.second, &ppk, &visit_rate_sk(v.second));
+        let source_key = second_key(v.second, &ppk, &visit_source_sk(&v.source, v.second));
+        let usage_key = format!("{apk}/{}", usage_sk(v.period.start));
+        let visits_key = format!("{apk}/{}", visits_sk(v.period.start));
+        let usage_expires = v.period.end.unix_seconds() + COUNTER_GRACE_SECONDS;
+        let max_requests = i64::try_from(v.max_requests).unwrap_or(i64::MAX);
+        let (second, project_rps, source_rps) = (v.second, v.project_rps, v.source_rps);
+        let claims = self.shared.claims.clone();
+        // Every limit is read before anything is counted, in the batch's write transaction (no
+        // other writer meanwhile): a refused visit counts nowhere, and no savepoint is needed.
+        // The visit's own counters are the ones the writer holds (`held.rs`); the period's usage
+        // is claimed in blocks and written as it is claimed, so it is read from the file.
+        self.write_checked(
+            move |tx, held| {
+                if held.count(tx, &source_key)? >= i64::from(source_rps)
+                    || held.count(tx, &rate_key)? >= i64::from(project_rps)
+                {
+                    return Ok(Err(Counted::RateLimited));
+                }
+                // Period positions this process holds unused are claimed, not spent.
+                let developer = count_of(tx, &usage_key)? - claims.unused(&apk, &usage_key);
+                if held.count(tx, &visits_key)? >= max_requests.saturating_sub(developer) {
+                    return Ok(Err(Counted::QuotaExceeded));
+                }
+                Ok(Ok((source_key, rate_key, visits_key, developer)))
+            },
+            move |tx, held, (source_key, rate_key, visits_key, developer)| {
+                if held.counters_purge_due(second) {
+                    purge_counters(tx, second)?;
+                }
+                let expires = second + RATE_WINDOW_TTL;
+                let in_second = held.add_one(tx, &source_key, expires)?;
+                held.add_one(tx, &rate_key, expires)?;
+                let visits = held.add_one(tx, &visits_key, usage_expires)?;
+                Ok(Counted::Allowed {
+                    in_second: u32::try_from(in_second).unwrap_or(u32::MAX),
+                    in_period: u64::try_from(developer + visits).unwrap_or(0),
+                })
+            },
+        )
+        .await
+    }
+
+    async fn period_usage(&self, account: &AccountId, period: &Period) -> Result<u64, StoreError> {
+        let pk = account_pk(account);
+        let keys = [
+            format!("{pk}/{}", usage_sk(period.start)),
+            format!("{pk}/{}", visits_sk(period.start)),
+        ];
+        // Period positions this process holds unused are claimed, not spent.
+        let unused = self.shared.claims.unused(&pk, &keys[0]);
+        self.run(move |c| {
+            let mut n = -unused;
+            for key in &keys {
+                n += count_of(c, key)?;
+            }
+            Ok(u64::try_from(n).unwrap_or(0))
+        })
+        .await
+    }
+}
+
+/// Claims up to `want` positions under `max` in the counter `key` (see [`claim_size`]), after
+/// giving back the `back` positions this process held there unused: the block `first..end` it
+/// took, or none when the counter is at `max`. (Were the batch's commit to fail, the positions
+/// given back would stay counted: the usage would read high by them, never low.)
+fn claim(
+    tx: &Connection,
+    key: &str,
+    max: i64,
+    want: i64,
+    expires: i64,
+    back: i64,
+) -> Result<Option<(i64, i64)>, Db> {
+    let count = (count_of(tx, key)? - back).max(0);
+    let k = claim_size(max - count, want);
+    let total = count + k;
+    if k > 0 || back > 0 {
+        tx.prepare_cached(
+            "INSERT INTO counters (key, count, expires) VALUES (?1, ?2, ?3)
+             ON CONFLICT (key) DO UPDATE SET count = ?2",
+        )?
+        .execute(params![key, total, expires])?;
+    }
+    Ok((k > 0).then_some((total - k + 1, total + 1)))
+}
+
+/// Where the counters of one second (a developer's requests, a project's visits, a source's)
+/// begin in the `counters` table: after every period counter's key (`ACCOUNT#…`), since `~` sorts
+/// after them.
+const SECOND_KEYS: &str = "~";
+
+/// The `counters` key of a counter of one `second`: the second first (fixed width), then its
+/// item's key. A second's counters are then written side by side at the table's end (not at
+/// random places), and expired seconds are cleared from the table's start by key
+/// ([`purge_counters`]).
+fn second_key(second: i64, pk: &str, sk: &str) -> String {
+    format!("{SECOND_KEYS}{second:015}/{pk}/{sk}")
+}
+
+/// Clears the counters that have expired at `now`, as the table's TTL would: the seconds whose
+/// window has passed by key, the few others (the periods', and any kept under the keys used
+/// before [`second_key`]) by their expiry. They are never read again once expired (their keys
+/// name a second or a period that has passed), so this is housekeeping, done once a second at
+/// most ([`Held::counters_purge_due`](crate::held::Held::counters_purge_due)).
+fn purge_counters(tx: &Connection, now: i64) -> Result<(), Db> {
+    let first_kept = format!("{SECOND_KEYS}{:015}", now - RATE_WINDOW_TTL);
+    tx.prepare_cached("DELETE FROM counters WHERE key >= ?1 AND key < ?2")?
+        .execute([SECOND_KEYS, &first_kept])?;
+    tx.prepare_cached("DELETE FROM counters WHERE key < ?1 AND expires < ?2")?
+        .execute(params![SECOND_KEYS, now])?;
+    Ok(())
+}
+
+fn allowed(in_second: i64, in_period: i64) -> Counted {
+    Counted::Allowed {
+        in_second: u32::try_from(in_second).unwrap_or(u32::MAX),
+        in_period: u64::try_from(in_period).unwrap_or(0),
+    }
+}
+
+/// A counter's value; 0 when it was never counted.
+fn count_of(c: &Connection, key: &str) -> Result<i64, Db> {
+    Ok(
+        c.prepare_cached("SELECT count FROM counters WHERE key = ?1")?
+            .query_row([key], |r| r.get(0))
+            .optional()?
+            .unwrap_or(0),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::SCHEMA;
+    use crate::testing::texts;
+
+    /// Requests at a second's limit while other claims of the process are on their way: the file
+    /// counts those claims' positions before they are filed here, and a request refused then
+    /// finds them filed and takes one, so the second admits exactly its limit (it admitted a few
+    /// fewer now and then, and the positions were left unused).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn a_burst_at_the_seconds_limit_admits_exactly_the_limit() {
+        let period = Period {
+            start: "2026-11-01T00:00:00Z".parse().unwrap(),
+            end: "2026-12-01T00:00:00Z".parse().unwrap(),
+        };
+        let account = AccountId::parse("acc_burst").unwrap();
+        for round in 0..20 {
+            let dir = tempfile::tempdir().unwrap();
+            let store = std::sync::Arc::new(SqliteStore::open(dir.path().join("v.db")).unwrap());
+            let gate = std::sync::Arc::new(tokio::sync::Semaphore::new(16));
+            let tasks: Vec<_> = (0..1_100)
+                .map(|_| {
+                    let (store, account, gate) = (store.clone(), account.clone(), gate.clone());
+                    tokio::spawn(async move {
+                        let _turn = gate.acquire().await.unwrap();
+                        store
+                            .count_request(&account, 1_795_000_000, 1_000, &period, 1_000_000)
+                            .await
+                            .unwrap()
+                    })
+                })
+                .collect();
+            let mut allowed = 0;
+            for t in tasks {
+                allowed += usize::from(matches!(t.await.unwrap(), Counted::Allowed { .. }));
+            }
+            assert_eq!(allowed, 1_000, "round {round}");
+        }
+    }
+
+    #[test]
+    fn expired_counters_are_cleared_by_their_second_or_their_expiry() {
+        let c = Connection::open_in_memory().unwrap();
+        c.execute_batch(SCHEMA).unwrap();
+        let now = 1_800_000_000;
+        let ttl = RATE_WINDOW_TTL;
+        let rows = [
+            // A second's counters: expired when their window ended before now.
+            (second_key(now - ttl - 1, "PROJECT#p", "VSRC#a#1"), now - 1),
+            (second_key(now - ttl, "PROJECT#p", "VRATE#1"), now),
+            (second_key(now, "ACCOUNT#a", "RATE#1"), now + ttl),
+            // The period's, and a second's kept under the key used before: by their expiry.
+            ("ACCOUNT#a/USAGE#old".to_owned(), now - 1),
+            ("ACCOUNT#a/USAGE#new".to_owned(), now + 100),
+            ("PROJECT#p/VSRC#a#1".to_owned(), now - 1),
+        ];
+        for (key, expires) in &rows {
+            c.execute(
+                "INSERT INTO counters (key, count, expires) VALUES (?1, 1, ?2)",
+                params![key, expires],
+            )
+            .unwrap();
+        }
+        purge_counters(&c, now).unwrap();
+        let left = texts(&c, "SELECT key FROM counters ORDER BY key");
+        // Seconds sort by time, after every period's key.
+        assert_eq!(
+            left,
+            [rows[4].0.as_str(), &rows[1].0, &rows[2].0],
+            "kept: the period in force and the seconds whose window has not ended"
+        );
+    }
+}
