@@ -277,3 +277,31 @@ async fn seed_refuses_an_invalid_file_and_writes_none_of_it() {
         .await
         .expect(200, json!({"data": [newer, old]}));
 }
+
+/// Issue 49: `vigil calibrate` says why it cannot calibrate, in one line, and changes nothing; with
+/// `--all` and no labelled project it calibrates nothing and says so as JSON.
+#[tokio::test]
+async fn calibrate_refuses_what_it_cannot_fit_and_changes_nothing() {
+    let srv = Server::seeded(&fixture(vec![]));
+    for (args, needle) in [
+        (
+            &["calibrate", "--project=prj_nope"][..],
+            "project not found",
+        ),
+        (
+            &["calibrate", "--project=prj_1"][..],
+            "calibration needs 50 admitted labels of each kind; the project has 0 bots and 0 humans",
+        ),
+        (&["calibrate"][..], "required arguments were not provided"),
+        (&["calibrate", "--project=prj_1", "--all"][..], "--all"),
+        (&["calibrate", "--project=bad id"][..], "--project"),
+    ] {
+        assert_cli_error(&srv.cli(args), needle);
+    }
+    let all = srv.cli(&["calibrate", "--all"]);
+    assert!(all.status.success(), "{all:?}");
+    assert_eq!(String::from_utf8_lossy(&all.stdout).trim(), "[]");
+    srv.get(KEY1, "/v1/projects/prj_1")
+        .await
+        .expect(200, json!({"data": project1()}));
+}
