@@ -6,8 +6,8 @@ mod common;
 mod receiver;
 
 mod lambda {
-    //! The handlers through the Lambda events `list-webhooks.json`, `create-webhook*.json` and
-    //! `delete-webhook.json`.
+    //! The handlers through the Lambda events `list-webhooks.json`, `create-webhook*.json`,
+    //! `delete-webhook.json` and `list-deliveries.json`.
 
     use crate::common::lambda::*;
     use http::{StatusCode, header};
@@ -28,6 +28,20 @@ mod lambda {
 
     async fn list_webhooks(app: &Vigil<SqliteStore, Detecting>) -> Answer {
         call::<handlers::ListWebhooks>(app, request("list-webhooks.json")).await
+    }
+
+    /// `list-deliveries.json`: a webhook with no delivery yet has an empty log; another
+    /// project's webhook is not found.
+    #[tokio::test]
+    async fn list_deliveries_shows_the_webhooks_log() {
+        let f = fixture().await;
+        let a = call::<handlers::ListDeliveries>(&f.app, request("list-deliveries.json")).await;
+        assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+        assert_eq!(a.body, json!({ "data": [] }));
+        let mut other = event_json("list-deliveries.json");
+        other["pathParameters"]["webhookId"] = json!("wh_nope");
+        let a = call::<handlers::ListDeliveries>(&f.app, request_from(&other)).await;
+        assert_eq!(a.status, StatusCode::NOT_FOUND, "{}", a.body);
     }
 
     #[tokio::test]

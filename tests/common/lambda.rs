@@ -29,6 +29,7 @@
 //! | put-label.json                 | put-label            | `handlers::PutLabel`                     |
 //! | get-label.json                 | get-label            | `handlers::GetLabel`                     |
 //! | delete-label.json              | delete-label         | `handlers::DeleteLabel`                  |
+//! | list-deliveries.json           | list-deliveries      | `handlers::ListDeliveries`               |
 //! | list-labels.json               | list-labels          | `handlers::ListLabels`                   |
 //! | get-quality.json               | get-quality          | `handlers::GetQuality`                   |
 //! | collect*.json                  | collect              | `lambda::collect`                        |
@@ -74,6 +75,7 @@ pub const HTTP_EVENTS: &[(&str, &str)] = &[
     ("create-webhook-private-url.json", "create-webhook"),
     ("list-webhooks.json", "list-webhooks"),
     ("delete-webhook.json", "delete-webhook"),
+    ("list-deliveries.json", "list-deliveries"),
     ("create-project.json", "create-project"),
     ("list-projects.json", "list-projects"),
     ("update-project.json", "update-project"),

@@ -1,10 +1,10 @@
 //! Authentication: a developer key in the `Authorization` header, and the account it names. The
 //! authorizer function (API Gateway) and `vigil serve` both call [`authorize`].
 
-use crate::domain::plan::Principal;
-use crate::domain::token::ApiKey;
-use crate::service::{ServiceError, ServiceResult, Vigil};
-use crate::store::{AccountStore, KeyStore};
+use vigil_core::domain::plan::Principal;
+use vigil_core::domain::token::ApiKey;
+use vigil_core::service::{ServiceError, ServiceResult, Vigil};
+use vigil_core::store::{AccountStore, KeyStore};
 
 /// The key of an `Authorization: Bearer <key>` header, if it has the key format. The scheme word is
 /// case-insensitive.

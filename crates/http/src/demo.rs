@@ -15,11 +15,11 @@ use http::{HeaderValue, StatusCode, header};
 use lambda_http::{Body, Response};
 
 use crate::ApiError;
-use crate::domain::token::random_base62;
-use crate::domain::{AccountId, ProjectId, SessionId};
-use crate::seed::{DEMO_ACCOUNT, DEMO_PROJECT};
-use crate::service::{ServiceError, Vigil};
-use crate::store::Store;
+use vigil_core::domain::token::random_base62;
+use vigil_core::domain::{AccountId, ProjectId, SessionId};
+use vigil_core::seed::{DEMO_ACCOUNT, DEMO_PROJECT};
+use vigil_core::service::{ServiceError, Vigil};
+use vigil_core::store::Store;
 
 /// The cookie that names the session this browser's demo page created.
 const COOKIE: &str = "vigil_demo_session";

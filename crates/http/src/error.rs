@@ -6,10 +6,10 @@ use std::borrow::Cow;
 use http::{HeaderValue, StatusCode, header};
 use lambda_http::{Body, Response};
 
-use crate::domain::plan::Refusal;
-use crate::report::Chain;
-use crate::service::{ServiceError, TestBudget};
-use crate::store::StoreError;
+use vigil_core::domain::plan::Refusal;
+use vigil_core::report::Chain;
+use vigil_core::service::{ServiceError, TestBudget};
+use vigil_core::store::StoreError;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ApiError {
@@ -138,15 +138,15 @@ impl From<ServiceError> for ApiError {
                 ApiError::TooManyRequests("At most 20 test events per account per minute", s)
             }
             ServiceError::Refused(Refusal::PlanInactive) => {
-                crate::metrics::refusal("plan_inactive");
+                vigil_core::metrics::refusal("plan_inactive");
                 ApiError::Forbidden("Plan is not active")
             }
             ServiceError::Refused(Refusal::RateLimited(s)) => {
-                crate::metrics::refusal("rate");
+                vigil_core::metrics::refusal("rate");
                 ApiError::TooManyRequests("Rate limit exceeded", s)
             }
             ServiceError::Refused(Refusal::QuotaExceeded(s)) => {
-                crate::metrics::refusal("quota");
+                vigil_core::metrics::refusal("quota");
                 ApiError::TooManyRequests("Monthly request quota exceeded", s)
             }
             ServiceError::EventNotFound => ApiError::NotFound("Event not found"),

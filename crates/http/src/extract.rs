@@ -9,8 +9,8 @@ use serde_json::{Map, Value};
 use super::ApiError;
 use super::paths::{BASE, PathParam};
 use super::reply::Reply;
-use crate::domain::idempotency::{IdempotencyKey, KeyError, Once};
-use crate::domain::{
+use vigil_core::domain::idempotency::{IdempotencyKey, KeyError, Once};
+use vigil_core::domain::{
     AccountId, DeliveryId, DeviceKey, EventId, IdError, ProjectId, ResultPosition, SessionId,
     Timestamp, WebhookId, cursor,
 };

@@ -16,12 +16,12 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use super::context::Context;
-use crate::detect::Wire;
-use crate::detect::wire::{header_order_of, is_ja4, normalise_http_version};
-use crate::domain::AccountId;
-use crate::domain::plan::{Principal, Terms};
-use crate::service::{ServiceResult, Vigil};
-use crate::store::AccountStore;
+use vigil_core::detect::Wire;
+use vigil_core::detect::wire::{header_order_of, is_ja4, normalise_http_version};
+use vigil_core::domain::AccountId;
+use vigil_core::domain::plan::{Principal, Terms};
+use vigil_core::service::{ServiceResult, Vigil};
+use vigil_core::store::AccountStore;
 
 /// The typed context of a request API Gateway passed to a function: the principal from the
 /// authorizer's context (its terms read from the account when a policy cached before they were
@@ -226,7 +226,7 @@ mod tests {
         Principal {
             account: AccountId::parse("acc_1").unwrap(),
             terms: Terms {
-                status: crate::domain::PlanStatus::PastDue,
+                status: vigil_core::domain::PlanStatus::PastDue,
                 expires_at: Some("2027-01-01T00:00:00Z".parse().unwrap()),
                 subscribed_at: "2026-01-31T00:00:00Z".parse().unwrap(),
                 max_rps: 7,

@@ -9,19 +9,18 @@ use super::extract::{
     FromQuery, Json, JsonBody, Members, Paging, Query, page_limit, query_time, with_next_link,
 };
 use super::paths::BASE;
-use super::pipeline::{Call, Endpoint, Reply};
-use crate::domain::calibration::ModelChoice;
-use crate::domain::label::{Label, LabelNote, LabelReason, LabelSpec, Quality, Truth};
-use crate::domain::project::{AgentPolicy, Domain, ProjectName};
-use crate::domain::webhook::{WebhookType, WebhookUrl};
-use crate::domain::{
+use super::pipeline::{Reply, endpoint};
+use vigil_core::domain::calibration::ModelChoice;
+use vigil_core::domain::label::{Label, LabelNote, LabelReason, LabelSpec, Quality, Truth};
+use vigil_core::domain::project::{AgentPolicy, Domain, ProjectName};
+use vigil_core::domain::webhook::{WebhookType, WebhookUrl};
+use vigil_core::domain::{
     CheckResult, DeliveryView, Plan, Project, ProjectId, SessionId, SessionScore as Score,
     Timestamp, Webhook, WebhookId,
 };
-use crate::service::Vigil;
-use crate::service::plans::Usage;
-use crate::service::projects::{ProjectChanges, ProjectSpec, SealingKeysView};
-use crate::store::{
+use vigil_core::service::plans::Usage;
+use vigil_core::service::projects::{ProjectChanges, ProjectSpec, SealingKeysView};
+use vigil_core::store::{
     AccountStore, DeliveryStore, IdempotencyStore, LabelStore, ProjectStore, ResultStore,
     UsageStore, WebhookStore,
 };
@@ -32,20 +31,11 @@ pub use super::insight::{GetStats, ListDeviceSessions, ListSessions};
 /// Largest webhook creation body accepted.
 pub const MAX_WEBHOOK_BODY: usize = 8 * 1024;
 
-/// GET /results/{projectId}/{sessionId}: a page of the session's results, newest first; `null`
-/// when it has none.
-pub struct ListResults;
-
-impl<S: ProjectStore + ResultStore, D: Sync> Endpoint<S, D> for ListResults {
-    type Path = (ProjectId, SessionId);
-    type Body = ();
-    type Query = Paging;
-    type Data = Option<Vec<CheckResult>>;
-
-    async fn handle(
-        app: &Vigil<S, D>,
-        call: Call<Self::Path, (), Paging>,
-    ) -> Result<Reply<Self::Data>, ApiError> {
+endpoint! {
+    /// GET /results/{projectId}/{sessionId}: a page of the session's results, newest first; `null`
+    /// when it has none.
+    ListResults: ProjectStore + ResultStore;
+    (app, call: (ProjectId, SessionId), (), Paging) -> Option<Vec<CheckResult>> {
         let ((project, session), paging) = (&call.path, &call.query);
         let page = app
             .results(&call.account, project, session, paging.limit, paging.after)
@@ -56,19 +46,10 @@ impl<S: ProjectStore + ResultStore, D: Sync> Endpoint<S, D> for ListResults {
     }
 }
 
-/// GET /results/{projectId}/{sessionId}/general: the session's overall score.
-pub struct SessionScore;
-
-impl<S: ProjectStore + ResultStore, D: Sync> Endpoint<S, D> for SessionScore {
-    type Path = (ProjectId, SessionId);
-    type Body = ();
-    type Query = ();
-    type Data = Score;
-
-    async fn handle(
-        app: &Vigil<S, D>,
-        call: Call<Self::Path, ()>,
-    ) -> Result<Reply<Score>, ApiError> {
+endpoint! {
+    /// GET /results/{projectId}/{sessionId}/general: the session's overall score.
+    SessionScore: ProjectStore + ResultStore;
+    (app, call: (ProjectId, SessionId), (), ()) -> Score {
         let (project, session) = &call.path;
         Ok(Reply::ok(
             app.session_score(&call.account, project, session).await?,
@@ -76,18 +57,11 @@ impl<S: ProjectStore + ResultStore, D: Sync> Endpoint<S, D> for SessionScore {
     }
 }
 
-/// GET /plan: the account's plan.
-pub struct GetPlan;
-
-impl<S: AccountStore, D: Sync> Endpoint<S, D> for GetPlan {
-    // Readable while the plan is not in force, so a client can learn why it is refused.
-    const WITHOUT_PLAN_IN_FORCE: bool = true;
-    type Path = ();
-    type Body = ();
-    type Query = ();
-    type Data = Plan;
-
-    async fn handle(app: &Vigil<S, D>, call: Call<(), ()>) -> Result<Reply<Plan>, ApiError> {
+endpoint! {
+    /// GET /plan: the account's plan.
+    GetPlan: AccountStore;
+    const WITHOUT_PLAN_IN_FORCE;
+    (app, call: (), (), ()) -> Plan {
         // The plan authenticating read a moment ago, or (Lambda) the account's.
         let plan = match call.plan {
             Some(plan) => plan,
@@ -97,19 +71,10 @@ impl<S: AccountStore, D: Sync> Endpoint<S, D> for GetPlan {
     }
 }
 
-/// GET /projects/{projectId}: one project of the account.
-pub struct GetProject;
-
-impl<S: ProjectStore, D: Sync> Endpoint<S, D> for GetProject {
-    type Path = ProjectId;
-    type Body = ();
-    type Query = ();
-    type Data = Project;
-
-    async fn handle(
-        app: &Vigil<S, D>,
-        call: Call<ProjectId, ()>,
-    ) -> Result<Reply<Project>, ApiError> {
+endpoint! {
+    /// GET /projects/{projectId}: one project of the account.
+    GetProject: ProjectStore;
+    (app, call: ProjectId, (), ()) -> Project {
         Ok(Reply::ok(app.project(&call.account, &call.path).await?))
     }
 }
@@ -134,19 +99,10 @@ impl JsonBody for NewWebhook {
     }
 }
 
-/// POST /projects/{projectId}/webhooks: 201 with the new webhook's `Location`.
-pub struct CreateWebhook;
-
-impl<S: ProjectStore + WebhookStore, D: Sync> Endpoint<S, D> for CreateWebhook {
-    type Path = ProjectId;
-    type Body = Json<NewWebhook>;
-    type Query = ();
-    type Data = ();
-
-    async fn handle(
-        app: &Vigil<S, D>,
-        call: Call<ProjectId, Self::Body>,
-    ) -> Result<Reply<()>, ApiError> {
+endpoint! {
+    /// POST /projects/{projectId}/webhooks: 201 with the new webhook's `Location`.
+    CreateWebhook: ProjectStore + WebhookStore;
+    (app, call: ProjectId, Json<NewWebhook>, ()) -> () {
         let Json(NewWebhook { kind, url }) = call.body;
         let url = WebhookUrl::parse(&url, app.url_policy())
             .map_err(|e| ApiError::bad_request(e.to_string()))?;
@@ -158,33 +114,18 @@ impl<S: ProjectStore + WebhookStore, D: Sync> Endpoint<S, D> for CreateWebhook {
     }
 }
 
-/// GET /projects/{projectId}/webhooks: the project's webhooks, oldest first.
-pub struct ListWebhooks;
-
-impl<S: ProjectStore + WebhookStore, D: Sync> Endpoint<S, D> for ListWebhooks {
-    type Path = ProjectId;
-    type Body = ();
-    type Query = ();
-    type Data = Vec<Webhook>;
-
-    async fn handle(
-        app: &Vigil<S, D>,
-        call: Call<ProjectId, ()>,
-    ) -> Result<Reply<Vec<Webhook>>, ApiError> {
+endpoint! {
+    /// GET /projects/{projectId}/webhooks: the project's webhooks, oldest first.
+    ListWebhooks: ProjectStore + WebhookStore;
+    (app, call: ProjectId, (), ()) -> Vec<Webhook> {
         Ok(Reply::ok(app.webhooks(&call.account, &call.path).await?))
     }
 }
 
-/// DELETE /projects/{projectId}/webhooks/{webhookId}
-pub struct DeleteWebhook;
-
-impl<S: ProjectStore + WebhookStore, D: Sync> Endpoint<S, D> for DeleteWebhook {
-    type Path = (ProjectId, WebhookId);
-    type Body = ();
-    type Query = ();
-    type Data = ();
-
-    async fn handle(app: &Vigil<S, D>, call: Call<Self::Path, ()>) -> Result<Reply<()>, ApiError> {
+endpoint! {
+    /// DELETE /projects/{projectId}/webhooks/{webhookId}
+    DeleteWebhook: ProjectStore + WebhookStore;
+    (app, call: (ProjectId, WebhookId), (), ()) -> () {
         let (project, webhook) = &call.path;
         app.delete_webhook(&call.account, project, webhook).await?;
         Ok(Reply::ok(()))
@@ -199,20 +140,11 @@ pub struct SecretView {
     pub secret: Option<String>,
 }
 
-/// GET /projects/{projectId}/webhooks/{webhookId}/secret: the secret its deliveries are signed
-/// with (developer key; never in a listing).
-pub struct GetWebhookSecret;
-
-impl<S: ProjectStore + WebhookStore, D: Sync> Endpoint<S, D> for GetWebhookSecret {
-    type Path = (ProjectId, WebhookId);
-    type Body = ();
-    type Query = ();
-    type Data = SecretView;
-
-    async fn handle(
-        app: &Vigil<S, D>,
-        call: Call<Self::Path, ()>,
-    ) -> Result<Reply<SecretView>, ApiError> {
+endpoint! {
+    /// GET /projects/{projectId}/webhooks/{webhookId}/secret: the secret its deliveries are signed
+    /// with (developer key; never in a listing).
+    GetWebhookSecret: ProjectStore + WebhookStore;
+    (app, call: (ProjectId, WebhookId), (), ()) -> SecretView {
         let (project, webhook) = &call.path;
         let secret = app.webhook_secret(&call.account, project, webhook).await?;
         Ok(Reply::ok(SecretView {
@@ -221,20 +153,11 @@ impl<S: ProjectStore + WebhookStore, D: Sync> Endpoint<S, D> for GetWebhookSecre
     }
 }
 
-/// POST /projects/{projectId}/webhooks/{webhookId}/secret/rotate: a new secret; the previous one
-/// keeps signing beside it for the overlap (24 hours unless configured).
-pub struct RotateWebhookSecret;
-
-impl<S: ProjectStore + WebhookStore, D: Sync> Endpoint<S, D> for RotateWebhookSecret {
-    type Path = (ProjectId, WebhookId);
-    type Body = ();
-    type Query = ();
-    type Data = SecretView;
-
-    async fn handle(
-        app: &Vigil<S, D>,
-        call: Call<Self::Path, ()>,
-    ) -> Result<Reply<SecretView>, ApiError> {
+endpoint! {
+    /// POST /projects/{projectId}/webhooks/{webhookId}/secret/rotate: a new secret; the previous one
+    /// keeps signing beside it for the overlap (24 hours unless configured).
+    RotateWebhookSecret: ProjectStore + WebhookStore;
+    (app, call: (ProjectId, WebhookId), (), ()) -> SecretView {
         let (project, webhook) = &call.path;
         let secret = app
             .rotate_webhook_secret(&call.account, project, webhook)
@@ -245,40 +168,22 @@ impl<S: ProjectStore + WebhookStore, D: Sync> Endpoint<S, D> for RotateWebhookSe
     }
 }
 
-/// GET /projects/{projectId}/sealing-key: the keys that open the project's sealed verdicts, as
-/// JWKs (`kty: oct`, `alg: dir`, `enc: A256GCM`), the current one first.
-pub struct GetSealingKey;
-
-impl<S: ProjectStore, D: Sync> Endpoint<S, D> for GetSealingKey {
-    type Path = ProjectId;
-    type Body = ();
-    type Query = ();
-    type Data = SealingKeysView;
-
-    async fn handle(
-        app: &Vigil<S, D>,
-        call: Call<ProjectId, ()>,
-    ) -> Result<Reply<SealingKeysView>, ApiError> {
+endpoint! {
+    /// GET /projects/{projectId}/sealing-key: the keys that open the project's sealed verdicts, as
+    /// JWKs (`kty: oct`, `alg: dir`, `enc: A256GCM`), the current one first.
+    GetSealingKey: ProjectStore;
+    (app, call: ProjectId, (), ()) -> SealingKeysView {
         Ok(Reply::ok(
             app.sealing_keys(&call.account, &call.path).await?,
         ))
     }
 }
 
-/// POST /projects/{projectId}/sealing-key/rotate: a new key seals from now; the replaced one stays
-/// listed for the overlap (24 hours unless configured).
-pub struct RotateSealingKey;
-
-impl<S: ProjectStore, D: Sync> Endpoint<S, D> for RotateSealingKey {
-    type Path = ProjectId;
-    type Body = ();
-    type Query = ();
-    type Data = SealingKeysView;
-
-    async fn handle(
-        app: &Vigil<S, D>,
-        call: Call<ProjectId, ()>,
-    ) -> Result<Reply<SealingKeysView>, ApiError> {
+endpoint! {
+    /// POST /projects/{projectId}/sealing-key/rotate: a new key seals from now; the replaced one stays
+    /// listed for the overlap (24 hours unless configured).
+    RotateSealingKey: ProjectStore;
+    (app, call: ProjectId, (), ()) -> SealingKeysView {
         Ok(Reply::ok(
             app.rotate_sealing_key(&call.account, &call.path).await?,
         ))
@@ -289,62 +194,35 @@ impl<S: ProjectStore, D: Sync> Endpoint<S, D> for RotateSealingKey {
 #[derive(Debug, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Queued {
-    pub delivery_id: crate::domain::DeliveryId,
+    pub delivery_id: vigil_core::domain::DeliveryId,
 }
 
-/// POST /projects/{projectId}/webhooks/{webhookId}/test: queues a `webhook.test` event, signed like
-/// the rest; 202 with its delivery id (its log shows it under the session `webhook-test`).
-pub struct TestWebhook;
-
-impl<S: ProjectStore + WebhookStore + DeliveryStore, D: Sync> Endpoint<S, D> for TestWebhook {
-    type Path = (ProjectId, WebhookId);
-    type Body = ();
-    type Query = ();
-    type Data = Queued;
-
-    async fn handle(
-        app: &Vigil<S, D>,
-        call: Call<Self::Path, ()>,
-    ) -> Result<Reply<Queued>, ApiError> {
+endpoint! {
+    /// POST /projects/{projectId}/webhooks/{webhookId}/test: queues a `webhook.test` event, signed like
+    /// the rest; 202 with its delivery id (its log shows it under the session `webhook-test`).
+    TestWebhook: ProjectStore + WebhookStore + DeliveryStore;
+    (app, call: (ProjectId, WebhookId), (), ()) -> Queued {
         let (project, webhook) = &call.path;
         let id = app.test_webhook(&call.account, project, webhook).await?;
         Ok(Reply::accepted(Queued { delivery_id: id }))
     }
 }
 
-/// POST /projects/{projectId}/deliveries/{deliveryId}/redeliver: the same payload and
-/// `webhook-id` again, as one more attempt; 202.
-pub struct Redeliver;
-
-impl<S: ProjectStore + WebhookStore + DeliveryStore, D: Sync> Endpoint<S, D> for Redeliver {
-    type Path = (ProjectId, crate::domain::DeliveryId);
-    type Body = ();
-    type Query = ();
-    type Data = Queued;
-
-    async fn handle(
-        app: &Vigil<S, D>,
-        call: Call<Self::Path, ()>,
-    ) -> Result<Reply<Queued>, ApiError> {
+endpoint! {
+    /// POST /projects/{projectId}/deliveries/{deliveryId}/redeliver: the same payload and
+    /// `webhook-id` again, as one more attempt; 202.
+    Redeliver: ProjectStore + WebhookStore + DeliveryStore;
+    (app, call: (ProjectId, vigil_core::domain::DeliveryId), (), ()) -> Queued {
         let (project, delivery) = &call.path;
         let id = app.redeliver(&call.account, project, delivery).await?;
         Ok(Reply::accepted(Queued { delivery_id: id }))
     }
 }
 
-/// GET /projects/{projectId}/webhooks/{webhookId}/deliveries: the delivery log, newest first.
-pub struct ListDeliveries;
-
-impl<S: ProjectStore + WebhookStore + DeliveryStore, D: Sync> Endpoint<S, D> for ListDeliveries {
-    type Path = (ProjectId, WebhookId);
-    type Body = ();
-    type Query = ();
-    type Data = Vec<DeliveryView>;
-
-    async fn handle(
-        app: &Vigil<S, D>,
-        call: Call<Self::Path, ()>,
-    ) -> Result<Reply<Self::Data>, ApiError> {
+endpoint! {
+    /// GET /projects/{projectId}/webhooks/{webhookId}/deliveries: the delivery log, newest first.
+    ListDeliveries: ProjectStore + WebhookStore + DeliveryStore;
+    (app, call: (ProjectId, WebhookId), (), ()) -> Vec<DeliveryView> {
         let (project, webhook) = &call.path;
         Ok(Reply::ok(
             app.deliveries(&call.account, project, webhook).await?,
@@ -381,20 +259,11 @@ fn project_domain(s: &str) -> Result<Domain, ApiError> {
     Domain::parse(s).map_err(|e| ApiError::bad_request(format!("`domain` {e}")))
 }
 
-/// POST /projects: 201 with the new project (its keys included) and its `Location`.
-pub struct CreateProject;
-
-impl<S: ProjectStore + IdempotencyStore, D: Sync> Endpoint<S, D> for CreateProject {
-    const IDEMPOTENT: bool = true;
-    type Path = ();
-    type Body = Json<NewProject>;
-    type Query = ();
-    type Data = Project;
-
-    async fn handle(
-        app: &Vigil<S, D>,
-        call: Call<(), Self::Body>,
-    ) -> Result<Reply<Project>, ApiError> {
+endpoint! {
+    /// POST /projects: 201 with the new project (its keys included) and its `Location`.
+    CreateProject: ProjectStore + IdempotencyStore;
+    const IDEMPOTENT;
+    (app, call: (), Json<NewProject>, ()) -> Project {
         let Json(NewProject(spec)) = call.body;
         let project = app
             .create_project(&call.account, &call.terms, spec, call.once.as_ref())
@@ -404,19 +273,10 @@ impl<S: ProjectStore + IdempotencyStore, D: Sync> Endpoint<S, D> for CreateProje
     }
 }
 
-/// GET /projects: the account's projects, oldest first.
-pub struct ListProjects;
-
-impl<S: ProjectStore, D: Sync> Endpoint<S, D> for ListProjects {
-    type Path = ();
-    type Body = ();
-    type Query = ();
-    type Data = Vec<Project>;
-
-    async fn handle(
-        app: &Vigil<S, D>,
-        call: Call<(), ()>,
-    ) -> Result<Reply<Vec<Project>>, ApiError> {
+endpoint! {
+    /// GET /projects: the account's projects, oldest first.
+    ListProjects: ProjectStore;
+    (app, call: (), (), ()) -> Vec<Project> {
         Ok(Reply::ok(app.projects(&call.account).await?))
     }
 }
@@ -496,19 +356,10 @@ fn agent_policy(v: Value) -> Result<AgentPolicy, ApiError> {
     AgentPolicy::parse(entries).map_err(ApiError::bad_request)
 }
 
-/// PATCH /projects/{projectId}: changes `name`, `domain` or `disabled`; the project as it now is.
-pub struct UpdateProject;
-
-impl<S: ProjectStore, D: Sync> Endpoint<S, D> for UpdateProject {
-    type Path = ProjectId;
-    type Body = Json<ProjectChanges>;
-    type Query = ();
-    type Data = Project;
-
-    async fn handle(
-        app: &Vigil<S, D>,
-        call: Call<ProjectId, Self::Body>,
-    ) -> Result<Reply<Project>, ApiError> {
+endpoint! {
+    /// PATCH /projects/{projectId}: changes `name`, `domain` or `disabled`; the project as it now is.
+    UpdateProject: ProjectStore;
+    (app, call: ProjectId, Json<ProjectChanges>, ()) -> Project {
         let Json(changes) = call.body;
         Ok(Reply::ok(
             app.update_project(&call.account, &call.path, changes)
@@ -517,16 +368,10 @@ impl<S: ProjectStore, D: Sync> Endpoint<S, D> for UpdateProject {
     }
 }
 
-/// GET /usage: the current billing period's requests against `maxRequests`.
-pub struct GetUsage;
-
-impl<S: UsageStore, D: Sync> Endpoint<S, D> for GetUsage {
-    type Path = ();
-    type Body = ();
-    type Query = ();
-    type Data = Usage;
-
-    async fn handle(app: &Vigil<S, D>, call: Call<(), ()>) -> Result<Reply<Usage>, ApiError> {
+endpoint! {
+    /// GET /usage: the current billing period's requests against `maxRequests`.
+    GetUsage: UsageStore;
+    (app, call: (), (), ()) -> Usage {
         Ok(Reply::ok(app.usage(&call.account, &call.terms).await?))
     }
 }
@@ -545,7 +390,7 @@ impl JsonBody for LabelSpec {
             "human" => Truth::Human,
             _ => return Err(ApiError::bad_request("`label` must be one of: bot, human")),
         };
-        let bad = |e: crate::domain::label::LabelError| ApiError::bad_request(e.to_string());
+        let bad = |e: vigil_core::domain::label::LabelError| ApiError::bad_request(e.to_string());
         let reason = members
             .optional_string("reason")?
             .map(|r| LabelReason::try_from(r.to_owned()).map_err(bad))
@@ -565,20 +410,11 @@ impl JsonBody for LabelSpec {
 /// The largest label body read: a note of 500 characters of up to 4 bytes, and the rest.
 const MAX_LABEL_BODY: usize = 4 * 1024;
 
-/// PUT /projects/{projectId}/sessions/{sessionId}/label: labels one of the project's sessions
-/// (`bot` or `human`), replacing its label if it had one. Idempotent; stored scores never change.
-pub struct PutLabel;
-
-impl<S: ProjectStore + ResultStore + LabelStore, D: Sync> Endpoint<S, D> for PutLabel {
-    type Path = (ProjectId, SessionId);
-    type Body = Json<LabelSpec>;
-    type Query = ();
-    type Data = Label;
-
-    async fn handle(
-        app: &Vigil<S, D>,
-        call: Call<Self::Path, Json<LabelSpec>>,
-    ) -> Result<Reply<Label>, ApiError> {
+endpoint! {
+    /// PUT /projects/{projectId}/sessions/{sessionId}/label: labels one of the project's sessions
+    /// (`bot` or `human`), replacing its label if it had one. Idempotent; stored scores never change.
+    PutLabel: ProjectStore + ResultStore + LabelStore;
+    (app, call: (ProjectId, SessionId), Json<LabelSpec>, ()) -> Label {
         let (project, session) = &call.path;
         let Json(spec) = call.body;
         Ok(Reply::ok(
@@ -588,34 +424,19 @@ impl<S: ProjectStore + ResultStore + LabelStore, D: Sync> Endpoint<S, D> for Put
     }
 }
 
-/// GET /projects/{projectId}/sessions/{sessionId}/label: the session's label (404 without one).
-pub struct GetLabel;
-
-impl<S: ProjectStore + ResultStore + LabelStore, D: Sync> Endpoint<S, D> for GetLabel {
-    type Path = (ProjectId, SessionId);
-    type Body = ();
-    type Query = ();
-    type Data = Label;
-
-    async fn handle(
-        app: &Vigil<S, D>,
-        call: Call<Self::Path, ()>,
-    ) -> Result<Reply<Label>, ApiError> {
+endpoint! {
+    /// GET /projects/{projectId}/sessions/{sessionId}/label: the session's label (404 without one).
+    GetLabel: ProjectStore + ResultStore + LabelStore;
+    (app, call: (ProjectId, SessionId), (), ()) -> Label {
         let (project, session) = &call.path;
         Ok(Reply::ok(app.label(&call.account, project, session).await?))
     }
 }
 
-/// DELETE /projects/{projectId}/sessions/{sessionId}/label: withdraws the session's label.
-pub struct DeleteLabel;
-
-impl<S: ProjectStore + ResultStore + LabelStore, D: Sync> Endpoint<S, D> for DeleteLabel {
-    type Path = (ProjectId, SessionId);
-    type Body = ();
-    type Query = ();
-    type Data = ();
-
-    async fn handle(app: &Vigil<S, D>, call: Call<Self::Path, ()>) -> Result<Reply<()>, ApiError> {
+endpoint! {
+    /// DELETE /projects/{projectId}/sessions/{sessionId}/label: withdraws the session's label.
+    DeleteLabel: ProjectStore + ResultStore + LabelStore;
+    (app, call: (ProjectId, SessionId), (), ()) -> () {
         let (project, session) = &call.path;
         app.unlabel_session(&call.account, project, session).await?;
         Ok(Reply::ok(()))
@@ -635,7 +456,7 @@ impl FromQuery<ProjectId> for LabelsQuery {
             limit: page_limit(q)?,
             after: q
                 .first("cursor")
-                .map(|c| crate::domain::cursor::decode_labels(c, project))
+                .map(|c| vigil_core::domain::cursor::decode_labels(c, project))
                 .transpose()
                 .map_err(|_| ApiError::bad_request("cursor is not valid for this project"))?,
             explicit_limit: q.first("limit").is_some(),
@@ -643,19 +464,10 @@ impl FromQuery<ProjectId> for LabelsQuery {
     }
 }
 
-/// GET /projects/{projectId}/labels: the project's labels by session id, paged by `Link`.
-pub struct ListLabels;
-
-impl<S: ProjectStore + ResultStore + LabelStore, D: Sync> Endpoint<S, D> for ListLabels {
-    type Path = ProjectId;
-    type Body = ();
-    type Query = LabelsQuery;
-    type Data = Vec<Label>;
-
-    async fn handle(
-        app: &Vigil<S, D>,
-        call: Call<ProjectId, (), LabelsQuery>,
-    ) -> Result<Reply<Vec<Label>>, ApiError> {
+endpoint! {
+    /// GET /projects/{projectId}/labels: the project's labels by session id, paged by `Link`.
+    ListLabels: ProjectStore + ResultStore + LabelStore;
+    (app, call: ProjectId, (), LabelsQuery) -> Vec<Label> {
         let (project, q) = (&call.path, &call.query);
         let page = app
             .labels(&call.account, project, q.limit, q.after.as_ref())
@@ -675,7 +487,7 @@ impl<S: ProjectStore + ResultStore + LabelStore, D: Sync> Endpoint<S, D> for Lis
                 with_next_link(
                     reply,
                     &format!("/projects/{project}/labels"),
-                    &crate::domain::cursor::encode_labels(project, &last),
+                    &vigil_core::domain::cursor::encode_labels(project, &last),
                     &kept,
                 )
             }
@@ -705,20 +517,11 @@ impl FromQuery<ProjectId> for QualityRange {
     }
 }
 
-/// GET /projects/{projectId}/quality: how right the engine was on the sessions labelled in the
-/// range: precision and recall at the webhook threshold, and the reasons behind its mistakes.
-pub struct GetQuality;
-
-impl<S: ProjectStore + ResultStore + LabelStore, D: Sync> Endpoint<S, D> for GetQuality {
-    type Path = ProjectId;
-    type Body = ();
-    type Query = QualityRange;
-    type Data = Quality;
-
-    async fn handle(
-        app: &Vigil<S, D>,
-        call: Call<ProjectId, (), QualityRange>,
-    ) -> Result<Reply<Quality>, ApiError> {
+endpoint! {
+    /// GET /projects/{projectId}/quality: how right the engine was on the sessions labelled in the
+    /// range: precision and recall at the webhook threshold, and the reasons behind its mistakes.
+    GetQuality: ProjectStore + ResultStore + LabelStore;
+    (app, call: ProjectId, (), QualityRange) -> Quality {
         let r = &call.query;
         Ok(Reply::ok(
             app.quality(&call.account, &call.path, r.from, r.to).await?,
@@ -729,8 +532,8 @@ impl<S: ProjectStore + ResultStore + LabelStore, D: Sync> Endpoint<S, D> for Get
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::UrlPolicy;
     use crate::extract::FromBody;
+    use vigil_core::domain::UrlPolicy;
 
     /// The creation body as the pipeline's body step and the handler read it.
     fn parse(body: &str) -> Result<(WebhookType, WebhookUrl), ApiError> {

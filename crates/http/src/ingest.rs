@@ -14,14 +14,14 @@ use super::extract::{
     Json, JsonBody, Members, Paging, bounded_body, has_media_type, typed, typed_strictly,
 };
 use super::paths::BASE;
-use super::pipeline::{Call, Endpoint, Reply};
-use crate::detect::{Evidence, Headers, RequestLine, Signals};
-use crate::domain::plan::Refusal;
-use crate::domain::project::Origin;
-use crate::domain::{AddressedEvidence, Event, EventId, ProjectId, SessionId};
-use crate::service::events::Visited;
-use crate::service::{Detecting, ServiceError, Vigil};
-use crate::store::{
+use super::pipeline::{Reply, endpoint};
+use vigil_core::detect::{Evidence, Headers, RequestLine, Signals};
+use vigil_core::domain::plan::Refusal;
+use vigil_core::domain::project::Origin;
+use vigil_core::domain::{AddressedEvidence, Event, EventId, ProjectId, SessionId};
+use vigil_core::service::events::Visited;
+use vigil_core::service::{Detecting, ServiceError, Vigil};
+use vigil_core::store::{
     AccountStore, AgentStore, IdempotencyStore, ProjectStore, ResultStore, UsageStore,
     VelocityStore,
 };
@@ -75,22 +75,11 @@ fn event_location(project: &ProjectId, session: &SessionId, id: EventId) -> Stri
     format!("{BASE}/projects/{project}/sessions/{session}/events/{id}")
 }
 
-/// POST /projects/{projectId}/sessions/{sessionId}/events: evaluates a visit and stores it.
-pub struct CreateEvent;
-
-impl<S: ProjectStore + ResultStore + IdempotencyStore + VelocityStore + AgentStore>
-    Endpoint<S, Detecting> for CreateEvent
-{
-    const IDEMPOTENT: bool = true;
-    type Path = (ProjectId, SessionId);
-    type Body = Json<NewEvent>;
-    type Query = ();
-    type Data = Event;
-
-    async fn handle(
-        app: &Vigil<S, Detecting>,
-        call: Call<Self::Path, Self::Body>,
-    ) -> Result<Reply<Event>, ApiError> {
+endpoint! {
+    /// POST /projects/{projectId}/sessions/{sessionId}/events: evaluates a visit and stores it.
+    CreateEvent: ProjectStore + ResultStore + IdempotencyStore + VelocityStore + AgentStore, engine Detecting;
+    const IDEMPOTENT;
+    (app, call: (ProjectId, SessionId), Json<NewEvent>, ()) -> Event {
         let (project, session) = &call.path;
         let Json(NewEvent(evidence)) = &call.body;
         let event = app
@@ -107,19 +96,10 @@ impl<S: ProjectStore + ResultStore + IdempotencyStore + VelocityStore + AgentSto
     }
 }
 
-/// GET /projects/{projectId}/sessions/{sessionId}/events: the session's events, newest first.
-pub struct ListEvents;
-
-impl<S: ProjectStore + ResultStore, D: Sync> Endpoint<S, D> for ListEvents {
-    type Path = (ProjectId, SessionId);
-    type Body = ();
-    type Query = Paging;
-    type Data = Vec<Event>;
-
-    async fn handle(
-        app: &Vigil<S, D>,
-        call: Call<Self::Path, (), Paging>,
-    ) -> Result<Reply<Vec<Event>>, ApiError> {
+endpoint! {
+    /// GET /projects/{projectId}/sessions/{sessionId}/events: the session's events, newest first.
+    ListEvents: ProjectStore + ResultStore;
+    (app, call: (ProjectId, SessionId), (), Paging) -> Vec<Event> {
         let ((project, session), paging) = (&call.path, &call.query);
         let page = app
             .events(&call.account, project, session, paging.limit, paging.after)
@@ -131,19 +111,10 @@ impl<S: ProjectStore + ResultStore, D: Sync> Endpoint<S, D> for ListEvents {
     }
 }
 
-/// GET /projects/{projectId}/sessions/{sessionId}/events/{eventId}
-pub struct GetEvent;
-
-impl<S: ProjectStore + ResultStore, D: Sync> Endpoint<S, D> for GetEvent {
-    type Path = (ProjectId, SessionId, EventId);
-    type Body = ();
-    type Query = ();
-    type Data = Event;
-
-    async fn handle(
-        app: &Vigil<S, D>,
-        call: Call<Self::Path, ()>,
-    ) -> Result<Reply<Event>, ApiError> {
+endpoint! {
+    /// GET /projects/{projectId}/sessions/{sessionId}/events/{eventId}
+    GetEvent: ProjectStore + ResultStore;
+    (app, call: (ProjectId, SessionId, EventId), (), ()) -> Event {
         let (project, session, id) = &call.path;
         Ok(Reply::ok(
             app.event(&call.account, project, session, *id).await?,

@@ -1,19 +1,14 @@
 //! A project's sessions and statistics, and the dashboard page that shows them.
 
-use crate::detect::agents::Status;
 use lambda_http::{Body, Request, Response};
+use vigil_core::detect::agents::Status;
 
 use super::ApiError;
 use super::extract::{FromQuery, Query, page_limit, query_time, with_next_link};
-use super::pipeline::{Call, Endpoint, Reply};
-use crate::domain::insight::{Bucket, Granularity, SessionQuery, SessionSummary, StatsRange};
-use crate::domain::{DeviceKey, ProjectId, Score, Timestamp, cursor};
-use crate::service::Vigil;
-use crate::store::{InsightStore, ProjectStore};
-
-/// GET /projects/{projectId}/sessions: the project's sessions, most recently seen first, paged
-/// like results (`limit`, `cursor`, `Link`), filtered by `minScoreBot` and `minScoreProxyVpn`.
-pub struct ListSessions;
+use super::pipeline::{Reply, endpoint};
+use vigil_core::domain::insight::{Bucket, Granularity, SessionQuery, SessionSummary, StatsRange};
+use vigil_core::domain::{DeviceKey, ProjectId, Score, Timestamp, cursor};
+use vigil_core::store::{InsightStore, ProjectStore};
 
 /// The sessions list's query: `limit`, `cursor`, `minScoreBot`, `minScoreProxyVpn`, and the
 /// client's own parameters that the next page's link keeps.
@@ -73,37 +68,38 @@ fn session_query(q: Query<'_>, project: &ProjectId) -> Result<SessionQuery, ApiE
     })
 }
 
-impl<S: ProjectStore + InsightStore, D: Sync> Endpoint<S, D> for ListSessions {
-    type Path = ProjectId;
-    type Body = ();
-    type Query = Sessions;
-    type Data = Vec<SessionSummary>;
-
-    async fn handle(
-        app: &Vigil<S, D>,
-        call: Call<ProjectId, (), Sessions>,
-    ) -> Result<Reply<Self::Data>, ApiError> {
+endpoint! {
+    /// GET /projects/{projectId}/sessions: the project's sessions, most recently seen first, paged
+    /// like results (`limit`, `cursor`, `Link`), filtered by `minScoreBot` and `minScoreProxyVpn`.
+    ListSessions: ProjectStore + InsightStore;
+    (app, call: ProjectId, (), Sessions) -> Vec<SessionSummary> {
         let project = &call.path;
-        let page = app
-            .sessions(&call.account, project, &call.query.query)
-            .await?;
-        let reply = Reply::ok(page.sessions);
-        Ok(match page.next {
-            None => reply,
-            // The next page keeps the client's own parameters, with the new cursor.
-            Some(at) => with_next_link(
-                reply,
-                &format!("/projects/{project}/sessions"),
-                &cursor::encode_sessions(project, &at),
-                &call.query.kept,
-            ),
-        })
+        let path = format!("/projects/{project}/sessions");
+        sessions_page(app, &call.account, project, &call.query, &path).await
     }
 }
 
-/// GET /projects/{projectId}/devices/{device}/sessions: the sessions whose latest device key is
-/// `device`, most recently seen first, paged and filtered as the sessions list is.
-pub struct ListDeviceSessions;
+/// A page of sessions, with the next page's link keeping the client's own parameters and the
+/// new cursor.
+async fn sessions_page<S: ProjectStore + InsightStore, D>(
+    app: &vigil_core::service::Vigil<S, D>,
+    account: &vigil_core::domain::AccountId,
+    project: &ProjectId,
+    query: &Sessions,
+    path: &str,
+) -> Result<Reply<Vec<SessionSummary>>, ApiError> {
+    let page = app.sessions(account, project, &query.query).await?;
+    let reply = Reply::ok(page.sessions);
+    Ok(match page.next {
+        None => reply,
+        Some(at) => with_next_link(
+            reply,
+            path,
+            &cursor::encode_sessions(project, &at),
+            &query.kept,
+        ),
+    })
+}
 
 impl FromQuery<(ProjectId, DeviceKey)> for Sessions {
     fn from_query(
@@ -117,30 +113,14 @@ impl FromQuery<(ProjectId, DeviceKey)> for Sessions {
     }
 }
 
-impl<S: ProjectStore + InsightStore, D: Sync> Endpoint<S, D> for ListDeviceSessions {
-    type Path = (ProjectId, DeviceKey);
-    type Body = ();
-    type Query = Sessions;
-    type Data = Vec<SessionSummary>;
-
-    async fn handle(
-        app: &Vigil<S, D>,
-        call: Call<(ProjectId, DeviceKey), (), Sessions>,
-    ) -> Result<Reply<Self::Data>, ApiError> {
+endpoint! {
+    /// GET /projects/{projectId}/devices/{device}/sessions: the sessions whose latest device key is
+    /// `device`, most recently seen first, paged and filtered as the sessions list is.
+    ListDeviceSessions: ProjectStore + InsightStore;
+    (app, call: (ProjectId, DeviceKey), (), Sessions) -> Vec<SessionSummary> {
         let (project, device) = &call.path;
-        let page = app
-            .sessions(&call.account, project, &call.query.query)
-            .await?;
-        let reply = Reply::ok(page.sessions);
-        Ok(match page.next {
-            None => reply,
-            Some(at) => with_next_link(
-                reply,
-                &format!("/projects/{project}/devices/{}/sessions", device.as_str()),
-                &cursor::encode_sessions(project, &at),
-                &call.query.kept,
-            ),
-        })
+        let path = format!("/projects/{project}/devices/{}/sessions", device.as_str());
+        sessions_page(app, &call.account, project, &call.query, &path).await
     }
 }
 
@@ -149,9 +129,6 @@ impl<S: ProjectStore + InsightStore, D: Sync> Endpoint<S, D> for ListDeviceSessi
 fn urlencoding(v: &str) -> String {
     percent_encoding::utf8_percent_encode(v, percent_encoding::NON_ALPHANUMERIC).to_string()
 }
-
-/// GET /projects/{projectId}/stats?from=&to=&granularity=hour|day: one bucket per hour or day.
-pub struct GetStats;
 
 /// The statistics query: `granularity` (hour by default), `from` and `to` (RFC 3339; by default
 /// the last 24 hours or the last 30 days, ending with the current bucket).
@@ -166,7 +143,7 @@ fn stats_range(q: Query<'_>, now: Timestamp) -> Result<StatsRange, ApiError> {
         Granularity::Hour => 24,
         Granularity::Day => 30,
     };
-    let invalid = |e: crate::domain::insight::RangeError| ApiError::bad_request(e.to_string());
+    let invalid = |e: vigil_core::domain::insight::RangeError| ApiError::bad_request(e.to_string());
     let span = default_span * granularity.seconds() * 1000;
     let at = |ms: i64, name: &str| {
         Timestamp::from_unix_millis(ms)
@@ -194,16 +171,10 @@ impl FromQuery<ProjectId> for StatsRange {
     }
 }
 
-impl<S: ProjectStore + InsightStore, D: Sync> Endpoint<S, D> for GetStats {
-    type Path = ProjectId;
-    type Body = ();
-    type Query = StatsRange;
-    type Data = Vec<Bucket>;
-
-    async fn handle(
-        app: &Vigil<S, D>,
-        call: Call<ProjectId, (), StatsRange>,
-    ) -> Result<Reply<Self::Data>, ApiError> {
+endpoint! {
+    /// GET /projects/{projectId}/stats?from=&to=&granularity=hour|day: one bucket per hour or day.
+    GetStats: ProjectStore + InsightStore;
+    (app, call: ProjectId, (), StatsRange) -> Vec<Bucket> {
         Ok(Reply::ok(
             app.stats(&call.account, &call.path, &call.query).await?,
         ))

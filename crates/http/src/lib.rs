@@ -25,9 +25,6 @@ pub mod stun;
 pub mod tcp;
 pub mod tls;
 
-// The layers below, named as the modules here name them.
-use vigil_core::{detect, domain, metrics, report, seed, service, store};
-
 pub use context::Context;
 pub use error::ApiError;
 pub use pipeline::{Endpoint, answer, respond};

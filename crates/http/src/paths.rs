@@ -1,7 +1,7 @@
 //! The vocabulary of paths that the route table and the extractors share: the base every route
 //! sits under, and the ids a path carries.
 
-use crate::domain::IdError;
+use vigil_core::domain::IdError;
 
 /// The base path every route sits under.
 pub const BASE: &str = "/v1";

@@ -287,8 +287,25 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Pinger<S> {
     }
 }
 
+/// What the tests of HTTP/2 connections share: reading the frames a server sends.
+#[cfg(test)]
+pub(crate) mod testing {
+    use tokio::io::{AsyncRead, AsyncReadExt};
+
+    /// The next frame's 9-byte head and payload; None once the connection is closed.
+    pub(crate) async fn read_frame<R: AsyncRead + Unpin>(r: &mut R) -> Option<([u8; 9], Vec<u8>)> {
+        let mut head = [0u8; 9];
+        r.read_exact(&mut head).await.ok()?;
+        let len = u32::from_be_bytes([0, head[0], head[1], head[2]]) as usize;
+        let mut payload = vec![0u8; len];
+        r.read_exact(&mut payload).await.ok()?;
+        Some((head, payload))
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use super::testing::read_frame;
     use super::*;
     use std::time::Duration;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -313,14 +330,7 @@ mod tests {
             client.write_all(&preface).await.unwrap();
             let mut seen = Vec::new();
             let mut acks = 0;
-            loop {
-                let mut head = [0u8; 9];
-                if client.read_exact(&mut head).await.is_err() {
-                    break;
-                }
-                let len = u32::from_be_bytes([0, head[0], head[1], head[2]]) as usize;
-                let mut payload = vec![0u8; len];
-                client.read_exact(&mut payload).await.unwrap();
+            while let Some((head, payload)) = read_frame(&mut client).await {
                 seen.push(head[3]);
                 if head[3] == PING && head[4] & ACK == 0 {
                     tokio::time::sleep(Duration::from_millis(3)).await;

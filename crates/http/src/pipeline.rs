@@ -27,11 +27,11 @@ use super::context::Context;
 use super::extract::{FromBody, FromPath, FromQuery, Query, UnreadableBody, idempotency};
 pub use super::reply::Reply;
 use super::{ApiError, gateway, set_header};
-use crate::domain::idempotency::Once;
-use crate::domain::plan::{Principal, Refusal, Standing, Terms, seconds_until};
-use crate::domain::{AccountId, Plan, Timestamp};
-use crate::service::{ServiceError, Vigil};
-use crate::store::{AccountStore, ProjectStore, UsageStore};
+use vigil_core::domain::idempotency::Once;
+use vigil_core::domain::plan::{Principal, Refusal, Standing, Terms, seconds_until};
+use vigil_core::domain::{AccountId, Plan, Timestamp};
+use vigil_core::service::{ServiceError, Vigil};
+use vigil_core::store::{AccountStore, ProjectStore, UsageStore};
 
 /// One route: what it extracts from the request, and its handler. `D` is the service's engine:
 /// the routes that evaluate visits implement `Endpoint<S, Detecting>` only.
@@ -52,6 +52,65 @@ pub trait Endpoint<S, D = ()>: 'static {
         call: Call<Self::Path, Self::Body, Self::Query>,
     ) -> impl Future<Output = Result<Reply<Self::Data>, ApiError>> + Send;
 }
+
+/// Declares one route's endpoint in one place: its name, the stores it needs, its typed inputs
+/// (path, body, query), what it answers, and its handler. The route table
+/// ([`crate::routes`]) names it; everything else about the route is checked against that table.
+///
+/// ```ignore
+/// endpoint! {
+///     /// GET /projects/{projectId}/sessions/{sessionId}/label: the session's label.
+///     GetLabel: ProjectStore + ResultStore + LabelStore;
+///     (app, call: (ProjectId, SessionId), (), ()) -> Label {
+///         let (project, session) = &call.path;
+///         Ok(Reply::ok(app.label(&call.account, project, session).await?))
+///     }
+/// }
+/// ```
+///
+/// `const IDEMPOTENT;` or `const WITHOUT_PLAN_IN_FORCE;` after the stores turns that on;
+/// `engine Detecting` before the `;` makes it an endpoint of the evaluating service only.
+macro_rules! endpoint {
+    (
+        $(#[$doc:meta])*
+        $name:ident: $first:ident $(+ $bound:ident)* $(, engine $engine:ty)?;
+        $(const $flag:ident;)*
+        ($app:ident, $call:ident: $path:ty, $body:ty, $query:ty) -> $data:ty $handler:block
+    ) => {
+        $(#[$doc])*
+        pub struct $name;
+
+        endpoint!(@impl $name [$first $($bound)*] [$($flag)*] [$($engine)?]
+            ($app, $call: $path, $body, $query) -> $data $handler);
+    };
+    // Without an engine the endpoint serves every service (`D`); with one, only that service.
+    (@impl $name:ident [$($b:ident)+] [$($f:ident)*] []
+        ($($rest:tt)*) -> $data:ty $handler:block) => {
+        endpoint!(@emit $name [$($b)+] [$($f)*] [D: Sync] [D] ($($rest)*) -> $data $handler);
+    };
+    (@impl $name:ident [$($b:ident)+] [$($f:ident)*] [$engine:ty]
+        ($($rest:tt)*) -> $data:ty $handler:block) => {
+        endpoint!(@emit $name [$($b)+] [$($f)*] [] [$engine] ($($rest)*) -> $data $handler);
+    };
+    (@emit $name:ident [$($bound:ident)+] [$($flag:ident)*] [$($generic:tt)*] [$engine:ty]
+        ($app:ident, $call:ident: $path:ty, $body:ty, $query:ty) -> $data:ty $handler:block) => {
+        impl<S: $($bound +)+ Send + Sync, $($generic)*> $crate::pipeline::Endpoint<S, $engine>
+            for $name
+        {
+            $(const $flag: bool = true;)*
+            type Path = $path;
+            type Body = $body;
+            type Query = $query;
+            type Data = $data;
+
+            async fn handle(
+                $app: &vigil_core::service::Vigil<S, $engine>,
+                $call: $crate::pipeline::Call<$path, $body, $query>,
+            ) -> Result<$crate::pipeline::Reply<$data>, $crate::ApiError> $handler
+        }
+    };
+}
+pub(crate) use endpoint;
 
 /// A request that passed every step before the handler: its typed inputs, and nothing raw.
 pub struct Call<P, B = (), Q = ()> {
@@ -230,9 +289,9 @@ mod tests {
     use lambda_http::RequestExt;
 
     use super::*;
-    use crate::domain::{ProjectId, SessionId};
     use crate::extract::{Json, Paging};
     use crate::handlers::NewWebhook;
+    use vigil_core::domain::{ProjectId, SessionId};
 
     /// An endpoint with every kind of input, over no store: only its inputs are read here.
     struct Probe<const IDEMPOTENT: bool>;
@@ -274,7 +333,7 @@ mod tests {
         let now = "2026-11-24T00:00:00Z".parse().unwrap();
         let account = AccountId::parse("acc_1").unwrap();
         let terms = Terms {
-            status: crate::domain::PlanStatus::Active,
+            status: vigil_core::domain::PlanStatus::Active,
             expires_at: None,
             subscribed_at: now,
             max_rps: 10,

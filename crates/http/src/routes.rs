@@ -6,72 +6,55 @@ use http::Method;
 
 pub use super::paths::BASE;
 use super::paths::PathParam;
-use crate::domain::{DeliveryId, DeviceKey, EventId, ProjectId, SessionId, WebhookId};
+use vigil_core::domain::{DeliveryId, DeviceKey, EventId, ProjectId, SessionId, WebhookId};
 
-/// Calls macro `$m` with the name of every route: the one list that the [`Route`] enum and the
-/// pipeline's match of routes to endpoints (named like their routes) are made from.
-macro_rules! with_routes {
-    ($m:ident) => {
-        $m! {
-            ListResults,
-            SessionScore,
-            GetPlan,
-            GetProject,
-            CreateWebhook,
-            ListWebhooks,
-            DeleteWebhook,
-            ListDeliveries,
-            GetWebhookSecret,
-            RotateWebhookSecret,
-            TestWebhook,
-            Redeliver,
-            CreateProject,
-            ListProjects,
-            UpdateProject,
-            GetUsage,
-            CreateEvent,
-            ListEvents,
-            GetEvent,
-            ListSessions,
-            ListDeviceSessions,
-            GetStats,
-            GetSealingKey,
-            RotateSealingKey,
-            PutLabel,
-            GetLabel,
-            DeleteLabel,
-            ListLabels,
-            GetQuality,
+/// Declares every route once (see [`ROUTES`]); generates the [`Route`] enum, the route table, each
+/// route's Lambda binary and whether it is public, and `with_routes!`, which calls a macro with
+/// every developer route's name (the pipeline's match of routes to endpoints, which are named like
+/// their routes). `$d` is a `$`, so the macro it defines can have variables of its own.
+macro_rules! declare_routes {
+    ($d:tt
+     developer { $($name:ident $method:ident [$($seg:expr),+] $binary:literal;)* }
+     public { $($pname:ident $pbinary:literal [$(($pmethod:ident, $ppath:expr)),+];)* }
+    ) => {
+        /// Calls macro `$m` with the name of every developer route.
+        macro_rules! with_routes {
+            ($d m:ident) => { $d m! { $($name,)* } };
         }
-    };
-}
-pub(crate) use with_routes;
+        pub(crate) use with_routes;
 
-macro_rules! route_enum {
-    ($($name:ident),* $(,)?) => {
         /// Every route of the interface (and its extensions).
         #[derive(Debug, Clone, Copy, PartialEq, Eq)]
         pub enum Route {
             $($name,)*
-            /// The browser's visits (public key and origin, and their CORS preflight): a path
-            /// of their own, outside the developer pipeline.
-            Collect,
-            /// The browser agent: a static script, outside the pipeline (no key, no plan).
-            AgentScript,
-            /// The dashboard: a static page, outside the pipeline; its script calls the API with
-            /// the key a person types in.
-            Dashboard,
-            /// The API reference: its page, its renderer and `openapi.yaml`, static and public.
-            Reference,
+            $($pname,)*
         }
 
         impl Route {
-            pub const ALL: &[Route] =
-                &[$(Route::$name,)* Route::Collect, Route::AgentScript, Route::Dashboard, Route::Reference];
+            pub const ALL: &[Route] = &[$(Route::$name,)* $(Route::$pname,)*];
+
+            /// The binary (`src/bin/{binary}.rs`) of the Lambda function that serves it.
+            pub fn binary(self) -> &'static str {
+                match self {
+                    $(Route::$name => $binary,)*
+                    $(Route::$pname => $pbinary,)*
+                }
+            }
+
+            /// Whether the route is called without a developer key: API Gateway runs it without
+            /// the authorizer, and it answers outside the pipeline.
+            pub fn is_public(self) -> bool {
+                matches!(self, $(Route::$pname)|*)
+            }
         }
+
+        /// Paths are relative to the `/v1` base, with `{name}` parameters.
+        pub const ROUTES: &[(Method, &str, Route)] = &[
+            $((Method::$method, concatcp!($($seg),+), Route::$name),)*
+            $($((Method::$pmethod, $ppath, Route::$pname),)+)*
+        ];
     };
 }
-with_routes!(route_enum);
 
 // Path placeholders, named once by the extractors that read them.
 const PROJECT: &str = concatcp!("{", ProjectId::NAME, "}");
@@ -81,60 +64,50 @@ const EVENT: &str = concatcp!("{", EventId::NAME, "}");
 const DEVICE: &str = concatcp!("{", DeviceKey::NAME, "}");
 const DELIVERY: &str = concatcp!("{", DeliveryId::NAME, "}");
 
-/// Paths are relative to the `/v1` base, with `{name}` parameters.
+// Every route, once. A developer route's endpoint is `handlers::{name}`; the public ones answer
+// outside the pipeline (collect, the agent script, the dashboard, the API reference). The SAM
+// template, the binaries, the Makefile's list, the sample events and `openapi.yaml` are checked
+// against this table (`tests/routes.rs`).
 #[rustfmt::skip]
-pub const ROUTES: &[(Method, &str, Route)] = &[
-    (Method::GET,    concatcp!("/results/", PROJECT, "/", SESSION),                      Route::ListResults),
-    (Method::GET,    concatcp!("/results/", PROJECT, "/", SESSION, "/general"),          Route::SessionScore),
-    (Method::GET,    "/plan",                                                             Route::GetPlan),
-    (Method::GET,    concatcp!("/projects/", PROJECT),                                    Route::GetProject),
-    (Method::POST,   concatcp!("/projects/", PROJECT, "/webhooks"),                       Route::CreateWebhook),
-    (Method::GET,    concatcp!("/projects/", PROJECT, "/webhooks"),                       Route::ListWebhooks),
-    (Method::DELETE, concatcp!("/projects/", PROJECT, "/webhooks/", WEBHOOK),             Route::DeleteWebhook),
-    (Method::GET,    concatcp!("/projects/", PROJECT, "/webhooks/", WEBHOOK, "/deliveries"), Route::ListDeliveries),
-    (Method::GET,    concatcp!("/projects/", PROJECT, "/webhooks/", WEBHOOK, "/secret"),  Route::GetWebhookSecret),
-    (Method::POST,   concatcp!("/projects/", PROJECT, "/webhooks/", WEBHOOK, "/secret/rotate"), Route::RotateWebhookSecret),
-    (Method::POST,   concatcp!("/projects/", PROJECT, "/webhooks/", WEBHOOK, "/test"),    Route::TestWebhook),
-    (Method::POST,   concatcp!("/projects/", PROJECT, "/deliveries/", DELIVERY, "/redeliver"), Route::Redeliver),
-    (Method::POST,   "/projects",                                                         Route::CreateProject),
-    (Method::GET,    "/projects",                                                         Route::ListProjects),
-    (Method::PATCH,  concatcp!("/projects/", PROJECT),                                    Route::UpdateProject),
-    (Method::GET,    "/usage",                                                            Route::GetUsage),
-    (Method::POST,   concatcp!("/projects/", PROJECT, "/sessions/", SESSION, "/events"),  Route::CreateEvent),
-    (Method::GET,    concatcp!("/projects/", PROJECT, "/sessions/", SESSION, "/events"),  Route::ListEvents),
-    (Method::GET,    concatcp!("/projects/", PROJECT, "/sessions/", SESSION, "/events/", EVENT), Route::GetEvent),
-    (Method::GET,    concatcp!("/projects/", PROJECT, "/sessions"),                       Route::ListSessions),
-    (Method::GET,    concatcp!("/projects/", PROJECT, "/devices/", DEVICE, "/sessions"),  Route::ListDeviceSessions),
-    (Method::GET,    concatcp!("/projects/", PROJECT, "/stats"),                          Route::GetStats),
-    (Method::GET,    concatcp!("/projects/", PROJECT, "/sealing-key"),                    Route::GetSealingKey),
-    (Method::POST,   concatcp!("/projects/", PROJECT, "/sealing-key/rotate"),             Route::RotateSealingKey),
-    (Method::PUT,    concatcp!("/projects/", PROJECT, "/sessions/", SESSION, "/label"),   Route::PutLabel),
-    (Method::GET,    concatcp!("/projects/", PROJECT, "/sessions/", SESSION, "/label"),   Route::GetLabel),
-    (Method::DELETE, concatcp!("/projects/", PROJECT, "/sessions/", SESSION, "/label"),   Route::DeleteLabel),
-    (Method::GET,    concatcp!("/projects/", PROJECT, "/labels"),                         Route::ListLabels),
-    (Method::GET,    concatcp!("/projects/", PROJECT, "/quality"),                        Route::GetQuality),
-    (Method::POST,   "/collect",                                                          Route::Collect),
-    (Method::OPTIONS, "/collect",                                                         Route::Collect),
-    (Method::GET,    "/agent.js",                                                         Route::AgentScript),
-    (Method::HEAD,   "/agent.js",                                                         Route::AgentScript),
-    (Method::GET,    DASHBOARD_ALIAS,                                                     Route::Dashboard),
-    (Method::HEAD,   DASHBOARD_ALIAS,                                                     Route::Dashboard),
-    (Method::GET,    REFERENCE_ALIAS,                                                     Route::Reference),
-    (Method::HEAD,   REFERENCE_ALIAS,                                                     Route::Reference),
-    (Method::GET,    crate::reference::RENDERER_PATH,                                     Route::Reference),
-    (Method::HEAD,   crate::reference::RENDERER_PATH,                                     Route::Reference),
-    (Method::GET,    crate::reference::OPENAPI_PATH,                                      Route::Reference),
-    (Method::HEAD,   crate::reference::OPENAPI_PATH,                                      Route::Reference),
-];
-
-impl Route {
-    /// Whether the route is called without a developer key: the collect route (public key and
-    /// origin instead) and the agent script. API Gateway runs them without the authorizer.
-    pub fn is_public(self) -> bool {
-        matches!(
-            self,
-            Route::Collect | Route::AgentScript | Route::Dashboard | Route::Reference
-        )
+declare_routes! {$
+    developer {
+        ListResults          GET    ["/results/", PROJECT, "/", SESSION]                             "list-results";
+        SessionScore         GET    ["/results/", PROJECT, "/", SESSION, "/general"]                 "session-score";
+        GetPlan              GET    ["/plan"]                                                        "get-plan";
+        GetProject           GET    ["/projects/", PROJECT]                                          "get-project";
+        CreateWebhook        POST   ["/projects/", PROJECT, "/webhooks"]                             "create-webhook";
+        ListWebhooks         GET    ["/projects/", PROJECT, "/webhooks"]                             "list-webhooks";
+        DeleteWebhook        DELETE ["/projects/", PROJECT, "/webhooks/", WEBHOOK]                   "delete-webhook";
+        ListDeliveries       GET    ["/projects/", PROJECT, "/webhooks/", WEBHOOK, "/deliveries"]    "list-deliveries";
+        GetWebhookSecret     GET    ["/projects/", PROJECT, "/webhooks/", WEBHOOK, "/secret"]        "get-webhook-secret";
+        RotateWebhookSecret  POST   ["/projects/", PROJECT, "/webhooks/", WEBHOOK, "/secret/rotate"] "rotate-webhook-secret";
+        TestWebhook          POST   ["/projects/", PROJECT, "/webhooks/", WEBHOOK, "/test"]          "test-webhook";
+        Redeliver            POST   ["/projects/", PROJECT, "/deliveries/", DELIVERY, "/redeliver"]  "redeliver";
+        CreateProject        POST   ["/projects"]                                                    "create-project";
+        ListProjects         GET    ["/projects"]                                                    "list-projects";
+        UpdateProject        PATCH  ["/projects/", PROJECT]                                          "update-project";
+        GetUsage             GET    ["/usage"]                                                       "get-usage";
+        CreateEvent          POST   ["/projects/", PROJECT, "/sessions/", SESSION, "/events"]        "create-event";
+        ListEvents           GET    ["/projects/", PROJECT, "/sessions/", SESSION, "/events"]        "list-events";
+        GetEvent             GET    ["/projects/", PROJECT, "/sessions/", SESSION, "/events/", EVENT] "get-event";
+        ListSessions         GET    ["/projects/", PROJECT, "/sessions"]                             "list-sessions";
+        ListDeviceSessions   GET    ["/projects/", PROJECT, "/devices/", DEVICE, "/sessions"]        "list-device-sessions";
+        GetStats             GET    ["/projects/", PROJECT, "/stats"]                                "get-stats";
+        GetSealingKey        GET    ["/projects/", PROJECT, "/sealing-key"]                          "get-sealing-key";
+        RotateSealingKey     POST   ["/projects/", PROJECT, "/sealing-key/rotate"]                   "rotate-sealing-key";
+        PutLabel             PUT    ["/projects/", PROJECT, "/sessions/", SESSION, "/label"]         "put-label";
+        GetLabel             GET    ["/projects/", PROJECT, "/sessions/", SESSION, "/label"]         "get-label";
+        DeleteLabel          DELETE ["/projects/", PROJECT, "/sessions/", SESSION, "/label"]         "delete-label";
+        ListLabels           GET    ["/projects/", PROJECT, "/labels"]                               "list-labels";
+        GetQuality           GET    ["/projects/", PROJECT, "/quality"]                              "get-quality";
+    }
+    public {
+        Collect      "collect"       [(POST, "/collect"), (OPTIONS, "/collect")];
+        AgentScript  "agent-script"  [(GET, "/agent.js"), (HEAD, "/agent.js")];
+        Dashboard    "dashboard"     [(GET, DASHBOARD_ALIAS), (HEAD, DASHBOARD_ALIAS)];
+        Reference    "api-reference" [(GET, REFERENCE_ALIAS), (HEAD, REFERENCE_ALIAS),
+                                      (GET, crate::reference::RENDERER_PATH), (HEAD, crate::reference::RENDERER_PATH),
+                                      (GET, crate::reference::OPENAPI_PATH), (HEAD, crate::reference::OPENAPI_PATH)];
     }
 }
 
@@ -255,6 +228,7 @@ mod tests {
                 "/projects/{projectId}/stats",
                 "/projects/{projectId}/sealing-key",
                 "/projects/{projectId}/sealing-key/rotate",
+                "/projects/{projectId}/sessions/{sessionId}/label",
                 "/projects/{projectId}/sessions/{sessionId}/label",
                 "/projects/{projectId}/sessions/{sessionId}/label",
                 "/projects/{projectId}/labels",

@@ -20,15 +20,15 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tracing::Instrument;
 
-use crate::detect::Wire;
-use crate::detect::wire::header_order_of;
-use crate::domain::token::time_ordered_token;
 use crate::extract::UnreadableBody;
 use crate::routes::{Route, with_routes};
-use crate::service::{Detecting, Vigil};
-use crate::store::Store;
 use crate::tcp::{Metered, Physics};
 use crate::{ApiError, Context, Resolved, Router, auth};
+use vigil_core::detect::Wire;
+use vigil_core::detect::wire::header_order_of;
+use vigil_core::domain::token::time_ordered_token;
+use vigil_core::service::{Detecting, Vigil};
+use vigil_core::store::Store;
 
 /// Largest request body read, bounded while it is read: the largest any route reads (a visit's
 /// evidence); a body declared larger is 413 before a byte of it is read.
@@ -665,7 +665,7 @@ mod tests {
     /// told GOAWAY after the idle deadline and closed, rather than holding a slot for good.
     #[tokio::test]
     async fn an_idle_http2_connection_is_sent_away() {
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        use tokio::io::AsyncWriteExt;
         let (server_io, mut client) = tokio::io::duplex(1 << 16);
         let service = hyper::service::service_fn(|_req| async {
             Ok::<_, Infallible>(hyper::Response::new(Full::new(Bytes::new())))
@@ -684,16 +684,7 @@ mod tests {
                 .await
                 .unwrap();
             let mut kinds = Vec::new();
-            loop {
-                let mut head = [0u8; 9];
-                if client.read_exact(&mut head).await.is_err() {
-                    break;
-                }
-                let len = u32::from_be_bytes([0, head[0], head[1], head[2]]) as usize;
-                let mut payload = vec![0u8; len];
-                if client.read_exact(&mut payload).await.is_err() {
-                    break;
-                }
+            while let Some((head, _)) = crate::ping::testing::read_frame(&mut client).await {
                 kinds.push(head[3]);
             }
             kinds
