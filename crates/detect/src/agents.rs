@@ -8,8 +8,9 @@
 use daachorse::DoubleArrayAhoCorasick;
 use serde::{Deserialize, Serialize};
 
+use crate::error::DataError;
 use crate::signature::{Outcome, SignatureCheck};
-use crate::{Code, DataError, Reason, Visit, visitor_text};
+use crate::{Code, Reason, Visit, visitor_text};
 
 /// What kind of agent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -11,6 +11,7 @@ use serde::Serialize;
 pub mod agents;
 pub mod batch;
 pub mod calibration;
+mod error;
 pub mod evidence;
 pub mod net;
 pub mod networks;
@@ -27,6 +28,7 @@ mod visit;
 pub mod wire;
 
 pub use agents::{Agent, Catalogue};
+pub use error::DataError;
 pub use evidence::{Evidence, Headers, Signals};
 pub use reasons::{Code, Reason, Target};
 pub use signature::{RequestLine, SignatureCheck};
@@ -41,18 +43,6 @@ use wire::Fingerprints;
 
 /// The engine's own version; the data's is in [`Engine::data_version`].
 pub const ENGINE_VERSION: &str = concat!("vigil-detect/", env!("CARGO_PKG_VERSION"));
-
-#[derive(Debug, thiserror::Error)]
-pub enum DataError {
-    #[error("cannot read {path}")]
-    Read {
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("malformed data: {0}")]
-    Format(String),
-}
 
 /// The verdict on one visit.
 #[derive(Debug, Clone, PartialEq, Serialize)]
