@@ -11,6 +11,7 @@ use serde::Serialize;
 pub mod agents;
 pub mod batch;
 pub mod calibration;
+mod de;
 mod error;
 pub mod evidence;
 pub mod net;
@@ -29,9 +30,9 @@ pub mod wire;
 
 pub use agents::{Agent, Catalogue};
 pub use error::DataError;
-pub use evidence::{Evidence, Headers, Signals};
+pub use evidence::{Evidence, Headers, RequestLine, Signals};
 pub use reasons::{Code, Reason, Target};
-pub use signature::{RequestLine, SignatureCheck};
+pub use signature::SignatureCheck;
 pub use visit::Visit;
 pub use wire::Wire;
 

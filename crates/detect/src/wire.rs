@@ -34,7 +34,7 @@ pub struct Wire {
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
-        deserialize_with = "crate::evidence::object"
+        deserialize_with = "crate::de::object"
     )]
     pub transport: Option<crate::transport::Transport>,
 }
