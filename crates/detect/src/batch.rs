@@ -6,7 +6,9 @@ use std::net::IpAddr;
 
 use serde::Serialize;
 
-use super::{Code, Engine, Evidence};
+use crate::engine::Engine;
+use crate::evidence::Evidence;
+use crate::reasons::Code;
 
 /// How the input lines are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -53,10 +55,10 @@ impl<'de> serde::Deserialize<'de> for StrictEvidence {
         struct Strict {
             ip_address: Option<IpAddr>,
             user_agent: Option<String>,
-            headers: Option<super::Headers>,
-            signals: Option<super::Signals>,
-            wire: Option<super::Wire>,
-            request: Option<super::RequestLine>,
+            headers: Option<crate::evidence::Headers>,
+            signals: Option<crate::evidence::Signals>,
+            wire: Option<crate::wire::Wire>,
+            request: Option<crate::evidence::RequestLine>,
         }
         let s = Strict::deserialize(d)?;
         Ok(Self(Evidence {

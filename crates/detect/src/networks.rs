@@ -6,7 +6,7 @@
 use std::borrow::Cow;
 use std::net::IpAddr;
 
-use super::DataError;
+use crate::error::DataError;
 use crate::table::Table;
 
 /// How a network came to be classified as hosting.

@@ -8,7 +8,7 @@ use std::net::IpAddr;
 
 use serde::Deserialize;
 
-use super::DataError;
+use crate::error::DataError;
 use crate::table::{Table, unlabelled};
 
 mod zones;

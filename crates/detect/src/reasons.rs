@@ -145,6 +145,23 @@ pub fn score(reasons: &[Reason], target: Target) -> f64 {
     logistic(BIAS + sum)
 }
 
+/// Visitor-supplied text quoted in a detail: at most `n` characters, each a letter, a digit, a
+/// space or one of `. , : ; _ ( ) / + - = @ #`; any other character becomes `?`. A detail is
+/// shown in dashboards and sent to webhooks, so it never carries markup, quotes, escapes or
+/// control characters, whatever a visitor put in its signals.
+pub fn visitor_text(s: &str, n: usize) -> String {
+    s.chars()
+        .take(n)
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || " .,:;_()/+-=@#".contains(c) {
+                c
+            } else {
+                '?'
+            }
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,7 +7,6 @@
 //! Pure: no fetch and no clock. The service fetches directories and remembers signatures it has
 //! seen (replays); the engine is told the outcome ([`SignatureCheck`]).
 
-use serde::{Deserialize, Serialize};
 use sfv::SerializeValue as _;
 use sha2::{Digest, Sha256};
 use web_bot_auth::components::{
@@ -18,6 +17,8 @@ use web_bot_auth::message_signatures::{MessageVerifier, SignedMessage};
 use web_bot_auth::{SignatureAgentLink, WebBotAuthVerifier};
 
 use crate::evidence::{Evidence, Headers};
+// The request line lives with the evidence that carries it; this path still names it.
+pub use crate::evidence::RequestLine;
 
 /// How far a signer's clock may be from ours, either way.
 pub const SKEW_SECS: i64 = 60;
@@ -33,18 +34,6 @@ pub const MAX_DIRECTORY_BYTES: usize = 64 * 1024;
 /// The most keys kept of one directory: agents publish one or two (a rotation's overlap); a
 /// directory of thousands would make every copy of it, in memory and in the store, that large.
 pub const MAX_DIRECTORY_KEYS: usize = 8;
-
-/// The signed request's derived components, as the backend that received it saw them: RFC
-/// 9421's `@method`, `@authority` and `@path`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct RequestLine {
-    pub method: Option<String>,
-    /// Host and port as the client addressed them (`shop.example`, `shop.example:8443`).
-    pub authority: Option<String>,
-    /// The path, without the query.
-    pub path: Option<String>,
-}
 
 /// The evidence as an RFC 9421 message: its headers, and its request line's derived components.
 struct Message<'a> {

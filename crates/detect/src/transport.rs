@@ -9,7 +9,7 @@
 
 use serde::{Deserialize, Deserializer, Serialize};
 
-use crate::evidence::{integral, object};
+use crate::de::{integral, object};
 
 /// The longest round trip taken as a measurement (a minute); a longer one is a mistake.
 pub const MAX_RTT_MS: f64 = 60_000.0;

@@ -20,7 +20,7 @@ use regex_automata::nfa::thompson::WhichCaptures;
 use regex_automata::util::syntax;
 use regex_automata::{Input, MatchKind, PatternSet};
 
-use super::DataError;
+use crate::error::DataError;
 
 mod split;
 

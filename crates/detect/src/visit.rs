@@ -1,10 +1,14 @@
 //! The normalised view of one visit that every rule reads: the user agents as received, the one
 //! lower-cased copy the bot patterns and crawler claims share, and the address's country.
 
-use super::Engine;
-use super::evidence::{Evidence, Signals};
-use super::places::Country;
-use super::ua::Claim;
+use crate::calibration::Weights;
+use crate::engine::Engine;
+use crate::evidence::{Evidence, Signals};
+use crate::path::Path;
+use crate::places::Country;
+use crate::signature::SignatureCheck;
+use crate::ua::Claim;
+use crate::velocity::Velocity;
 
 /// `s` in lower case; ASCII (nearly every user agent) without the Unicode tables.
 fn lower_case(s: &str) -> String {
@@ -13,6 +17,21 @@ fn lower_case(s: &str) -> String {
     } else {
         s.to_lowercase()
     }
+}
+
+/// What the service found out about a visit beyond its evidence, for the engine to judge: the
+/// store's velocity counts, the outcome of checking its signature and the session's path so far.
+/// None of them comes from the client as it is.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Beyond<'a> {
+    pub velocity: Option<&'a Velocity>,
+    pub signature: Option<&'a SignatureCheck>,
+    /// The session's path with this visit's page added (the store keeps it in the session's
+    /// summary).
+    pub path: Option<&'a Path>,
+    /// The project's own `scoreBot` weights, when it has calibrated ones (the shared table
+    /// otherwise).
+    pub weights: Option<&'a Weights>,
 }
 
 pub struct Visit<'a> {
@@ -39,11 +58,11 @@ pub struct Visit<'a> {
 
 impl<'a> Visit<'a> {
     pub fn of(engine: &Engine, e: &'a Evidence) -> Self {
-        Self::with(engine, e, crate::Beyond::default())
+        Self::with(engine, e, Beyond::default())
     }
 
     /// The visit with what the service found beyond its evidence.
-    pub fn with(engine: &Engine, e: &'a Evidence, beyond: crate::Beyond<'a>) -> Self {
+    pub fn with(engine: &Engine, e: &'a Evidence, beyond: Beyond<'a>) -> Self {
         let signals = e.signals.as_ref();
         let ua = e
             .user_agent

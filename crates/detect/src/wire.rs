@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use serde::{Deserialize, Deserializer, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::DataError;
+use crate::error::DataError;
 
 /// The most header names an order may list (a request with more is cut, not refused).
 pub const MAX_HEADER_NAMES: usize = 64;
@@ -34,7 +34,7 @@ pub struct Wire {
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
-        deserialize_with = "crate::evidence::object"
+        deserialize_with = "crate::de::object"
     )]
     pub transport: Option<crate::transport::Transport>,
 }

@@ -5,14 +5,14 @@
 //! change has `before < threshold <= after` is that moment, and its result is the one that made it
 //! cross. Changes of other items never cross.
 
-use crate::detect::Reason;
-use crate::domain::{CheckResult, EventId, ProjectId, Score, SessionChanged, WebhookType};
+use vigil_core::detect::Reason;
+use vigil_core::domain::{CheckResult, EventId, ProjectId, Score, SessionChanged, WebhookType};
 
 /// A session that has just crossed the threshold, with the result that made it cross.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Crossing {
     pub project_id: ProjectId,
-    pub session_id: crate::domain::SessionId,
+    pub session_id: vigil_core::domain::SessionId,
     pub result: CheckResult,
     pub event_id: EventId,
     pub reasons: Vec<Reason>,
@@ -50,7 +50,7 @@ pub fn crossings(change: &SessionChanged, threshold: Score) -> Vec<Crossing> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::{SessionId, SessionScore, Timestamp};
+    use vigil_core::domain::{SessionId, SessionScore, Timestamp};
 
     fn score(v: f64) -> Score {
         Score::new(v).unwrap()
@@ -83,7 +83,7 @@ mod tests {
             after: before.map_or(SessionScore::of(last), |s| s.with(last)),
             before,
             last: last.clone(),
-            last_id: crate::domain::EventId::new(crate::domain::ResultPosition {
+            last_id: vigil_core::domain::EventId::new(vigil_core::domain::ResultPosition {
                 created_at: last.created_at,
                 seq: pvs.len() as u64,
             }),

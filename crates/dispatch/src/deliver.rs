@@ -10,8 +10,9 @@ use futures_util::future::BoxFuture;
 use http::StatusCode;
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 
-use crate::domain::delivery::{Attempt, AttemptOutcome};
-use crate::domain::{DeliveryId, Timestamp, UrlPolicy, WebhookUrl, net};
+use vigil_core::detect::net;
+use vigil_core::domain::delivery::{Attempt, AttemptOutcome};
+use vigil_core::domain::{DeliveryId, Timestamp, UrlPolicy, WebhookUrl};
 
 use super::signature::signatures;
 

@@ -11,9 +11,6 @@
 //!   died mid-attempt) and attempts them. It runs on a schedule.
 //! - Only failures of our own storage fail a record; a receiver's failure is an attempt outcome.
 
-// The layers below, named as the modules here name them.
-use vigil_core::{config, detect, domain, metrics, report, service, store};
-
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -22,15 +19,15 @@ use futures_util::StreamExt;
 use serde::Serialize;
 use tokio::sync::Semaphore;
 
-use crate::config::Config;
-use crate::domain::delivery::{Attempt, AttemptOutcome};
-use crate::domain::{
+use vigil_core::config::Config;
+use vigil_core::domain::delivery::{Attempt, AttemptOutcome};
+use vigil_core::domain::{
     Clock, Delivery, DeliveryId, DeliveryStatus, FeedEvent, ProjectId, Score, SessionId,
     SystemClock, Timestamp, WebhookType,
 };
-use crate::report::Chain;
-use crate::store::feed::FeedConsumer;
-use crate::store::{DeliveryStore, ProjectStore, StoreError};
+use vigil_core::report::Chain;
+use vigil_core::store::feed::FeedConsumer;
+use vigil_core::store::{DeliveryStore, ProjectStore, StoreError};
 
 pub mod crossing;
 pub mod deliver;
@@ -68,10 +65,10 @@ struct PayloadData<'a> {
     project_id: &'a ProjectId,
     session_id: &'a SessionId,
     #[serde(flatten)]
-    result: &'a crate::domain::CheckResult,
+    result: &'a vigil_core::domain::CheckResult,
     /// The event that made the session cross, and why (empty for an unevaluated result).
-    id: crate::domain::EventId,
-    reasons: &'a [crate::detect::Reason],
+    id: vigil_core::domain::EventId,
+    reasons: &'a [vigil_core::detect::Reason],
 }
 
 /// The notification body. Serialising can only fail on a bug; the caller must then not send (a
@@ -290,13 +287,13 @@ impl<S: ProjectStore + DeliveryStore> Dispatcher<S> {
             AttemptOutcome::Failed => "failed",
         };
         // A test event is tried once: retries would make it an amplifier aimed at any URL.
-        let schedule: &[_] = if d.session_id.as_str() == crate::service::TEST_SESSION {
+        let schedule: &[_] = if d.session_id.as_str() == vigil_core::service::TEST_SESSION {
             &[]
         } else {
             &self.schedule
         };
         d.record(attempt, schedule);
-        crate::metrics::delivery(outcome, d.attempts.len());
+        vigil_core::metrics::delivery(outcome, d.attempts.len());
         if gone
             && let Err(e) = self
                 .store

@@ -14,11 +14,11 @@ use aws_sdk_dynamodb::types::{
 };
 use serde_json::Value;
 
-use super::StoreError;
-use super::dynamo::{DynamoStore, Item, TxOutcome, build, from_item, key, n, sdk_error, to_item};
-use super::items::{PK, SK, TTL};
-use super::plan::{Applied, Attributes, ItemStore, Op, Read, Step, When, WritePlan};
-use super::write::{MAX_WRITE_ATTEMPTS, backoff};
+use crate::dynamo::{DynamoStore, Item, TxOutcome, build, from_item, key, n, sdk_error, to_item};
+use vigil_core::store::StoreError;
+use vigil_core::store::items::{PK, SK, TTL};
+use vigil_core::store::plan::{Applied, Attributes, ItemStore, Op, Read, Step, When, WritePlan};
+use vigil_core::store::write::{MAX_WRITE_ATTEMPTS, backoff};
 
 /// What a step writes.
 enum Write {

@@ -1,4 +1,4 @@
-//! The DynamoDB store: one table, `pk`/`sk` string keys, items as in [`super::items`], mapped with
+//! The DynamoDB store: one table, `pk`/`sk` string keys, items as in [`vigil_core::store::items`], mapped with
 //! `serde_dynamo`. Conditional transactions keep the session summary and the webhook limits correct
 //! under concurrent writers.
 
@@ -18,20 +18,20 @@ use aws_sdk_dynamodb::types::{
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::LabelStore;
-use super::items::*;
-use super::{
+use vigil_core::domain::insight::{Bucket, SessionPage, SessionPosition, SessionQuery, StatsRange};
+use vigil_core::domain::label::Label;
+use vigil_core::domain::plan::{Counted, MAX_COUNTER_SHARDS, Period, Spread, VisitCount};
+use vigil_core::domain::velocity::{CounterUpdate, CounterWork, Counters, Sketch, is_sketch};
+use vigil_core::domain::{
+    AccountId, Delivery, Project, ProjectId, ResultPosition, SessionId, Timestamp, Webhook,
+    WebhookId,
+};
+use vigil_core::store::LabelStore;
+use vigil_core::store::items::*;
+use vigil_core::store::{
     AccountStore, AdminStore, AgentStore, COUNTER_GRACE_SECONDS, DeliveryStore, IdempotencyStore,
     InsightStore, KeyStore, OpFailed, ProjectStore, RATE_WINDOW_TTL, ResultPage, ResultStore,
     StoreError, UsageStore, VelocityStore, WebhookStore,
-};
-use crate::domain::insight::{Bucket, SessionPage, SessionPosition, SessionQuery, StatsRange};
-use crate::domain::label::Label;
-use crate::domain::plan::{Counted, MAX_COUNTER_SHARDS, Period, Spread, VisitCount};
-use crate::domain::velocity::{CounterUpdate, CounterWork, Counters, Sketch, is_sketch};
-use crate::domain::{
-    AccountId, Delivery, Project, ProjectId, ResultPosition, SessionId, Timestamp, Webhook,
-    WebhookId,
 };
 
 pub(crate) type Item = HashMap<String, AttributeValue>;
@@ -164,7 +164,7 @@ impl DynamoStore {
             .get::<serde_json::Value>("WARMUP", "WARMUP", false)
             .await
         {
-            tracing::warn!(error = %crate::report::Chain(&e), "warming the DynamoDB connection failed");
+            tracing::warn!(error = %vigil_core::report::Chain(&e), "warming the DynamoDB connection failed");
         }
     }
 
@@ -790,7 +790,7 @@ impl DynamoStore {
         for attempt in 0..BATCH_GET_ATTEMPTS {
             let Some(request) = pending.take() else { break };
             if attempt > 0 {
-                tokio::time::sleep(super::write::backoff(attempt)).await;
+                tokio::time::sleep(vigil_core::store::write::backoff(attempt)).await;
             }
             let out = self
                 .client
@@ -989,7 +989,7 @@ impl InsightStore for DynamoStore {
                 break;
             }
         }
-        Ok(super::buckets(range, &rows))
+        Ok(vigil_core::store::buckets(range, &rows))
     }
 }
 

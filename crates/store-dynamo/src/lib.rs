@@ -6,7 +6,3 @@ pub mod dynamo;
 pub mod streams;
 
 pub use dynamo::DynamoStore;
-
-// The layout and traits the adapter implements, named as its modules name them (`super::items`).
-use vigil_core::store::*;
-use vigil_core::{domain, report};

@@ -11,10 +11,11 @@ use aws_lambda_events::dynamodb::EventRecord;
 use aws_sdk_dynamodbstreams::Client as StreamsClient;
 use aws_sdk_dynamodbstreams::types::{Record, Shard, ShardIteratorType};
 
-use super::change::feed_events;
-use super::feed::{BACKOFF, ChangeFeed, FeedConsumer, POLL};
-use super::{DeliveryStore, DynamoStore, OpFailed, StoreError};
-use crate::report::Chain;
+use crate::dynamo::DynamoStore;
+use vigil_core::report::Chain;
+use vigil_core::store::change::feed_events;
+use vigil_core::store::feed::{BACKOFF, ChangeFeed, FeedConsumer, POLL};
+use vigil_core::store::{DeliveryStore, OpFailed, StoreError};
 
 const DONE: &str = "CLOSED";
 const REDISCOVER: Duration = Duration::from_secs(5);

@@ -7,8 +7,8 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use url::{Host, Url};
 
 use super::ids::WebhookId;
-use super::net;
 use super::time::Timestamp;
+use crate::detect::net;
 
 /// Longest webhook URL accepted.
 pub const MAX_URL_LEN: usize = 2048;

@@ -1,9 +1,11 @@
 //! The address: a crawler from (or outside) its operator's published ranges, Tor, VPN and relay
 //! exits, and hosting: an operator's published ranges, or any address a hosting network announces.
 
+use crate::engine::Engine;
 use crate::networks::Basis;
 use crate::places::Kind;
-use crate::{Code, Engine, Reason, Visit, visitor_text};
+use crate::reasons::{Code, Reason, visitor_text};
+use crate::visit::Visit;
 
 /// The family's reasons for one visit.
 pub fn reasons(engine: &Engine, v: &Visit<'_>, out: &mut Vec<Reason>) {

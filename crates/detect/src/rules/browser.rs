@@ -1,8 +1,10 @@
 //! The browser's announced automation and soft signals: webdriver, automation globals, languages,
 //! plugins, window, software WebGL, and the JavaScript engine against the claimed browser.
 
+use crate::engine::Engine;
+use crate::reasons::{Code, Reason, visitor_text};
 use crate::ua::{self, Claim};
-use crate::{Code, Engine, Reason, Visit, visitor_text};
+use crate::visit::Visit;
 
 /// The family's reasons for one visit.
 pub fn reasons(_: &Engine, v: &Visit<'_>, out: &mut Vec<Reason>) {

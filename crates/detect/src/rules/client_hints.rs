@@ -1,9 +1,11 @@
 //! Client hints against the user agent: brands, major version, platform, mobile, and high-entropy
 //! values all empty, in the agent's data and in the `Sec-CH-UA*` request headers.
 
+use crate::engine::Engine;
 use crate::evidence;
+use crate::reasons::{Code, Reason, visitor_text};
 use crate::ua;
-use crate::{Code, Engine, Reason, Visit, visitor_text};
+use crate::visit::Visit;
 
 /// The family's reasons for one visit.
 pub fn reasons(_: &Engine, v: &Visit<'_>, out: &mut Vec<Reason>) {

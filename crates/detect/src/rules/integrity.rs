@@ -4,9 +4,11 @@
 //! Debian's Chromium and Firefox against Playwright, Puppeteer with the stealth plugin and people
 //! (docs/research/issue-14-stealth-probes.md).
 
+use crate::engine::Engine;
 use crate::evidence::Activity;
+use crate::reasons::{Code, Reason, visitor_text};
 use crate::ua;
-use crate::{Code, Engine, Reason, Visit, visitor_text};
+use crate::visit::Visit;
 
 /// What in `a` no device makes, in words; empty when nothing. On a mobile user agent capitals
 /// without Shift are not counted (virtual keyboards capitalise by themselves). Key timing is

@@ -1,8 +1,10 @@
 //! The languages: the browser's language regions against the address's country (weak: travellers
 //! exist).
 
+use crate::engine::Engine;
 use crate::places::{self, country_name, language_region};
-use crate::{Code, Engine, Reason, Visit};
+use crate::reasons::{Code, Reason};
+use crate::visit::Visit;
 
 /// The family's reasons for one visit.
 pub fn reasons(_: &Engine, v: &Visit<'_>, out: &mut Vec<Reason>) {

@@ -1,7 +1,9 @@
 //! The rules: one file per family, each turning the normalised view of a visit ([`Visit`]) into
 //! named reasons. [`RULES`] lists them once, in the order their reasons are reported.
 
-use super::{Engine, Reason, Visit};
+use crate::engine::Engine;
+use crate::reasons::Reason;
+use crate::visit::Visit;
 
 mod address;
 mod browser;

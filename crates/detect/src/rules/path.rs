@@ -6,7 +6,8 @@
 
 use super::integrity::{judged_as, scripted};
 use crate::evidence::{Activity, PageSummary};
-use crate::{Code, Reason, Visit};
+use crate::reasons::{Code, Reason};
+use crate::visit::Visit;
 
 /// Pages in a row reached with no input on the page before: the third page of a driven session
 /// is the second. A person who types an address or opens a bookmark makes one; two in a row
@@ -16,7 +17,7 @@ const UNPROMPTED: u32 = 2;
 const QUIET_PAGES: u32 = 3;
 const QUIET_MS: u64 = 60_000;
 
-pub fn reasons(_: &crate::Engine, v: &Visit<'_>, out: &mut Vec<Reason>) {
+pub fn reasons(_: &crate::engine::Engine, v: &Visit<'_>, out: &mut Vec<Reason>) {
     if let Some(p) = v.path {
         if p.unprompted >= UNPROMPTED {
             let missing = match p.unsummarised {
@@ -107,7 +108,7 @@ mod tests {
                 let v = Visit::with(
                     &crate::tests::ENGINE,
                     e,
-                    crate::Beyond {
+                    crate::visit::Beyond {
                         path: Some(&path),
                         ..Default::default()
                     },

@@ -1,7 +1,9 @@
 //! The place: the browser's time zone against the address's country.
 
+use crate::engine::Engine;
 use crate::places::country_name;
-use crate::{Code, Engine, Reason, Visit};
+use crate::reasons::{Code, Reason};
+use crate::visit::Visit;
 
 /// The family's reasons for one visit.
 pub fn reasons(engine: &Engine, v: &Visit<'_>, out: &mut Vec<Reason>) {

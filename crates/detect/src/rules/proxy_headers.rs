@@ -1,6 +1,8 @@
 //! Proxy headers on the request (Via, Forwarded, X-Forwarded-For).
 
-use crate::{Code, Engine, Reason, Visit};
+use crate::engine::Engine;
+use crate::reasons::{Code, Reason};
+use crate::visit::Visit;
 
 /// The family's reasons for one visit.
 pub fn reasons(_: &Engine, v: &Visit<'_>, out: &mut Vec<Reason>) {

@@ -4,9 +4,11 @@
 //! relay's operating system's. Thresholds and their lab measurements:
 //! `docs/research/issue-47-relay-physics.md`.
 
+use crate::engine::Engine;
 use crate::networks::Basis;
+use crate::reasons::{Code, Reason, visitor_text};
 use crate::transport::{Family, Transport};
-use crate::{Code, Engine, Reason, Visit, visitor_text};
+use crate::visit::Visit;
 
 /// `relay_latency`'s weight on a network that splits TCP near its users.
 const SPLITTING_WEIGHT: f64 = 3.0;
@@ -119,7 +121,7 @@ mod tests {
     }
 
     fn codes(ua: &str, wire: serde_json::Value) -> Vec<Code> {
-        let e: crate::Evidence =
+        let e: crate::evidence::Evidence =
             serde_json::from_value(serde_json::json!({"userAgent": ua, "wire": wire})).unwrap();
         crate::tests::ENGINE
             .evaluate(&e)
@@ -150,7 +152,7 @@ mod tests {
     #[test]
     fn a_satellite_accelerator_weighs_less_and_says_so() {
         // 5.8.184.1 is Viasat's (AS7155), 84.128.0.1 a German home line.
-        let relayed = |ip: &str| -> crate::Evidence {
+        let relayed = |ip: &str| -> crate::evidence::Evidence {
             serde_json::from_value(
                 serde_json::json!({"ipAddress": ip, "userAgent": "curl/8.5.0",
                 "wire": {"transport": {"tcpRttMs": 30.0, "endToEndRttMs": 640.0}}}),
@@ -186,7 +188,7 @@ mod tests {
         // A Linux stack under a Windows claim, as resistFingerprinting makes: named, weighed less.
         let linux = serde_json::json!({"transport": {"syn": {"ttl": 64, "window": 64240,
             "options": ["mss", "sackPermitted", "timestamp", "nop", "windowScale"]}}});
-        let e: crate::Evidence =
+        let e: crate::evidence::Evidence =
             serde_json::from_value(serde_json::json!({"userAgent": WINDOWS_UA, "wire": linux}))
                 .unwrap();
         let v = crate::tests::ENGINE.evaluate(&e);

@@ -1,8 +1,10 @@
 //! The user agent: empty or missing, a headless browser that says so, a known bot's pattern, and
 //! the header and JavaScript disagreeing.
 
+use crate::engine::Engine;
+use crate::reasons::{Code, Reason, visitor_text};
 use crate::ua::headless_marker;
-use crate::{Code, Engine, Reason, Visit, visitor_text};
+use crate::visit::Visit;
 
 /// The family's reasons for one visit.
 pub fn reasons(engine: &Engine, v: &Visit<'_>, out: &mut Vec<Reason>) {

@@ -15,8 +15,9 @@
 //! is judged by its address's counts only at a shared address's weight, unless its own device
 //! made them: sessions sprayed without a key, or under another one, are another client's doing.
 
+use crate::reasons::{Code, Reason};
 use crate::velocity::{AddressCounts, DeviceCounts, PerSpan, Span, Velocity};
-use crate::{Code, Reason, Visit};
+use crate::visit::Visit;
 
 /// Sessions of one device key per window before `session_churn`: a person opening tabs makes a
 /// handful, the 15 tabs of the demo's person stay under.
@@ -39,7 +40,7 @@ const SHARED_ADDRESS_WEIGHT: f64 = 3.0;
 const SHARED_DEVICE_WEIGHT: f64 = 3.5;
 const SHARED_EVENTS_WEIGHT: f64 = 2.0;
 
-pub fn reasons(_: &crate::Engine, v: &Visit<'_>, out: &mut Vec<Reason>) {
+pub fn reasons(_: &crate::engine::Engine, v: &Visit<'_>, out: &mut Vec<Reason>) {
     let Some(vel) = v.velocity else {
         return;
     };
@@ -224,7 +225,8 @@ fn address_churn(vel: &Velocity, shared_key: bool) -> Option<Reason> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Evidence, Signals, reasons};
+    use crate::evidence::{Evidence, Signals};
+    use crate::reasons;
 
     const CHROME: &str = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/142.0.0.0 Safari/537.36";
     const IPHONE: &str = "Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Mobile/15E148 Safari/604.1";
@@ -261,7 +263,7 @@ mod tests {
         let v = Visit::with(
             &crate::tests::ENGINE,
             &e,
-            crate::Beyond {
+            crate::visit::Beyond {
                 velocity: Some(&vel),
                 ..Default::default()
             },

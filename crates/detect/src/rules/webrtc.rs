@@ -2,8 +2,10 @@
 
 use std::net::IpAddr;
 
+use crate::engine::Engine;
 use crate::net::is_blocked;
-use crate::{Code, Engine, Reason, Visit};
+use crate::reasons::{Code, Reason};
+use crate::visit::Visit;
 
 /// The family's reasons for one visit.
 pub fn reasons(_: &Engine, v: &Visit<'_>, out: &mut Vec<Reason>) {

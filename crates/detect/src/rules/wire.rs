@@ -2,9 +2,11 @@
 //! the HTTP request, against the browser the user agent claims. A missing wire part is no
 //! evidence: nothing fires.
 
+use crate::engine::Engine;
+use crate::reasons::{Code, Reason, visitor_text};
 use crate::ua::{self, Claim};
+use crate::visit::Visit;
 use crate::wire::{Ja4, Stack};
-use crate::{Code, Engine, Reason, Visit, visitor_text};
 
 /// The TLS stack a user agent commits its ClientHello to; None where no one stack is implied.
 fn claimed_stack(c: &Claim) -> Option<Stack> {
