@@ -6,7 +6,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::agents::Caller;
-use super::{Detecting, ServiceError, ServiceResult, Vigil};
+use super::error::{ServiceError, ServiceResult};
+use super::{Detecting, Vigil};
 use crate::detect::ENGINE_VERSION;
 use crate::detect::SignatureCheck;
 use crate::detect::path::Page;
