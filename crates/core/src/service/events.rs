@@ -1,6 +1,7 @@
 //! Ingestion: a visit's evidence is evaluated by the engine and stored as an event of its session
 //! (which is also a v1 result, so summaries and webhooks work as for any result). Two doors: the
-//! server-side events route (developer key) and the browser's collect route (public key, origin).
+//! server-side events route (developer key) and the browser's collect route (public key, origin),
+//! each admitting a visit by its own rules and then handing it to the same `ingest`.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -72,24 +73,8 @@ impl<S: ProjectStore + ResultStore + IdempotencyStore + VelocityStore + AgentSto
         if p.disabled {
             return Err(ServiceError::ProjectDisabled);
         }
-        // The velocity counters, the summary's read and (signed visits only) the signature's
-        // check at once: one round trip between them.
-        let device = device_of(&p, evidence);
-        let (velocity, prior, signature) = tokio::join!(
-            self.velocity(&p, session, evidence, device.as_ref()),
-            self.store.prior_summary(&p.id, session),
-            self.check_signature(evidence.evidence(), Caller::Backend { project: &p.id }),
-        );
-        let found = Found {
-            device,
-            velocity,
-            prior: prior?,
-            signature,
-        };
-        match self
-            .evaluate_and_store(&p, session, evidence, found, once)
-            .await?
-        {
+        let caller = Caller::Backend { project: &p.id };
+        match self.ingest(&p, session, evidence, caller, once).await? {
             Written::New(event) => Ok(event),
             Written::Before(used) => self.replay(once, used).await,
         }
@@ -114,6 +99,33 @@ fn device_of(p: &Project, evidence: &AddressedEvidence) -> Option<DeviceKey> {
 }
 
 impl<S: ProjectStore + ResultStore + VelocityStore + AgentStore> Vigil<S, Detecting> {
+    /// What both doors do with a visit once they have admitted it (each by its own rules): the
+    /// velocity counters, the summary's read and (signed visits only) the signature's check at
+    /// once, one round trip between them; then the evaluation and its write.
+    async fn ingest(
+        &self,
+        p: &Project,
+        session: &SessionId,
+        evidence: &AddressedEvidence,
+        caller: Caller<'_>,
+        once: Option<&Once>,
+    ) -> ServiceResult<Written<Event>> {
+        let device = device_of(p, evidence);
+        let (velocity, prior, signature) = tokio::join!(
+            self.velocity(p, session, evidence, device.as_ref()),
+            self.store.prior_summary(&p.id, session),
+            self.check_signature(evidence.evidence(), caller),
+        );
+        let found = Found {
+            device,
+            velocity,
+            prior: prior?,
+            signature,
+        };
+        self.evaluate_and_store(p, session, evidence, found, once)
+            .await
+    }
+
     /// Counts the visit against its address, device and project, and returns the counts of the
     /// three windows. A store that fails to count costs the visit its velocity evidence, never
     /// the visit: the error is logged and the engine judges the visit alone.
@@ -400,30 +412,15 @@ impl<S: ProjectStore + ResultStore + UsageStore + VelocityStore + AgentStore> Vi
         }
         // The plan's counters first: a refused visit (429) is counted as an attempt and nothing
         // else, so a flood over the budget neither raises its address's velocity (poisoning the
-        // people behind it) nor makes the server fetch a key directory. Then the velocity
-        // counters, the summary's read and the signature's check at once.
+        // people behind it) nor makes the server fetch a key directory.
         self.admit_visit(project, &site.terms, evidence.address())
             .await?;
-        let device = device_of(project, evidence);
-        let (velocity, prior, signature) = tokio::join!(
-            self.velocity(project, session, evidence, device.as_ref()),
-            self.store.prior_summary(&project.id, session),
-            self.check_signature(
-                evidence.evidence(),
-                Caller::Page {
-                    domain: &project.domain,
-                    address: evidence.address(),
-                }
-            ),
-        );
-        let found = Found {
-            device,
-            velocity,
-            prior: prior?,
-            signature,
+        let caller = Caller::Page {
+            domain: &project.domain,
+            address: evidence.address(),
         };
         let event = match self
-            .evaluate_and_store(project, session, evidence, found, None)
+            .ingest(project, session, evidence, caller, None)
             .await?
         {
             Written::New(event) => event,
