@@ -175,10 +175,7 @@ impl<S: ProjectStore + ResultStore + VelocityStore + AgentStore> Vigil<S, Detect
             signature,
         } = found;
         let project = &p.id;
-        let ip_address = evidence.address();
         let wire = evidence.evidence().wire.as_ref();
-        let ja4 = wire.and_then(|w| w.ja4.clone());
-        let transport = wire.and_then(|w| w.transport.clone());
         // The session's path with this page added, judged now and kept by the summary's write
         // (which adds the page again to the summary it writes over, should another write of
         // the session have landed meanwhile).
@@ -211,43 +208,28 @@ impl<S: ProjectStore + ResultStore + VelocityStore + AgentStore> Vigil<S, Detect
             result: CheckResult {
                 score_bot,
                 score_proxy_vpn,
-                ip_address,
+                ip_address: evidence.address(),
                 created_at: self.now(),
             },
             evaluation: Some(Evaluation {
-                reasons: verdict.reasons.clone(),
+                reasons: verdict.reasons,
                 engine_version: ENGINE_VERSION.to_owned(),
-                model: model.clone(),
-                ja4: ja4.clone(),
-                transport: transport.clone(),
-                device: device.clone(),
+                model,
+                ja4: wire.and_then(|w| w.ja4.clone()),
+                transport: wire.and_then(|w| w.transport.clone()),
+                device,
                 flagged,
-                agent: verdict.agent.clone(),
+                agent: verdict.agent,
                 allowed,
                 page,
             }),
         };
-        let reasons = verdict.reasons;
-        let at = match self.store.write_result_after(&new, once, prior).await? {
-            Written::New(at) => at,
-            Written::Before(used) => return Ok(Written::Before(used)),
-        };
-        Ok(Written::New(Event {
-            id: EventId::new(at),
-            session_id: new.session_id,
-            created_at: new.result.created_at,
-            ip_address,
-            score_bot: new.result.score_bot,
-            score_proxy_vpn: new.result.score_proxy_vpn,
-            reasons,
-            engine_version: Some(ENGINE_VERSION.to_owned()),
-            model: Some(model),
-            ja4,
-            transport,
-            device: device.map(|d| d.as_str().to_owned()),
-            agent: Some(verdict.agent),
-            allowed,
-        }))
+        // The event is the result as written, made from it in one place ([`Event::written`]).
+        let written = self.store.write_result_after(&new, once, prior).await?;
+        Ok(match written {
+            Written::New(at) => Written::New(Event::written(new, at)),
+            Written::Before(used) => Written::Before(used),
+        })
     }
 }
 
