@@ -8,7 +8,7 @@ use std::str::FromStr;
 use serde::{Serialize, Serializer};
 
 use super::ids::{IdError, SessionId};
-use super::model::{CheckResult, ResultPosition};
+use super::model::{CheckResult, NewResult, ResultPosition};
 use super::score::Score;
 use super::time::Timestamp;
 use crate::detect::Reason;
@@ -109,6 +109,44 @@ pub struct Event {
 impl Event {
     pub fn position(&self) -> ResultPosition {
         self.id.position()
+    }
+
+    /// The event that writing `new` made at `at` (the position its write gave it): the one place
+    /// where a written result's fields become an event's.
+    pub fn written(new: NewResult, at: ResultPosition) -> Self {
+        let r = new.result;
+        // What a result written without evaluation shows.
+        let event = Event {
+            id: EventId::new(at),
+            session_id: new.session_id,
+            created_at: r.created_at,
+            ip_address: r.ip_address,
+            score_bot: r.score_bot,
+            score_proxy_vpn: r.score_proxy_vpn,
+            reasons: Vec::new(),
+            engine_version: None,
+            model: None,
+            ja4: None,
+            transport: None,
+            device: None,
+            agent: None,
+            allowed: false,
+        };
+        // `flagged` and `page` feed the statistics and the session's path; an event shows neither.
+        match new.evaluation {
+            None => event,
+            Some(e) => Event {
+                reasons: e.reasons,
+                engine_version: Some(e.engine_version),
+                model: Some(e.model),
+                ja4: e.ja4,
+                transport: e.transport,
+                device: e.device.map(|d| d.as_str().to_owned()),
+                agent: Some(e.agent),
+                allowed: e.allowed,
+                ..event
+            },
+        }
     }
 
     /// The event as a v1 result.

@@ -4,7 +4,8 @@
 
 use serde::Serialize;
 
-use super::{ServiceError, ServiceResult, Vigil};
+use super::Vigil;
+use super::error::{ServiceError, ServiceResult};
 use crate::detect::Code;
 use crate::detect::calibration::{Example, calibrate};
 use crate::domain::calibration::{

@@ -1,12 +1,14 @@
 //! Ingestion: a visit's evidence is evaluated by the engine and stored as an event of its session
 //! (which is also a v1 result, so summaries and webhooks work as for any result). Two doors: the
-//! server-side events route (developer key) and the browser's collect route (public key, origin).
+//! server-side events route (developer key) and the browser's collect route (public key, origin),
+//! each admitting a visit by its own rules and then handing it to the same `ingest`.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::agents::Caller;
-use super::{Detecting, ServiceError, ServiceResult, Vigil};
+use super::error::{ServiceError, ServiceResult};
+use super::{Detecting, Vigil};
 use crate::detect::ENGINE_VERSION;
 use crate::detect::SignatureCheck;
 use crate::detect::path::Page;
@@ -71,24 +73,8 @@ impl<S: ProjectStore + ResultStore + IdempotencyStore + VelocityStore + AgentSto
         if p.disabled {
             return Err(ServiceError::ProjectDisabled);
         }
-        // The velocity counters, the summary's read and (signed visits only) the signature's
-        // check at once: one round trip between them.
-        let device = device_of(&p, evidence);
-        let (velocity, prior, signature) = tokio::join!(
-            self.velocity(&p, session, evidence, device.as_ref()),
-            self.store.prior_summary(&p.id, session),
-            self.check_signature(evidence.evidence(), Caller::Backend { project: &p.id }),
-        );
-        let found = Found {
-            device,
-            velocity,
-            prior: prior?,
-            signature,
-        };
-        match self
-            .evaluate_and_store(&p, session, evidence, found, once)
-            .await?
-        {
+        let caller = Caller::Backend { project: &p.id };
+        match self.ingest(&p, session, evidence, caller, once).await? {
             Written::New(event) => Ok(event),
             Written::Before(used) => self.replay(once, used).await,
         }
@@ -113,6 +99,33 @@ fn device_of(p: &Project, evidence: &AddressedEvidence) -> Option<DeviceKey> {
 }
 
 impl<S: ProjectStore + ResultStore + VelocityStore + AgentStore> Vigil<S, Detecting> {
+    /// What both doors do with a visit once they have admitted it (each by its own rules): the
+    /// velocity counters, the summary's read and (signed visits only) the signature's check at
+    /// once, one round trip between them; then the evaluation and its write.
+    async fn ingest(
+        &self,
+        p: &Project,
+        session: &SessionId,
+        evidence: &AddressedEvidence,
+        caller: Caller<'_>,
+        once: Option<&Once>,
+    ) -> ServiceResult<Written<Event>> {
+        let device = device_of(p, evidence);
+        let (velocity, prior, signature) = tokio::join!(
+            self.velocity(p, session, evidence, device.as_ref()),
+            self.store.prior_summary(&p.id, session),
+            self.check_signature(evidence.evidence(), caller),
+        );
+        let found = Found {
+            device,
+            velocity,
+            prior: prior?,
+            signature,
+        };
+        self.evaluate_and_store(p, session, evidence, found, once)
+            .await
+    }
+
     /// Counts the visit against its address, device and project, and returns the counts of the
     /// three windows. A store that fails to count costs the visit its velocity evidence, never
     /// the visit: the error is logged and the engine judges the visit alone.
@@ -162,10 +175,7 @@ impl<S: ProjectStore + ResultStore + VelocityStore + AgentStore> Vigil<S, Detect
             signature,
         } = found;
         let project = &p.id;
-        let ip_address = evidence.address();
         let wire = evidence.evidence().wire.as_ref();
-        let ja4 = wire.and_then(|w| w.ja4.clone());
-        let transport = wire.and_then(|w| w.transport.clone());
         // The session's path with this page added, judged now and kept by the summary's write
         // (which adds the page again to the summary it writes over, should another write of
         // the session have landed meanwhile).
@@ -198,43 +208,28 @@ impl<S: ProjectStore + ResultStore + VelocityStore + AgentStore> Vigil<S, Detect
             result: CheckResult {
                 score_bot,
                 score_proxy_vpn,
-                ip_address,
+                ip_address: evidence.address(),
                 created_at: self.now(),
             },
             evaluation: Some(Evaluation {
-                reasons: verdict.reasons.clone(),
+                reasons: verdict.reasons,
                 engine_version: ENGINE_VERSION.to_owned(),
-                model: model.clone(),
-                ja4: ja4.clone(),
-                transport: transport.clone(),
-                device: device.clone(),
+                model,
+                ja4: wire.and_then(|w| w.ja4.clone()),
+                transport: wire.and_then(|w| w.transport.clone()),
+                device,
                 flagged,
-                agent: verdict.agent.clone(),
+                agent: verdict.agent,
                 allowed,
                 page,
             }),
         };
-        let reasons = verdict.reasons;
-        let at = match self.store.write_result_after(&new, once, prior).await? {
-            Written::New(at) => at,
-            Written::Before(used) => return Ok(Written::Before(used)),
-        };
-        Ok(Written::New(Event {
-            id: EventId::new(at),
-            session_id: new.session_id,
-            created_at: new.result.created_at,
-            ip_address,
-            score_bot: new.result.score_bot,
-            score_proxy_vpn: new.result.score_proxy_vpn,
-            reasons,
-            engine_version: Some(ENGINE_VERSION.to_owned()),
-            model: Some(model),
-            ja4,
-            transport,
-            device: device.map(|d| d.as_str().to_owned()),
-            agent: Some(verdict.agent),
-            allowed,
-        }))
+        // The event is the result as written, made from it in one place ([`Event::written`]).
+        let written = self.store.write_result_after(&new, once, prior).await?;
+        Ok(match written {
+            Written::New(at) => Written::New(Event::written(new, at)),
+            Written::Before(used) => Written::Before(used),
+        })
     }
 }
 
@@ -399,30 +394,15 @@ impl<S: ProjectStore + ResultStore + UsageStore + VelocityStore + AgentStore> Vi
         }
         // The plan's counters first: a refused visit (429) is counted as an attempt and nothing
         // else, so a flood over the budget neither raises its address's velocity (poisoning the
-        // people behind it) nor makes the server fetch a key directory. Then the velocity
-        // counters, the summary's read and the signature's check at once.
+        // people behind it) nor makes the server fetch a key directory.
         self.admit_visit(project, &site.terms, evidence.address())
             .await?;
-        let device = device_of(project, evidence);
-        let (velocity, prior, signature) = tokio::join!(
-            self.velocity(project, session, evidence, device.as_ref()),
-            self.store.prior_summary(&project.id, session),
-            self.check_signature(
-                evidence.evidence(),
-                Caller::Page {
-                    domain: &project.domain,
-                    address: evidence.address(),
-                }
-            ),
-        );
-        let found = Found {
-            device,
-            velocity,
-            prior: prior?,
-            signature,
+        let caller = Caller::Page {
+            domain: &project.domain,
+            address: evidence.address(),
         };
         let event = match self
-            .evaluate_and_store(project, session, evidence, found, None)
+            .ingest(project, session, evidence, caller, None)
             .await?
         {
             Written::New(event) => event,

@@ -1,6 +1,7 @@
 //! A project's sessions and statistics, for its owner only.
 
-use super::{ServiceResult, Vigil};
+use super::Vigil;
+use super::error::ServiceResult;
 use crate::domain::insight::{Bucket, SessionPage, SessionQuery, StatsRange};
 use crate::domain::{AccountId, ProjectId};
 use crate::store::{InsightStore, ProjectStore};

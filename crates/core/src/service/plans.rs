@@ -3,7 +3,8 @@
 
 use serde::Serialize;
 
-use super::{ServiceError, ServiceResult, Vigil};
+use super::Vigil;
+use super::error::{ServiceError, ServiceResult};
 use std::net::IpAddr;
 
 use crate::domain::plan::{

@@ -3,7 +3,8 @@
 
 use std::future::Future;
 
-use super::{ServiceError, ServiceResult, Vigil};
+use super::Vigil;
+use super::error::{ServiceError, ServiceResult};
 use crate::domain::idempotency::{Created, Once, Used};
 use crate::domain::{AccountId, Event, Project, ResultPosition};
 use crate::store::{IdempotencyStore, ProjectStore, ResultStore};

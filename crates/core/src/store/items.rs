@@ -1036,6 +1036,39 @@ mod tests {
         assert_eq!(item.sk, "STATS#H#2026-11-21T10:00:00.000Z#3");
     }
 
+    /// The events route answers with the event its write made ([`Event::written`]); a later read
+    /// builds it from the stored item ([`ResultItem::event`]). Both must show the same event.
+    #[test]
+    fn the_event_a_write_answers_is_the_event_a_read_gives() {
+        let evaluation = |model: &str| crate::domain::Evaluation {
+            reasons: vec![Reason::new(crate::detect::Code::TorExit, "a Tor exit node")],
+            engine_version: "vigil-detect/test".into(),
+            model: model.into(),
+            ja4: Some("t13d1516h2_8daaf6152771_02713d6af862".into()),
+            transport: None,
+            device: None,
+            flagged: Default::default(),
+            agent: crate::detect::Agent::NONE,
+            allowed: true,
+            page: None,
+        };
+        for evaluation in [None, Some(evaluation("shared")), Some(evaluation("v3"))] {
+            let new = NewResult {
+                project_id: ProjectId::parse("prj_1").unwrap(),
+                session_id: SessionId::parse("s").unwrap(),
+                result: CheckResult {
+                    score_bot: Score::new(0.9).unwrap(),
+                    score_proxy_vpn: Score::new(0.1).unwrap(),
+                    ip_address: "192.0.2.1".parse().unwrap(),
+                    created_at: "2026-11-21T10:00:00.000Z".parse().unwrap(),
+                },
+                evaluation,
+            };
+            let read = ResultItem::new(&new, 7).event();
+            assert_eq!(Event::written(new, read.position()), read);
+        }
+    }
+
     #[test]
     fn result_sort_keys_order_like_positions() {
         let s = SessionId::parse("s").unwrap();

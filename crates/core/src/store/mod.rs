@@ -18,7 +18,7 @@ pub mod items;
 pub mod plan;
 pub mod write;
 
-use plan::{Applied, When, WritePlan};
+use plan::{Applied, StepName, When, WritePlan};
 pub use plan::{ItemStore, Read};
 
 /// The error behind a storage failure, kept whole for the logs.
@@ -133,7 +133,7 @@ pub trait AgentStore: ItemStore {
     }
 
     fn cache_directory(&self, item: &items::DirectoryItem) -> impl Future<Output = Res<()>> + Send {
-        async move { write::put_item(self, "directory", item).await }
+        async move { write::put_item(self, StepName::Directory, item).await }
     }
 
     /// Records a signature's use; false when it was used before and has not expired at `now`
@@ -590,13 +590,13 @@ pub trait LabelStore: ItemStore {
     ) -> impl Future<Output = Res<()>> + Send {
         let plan = WritePlan::new()
             .put(
-                "label",
+                StepName::Label,
                 &items::LabelItem::of(project, label.clone()),
                 When::Always,
             )
             .and_then(|p| {
                 p.put(
-                    "labelled project",
+                    StepName::Labelled,
                     &items::LabelledItem::of(project),
                     When::Always,
                 )
@@ -629,7 +629,7 @@ pub trait LabelStore: ItemStore {
         session: &SessionId,
     ) -> impl Future<Output = Res<bool>> + Send {
         let plan = WritePlan::new().delete(
-            "label",
+            StepName::Label,
             items::project_pk(project),
             items::label_sk(session),
             When::Present,

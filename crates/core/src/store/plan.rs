@@ -12,6 +12,7 @@ use serde_json::{Map, Value};
 
 use super::StoreError;
 use super::items::{Entity, PK, SK, TTL};
+use crate::domain::insight::Granularity;
 
 /// An item's attributes, `pk` and `sk` included.
 pub type Attributes = Map<String, Value>;
@@ -84,7 +85,75 @@ pub enum Op {
     },
 }
 
-/// One named change of one item.
+/// The steps of the layout's plans, as one table: a variant, and the text that adapters carry back
+/// in a refusal and that errors and logs show.
+macro_rules! step_names {
+    ($($variant:ident => $name:literal,)*) => {
+        /// What a plan's step is, from a closed list: a refusal is recognised by its variant
+        /// ([`Applied::recognised`]), so a misspelt name is a compile error rather than a
+        /// comparison that is silently false.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum StepName {
+            $($variant,)*
+        }
+
+        impl StepName {
+            pub const ALL: &[StepName] = &[$(StepName::$variant,)*];
+
+            /// The step's name as adapters report it and messages show it.
+            pub const fn name(self) -> &'static str {
+                match self {
+                    $(StepName::$variant => $name,)*
+                }
+            }
+        }
+    };
+}
+
+step_names! {
+    KeyUse => "idempotency key",
+    Project => "project",
+    Listed => "account's copy",
+    ByKey => "public key's copy",
+    ProjectCount => "project count",
+    ReplacedKey => "replaced public key's copy",
+    FormerListed => "former account's copy",
+    FormerCount => "former account's count",
+    Account => "account",
+    Key => "key",
+    Result => "result",
+    Summary => "session summary",
+    HourStats => "hour",
+    DayStats => "day",
+    Webhook => "webhook",
+    Guard => "type and url guard",
+    WebhookCount => "webhook count",
+    Delivery => "delivery",
+    DeliveryRef => "delivery's reference",
+    TestBudget => "account's test budget",
+    FirstUse => "first use",
+    Directory => "directory",
+    Label => "label",
+    Labelled => "labelled project",
+}
+
+impl StepName {
+    /// The step that adds to a granularity's statistics, named as the granularity is.
+    pub fn stats(g: Granularity) -> Self {
+        match g {
+            Granularity::Hour => StepName::HourStats,
+            Granularity::Day => StepName::DayStats,
+        }
+    }
+
+    /// The step an adapter's refusal names: every step of a plan was named from this list.
+    pub fn of(name: &str) -> Option<Self> {
+        Self::ALL.iter().copied().find(|s| s.name() == name)
+    }
+}
+
+/// One named change of one item. The name is kept as text ([`StepName::name`]): that is what
+/// adapters carry into a refusal and their messages.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Step {
     pub name: &'static str,
@@ -124,6 +193,32 @@ pub enum Applied {
     },
 }
 
+/// How a plan ended, its refused step recognised: what the write recipes match on.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    Done,
+    Refused {
+        step: StepName,
+        current: Option<Attributes>,
+    },
+}
+
+impl Applied {
+    /// The outcome with the refused step as a [`StepName`]; an error for a name no plan gives (an
+    /// adapter only reports the names of the plan's own steps).
+    pub fn recognised(self) -> Result<Outcome, StoreError> {
+        match self {
+            Applied::Done => Ok(Outcome::Done),
+            Applied::Refused { step, current } => match StepName::of(step) {
+                Some(step) => Ok(Outcome::Refused { step, current }),
+                None => Err(StoreError::Backend(
+                    format!("a refusal by an unknown step `{step}`").into(),
+                )),
+            },
+        }
+    }
+}
+
 fn attributes<T: Serialize>(item: &T) -> Result<Attributes, StoreError> {
     match serde_json::to_value(item) {
         Ok(Value::Object(map)) => Ok(map),
@@ -147,14 +242,14 @@ pub fn parse<T: DeserializeOwned>(item: Attributes) -> Result<T, StoreError> {
 impl Step {
     /// A step on a typed item, under the item's own `pk` and `sk`.
     fn on_item<T: Serialize>(
-        name: &'static str,
+        name: StepName,
         item: &T,
         op: impl FnOnce(Attributes) -> Op,
     ) -> Result<Self, StoreError> {
         let item = attributes(item)?;
         let (pk, sk) = key_of(&item)?;
         Ok(Step {
-            name,
+            name: name.name(),
             pk,
             sk,
             op: op(item),
@@ -162,7 +257,7 @@ impl Step {
     }
 
     /// Puts a typed item.
-    pub fn put<T: Serialize>(name: &'static str, item: &T, when: When) -> Result<Self, StoreError> {
+    pub fn put<T: Serialize>(name: StepName, item: &T, when: When) -> Result<Self, StoreError> {
         Self::on_item(name, item, |item| Op::Put { item, when })
     }
 }
@@ -172,7 +267,8 @@ impl WritePlan {
         Self::default()
     }
 
-    fn then(mut self, name: &'static str, pk: String, sk: String, op: Op) -> Self {
+    fn then(mut self, name: StepName, pk: String, sk: String, op: Op) -> Self {
+        let name = name.name();
         self.steps.push(Step { name, pk, sk, op });
         self
     }
@@ -180,20 +276,20 @@ impl WritePlan {
     /// Puts a typed item (its `pk` and `sk` are its own).
     pub fn put<T: Serialize>(
         self,
-        name: &'static str,
+        name: StepName,
         item: &T,
         when: When,
     ) -> Result<Self, StoreError> {
         Ok(self.with(Some(Step::put(name, item, when)?)))
     }
 
-    pub fn delete(self, name: &'static str, pk: String, sk: String, when: When) -> Self {
+    pub fn delete(self, name: StepName, pk: String, sk: String, when: When) -> Self {
         self.then(name, pk, sk, Op::Delete { when })
     }
 
     pub fn set(
         self,
-        name: &'static str,
+        name: StepName,
         pk: String,
         sk: String,
         attributes: Attributes,
@@ -204,7 +300,7 @@ impl WritePlan {
 
     pub fn count(
         self,
-        name: &'static str,
+        name: StepName,
         (pk, sk): (String, &str),
         entity: Entity,
         by: i64,
@@ -227,7 +323,7 @@ impl WritePlan {
     /// A [`WritePlan::count`] up to `max` of a window's item, which expires at `expires`.
     pub fn count_until(
         self,
-        name: &'static str,
+        name: StepName,
         (pk, sk): (String, &str),
         max: u64,
         expires: i64,
@@ -244,7 +340,7 @@ impl WritePlan {
     /// Adds numbers to a typed item's attributes, creating it as `blank`.
     pub fn add<T: Serialize>(
         self,
-        name: &'static str,
+        name: StepName,
         blank: &T,
         adds: Vec<(String, u64)>,
     ) -> Result<Self, StoreError> {
@@ -316,6 +412,29 @@ mod tests {
     }
 
     #[test]
+    fn step_names_are_distinct_and_recognised_by_their_text() {
+        for (i, a) in StepName::ALL.iter().enumerate() {
+            assert_eq!(StepName::of(a.name()), Some(*a));
+            assert!(StepName::ALL[..i].iter().all(|b| b.name() != a.name()));
+        }
+        for g in Granularity::ALL {
+            assert_eq!(StepName::stats(g).name(), g.as_str(), "as before the list");
+        }
+        let refused = |step| Applied::Refused {
+            step,
+            current: None,
+        };
+        assert_eq!(
+            refused("session summary").recognised().unwrap(),
+            Outcome::Refused {
+                step: StepName::Summary,
+                current: None
+            }
+        );
+        assert!(refused("no such step").recognised().is_err());
+    }
+
+    #[test]
     fn counts_stay_within_their_limit_and_above_zero() {
         let at = |n: i64| item(json!({"count": n}));
         assert_eq!(Step::counted(1, Some(2), None), Some(1));
@@ -331,7 +450,11 @@ mod tests {
     #[test]
     fn steps_take_their_keys_from_their_items() {
         let plan = WritePlan::new()
-            .put("a", &json!({"pk": "P", "sk": "S", "x": 1}), When::Absent)
+            .put(
+                StepName::Project,
+                &json!({"pk": "P", "sk": "S", "x": 1}),
+                When::Absent,
+            )
             .unwrap();
         assert_eq!(
             (plan.steps[0].pk.as_str(), plan.steps[0].sk.as_str()),
@@ -339,12 +462,12 @@ mod tests {
         );
         assert!(
             WritePlan::new()
-                .put("b", &json!({"pk": "P"}), When::Always)
+                .put(StepName::Project, &json!({"pk": "P"}), When::Always)
                 .is_err()
         );
         assert!(
             WritePlan::new()
-                .put("c", &json!([1]), When::Always)
+                .put(StepName::Project, &json!([1]), When::Always)
                 .is_err()
         );
     }

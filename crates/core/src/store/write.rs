@@ -7,7 +7,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::items::*;
-use super::plan::{Applied, Attributes, ItemStore, Read, Step, When, WritePlan, parse};
+use super::plan::{
+    Applied, Attributes, ItemStore, Outcome, Read, Step, StepName, When, WritePlan, parse,
+};
 use super::{ProjectInsert, StoreError, WebhookInsert};
 use crate::domain::idempotency::{Created, Once, Used, Written};
 use crate::domain::insight::{Granularity, Tally};
@@ -31,13 +33,16 @@ pub fn backoff(attempt: u32) -> Duration {
     Duration::from_millis(rand::random_range(1..=ceiling))
 }
 
-const KEY_USE: &str = "idempotency key";
-
 /// The step that records an idempotency key's use, unless it is in use and unexpired.
 fn key_use(once: Option<&Once>, created: impl FnOnce() -> Created) -> Res<Option<Step>> {
     let Some(o) = once else { return Ok(None) };
     let item = IdempotencyItem::new(o, created());
-    Step::put(KEY_USE, &item, When::AbsentOrExpired(o.at.unix_seconds())).map(Some)
+    Step::put(
+        StepName::KeyUse,
+        &item,
+        When::AbsentOrExpired(o.at.unix_seconds()),
+    )
+    .map(Some)
 }
 
 /// The use of `once`'s key that refused a write: the item the backend returned, or read now.
@@ -70,11 +75,6 @@ pub(crate) fn refused(what: &str, step: &str) -> StoreError {
 
 // ---- Projects
 
-const PROJECT: &str = "project";
-const LISTED: &str = "account's copy";
-const BY_KEY: &str = "public key's copy";
-const PROJECT_COUNT: &str = "project count";
-
 /// A project, its account's copy and its public key's copy, each new, under the account's limit;
 /// with `once`, only if the key is unused.
 pub async fn insert_project<S: ItemStore + ?Sized>(
@@ -90,37 +90,48 @@ pub async fn insert_project<S: ItemStore + ?Sized>(
     // refusal by a limit it has itself reached.
     let plan = WritePlan::new()
         .with(key_use(once, created)?)
-        .put(PROJECT, &ProjectItem::from(project), When::Absent)?
-        .put(LISTED, &ProjectItem::listed(project), When::Absent)?
-        .put(BY_KEY, &ProjectItem::by_public_key(project), When::Absent)?
+        .put(StepName::Project, &ProjectItem::from(project), When::Absent)?
+        .put(
+            StepName::Listed,
+            &ProjectItem::listed(project),
+            When::Absent,
+        )?
+        .put(
+            StepName::ByKey,
+            &ProjectItem::by_public_key(project),
+            When::Absent,
+        )?
         .count(
-            PROJECT_COUNT,
+            StepName::ProjectCount,
             (account_pk(&project.account_id), PROJECT_COUNT_SK),
             Entity::ProjectCount,
             1,
             Some(u64::from(max_projects)),
         );
-    match s.apply(plan).await? {
-        Applied::Done => Ok(Written::New(ProjectInsert::Created)),
-        Applied::Refused {
-            step: KEY_USE,
+    match s.apply(plan).await?.recognised()? {
+        Outcome::Done => Ok(Written::New(ProjectInsert::Created)),
+        Outcome::Refused {
+            step: StepName::KeyUse,
             current,
         } => Ok(Written::Before(used(s, once, current).await?)),
-        Applied::Refused {
-            step: PROJECT_COUNT,
+        Outcome::Refused {
+            step: StepName::ProjectCount,
             ..
         } => Ok(Written::New(ProjectInsert::LimitReached)),
         // The SDK retried a transaction that had been applied (its answer was lost or late): the
         // items it finds are its own.
-        Applied::Refused { .. }
+        Outcome::Refused { .. }
             if stored_project(s, &project.id).await?.as_ref() == Some(project) =>
         {
             Ok(Written::New(ProjectInsert::Created))
         }
-        Applied::Refused { step: BY_KEY, .. } => Err(StoreError::Backend(
+        Outcome::Refused {
+            step: StepName::ByKey,
+            ..
+        } => Err(StoreError::Backend(
             format!("the public key of project {} is another's", project.id).into(),
         )),
-        Applied::Refused { .. } => Err(StoreError::Backend(
+        Outcome::Refused { .. } => Err(StoreError::Backend(
             format!("project id {} already exists", project.id).into(),
         )),
     }
@@ -137,9 +148,17 @@ async fn stored_project<S: ItemStore + ?Sized>(s: &S, id: &ProjectId) -> Res<Opt
 pub async fn update_project<S: ItemStore + ?Sized>(s: &S, project: &Project) -> Res<bool> {
     let owner = When::Has("accountId", json!(project.account_id.as_str()));
     let plan = WritePlan::new()
-        .put(PROJECT, &ProjectItem::from(project), owner)?
-        .put(LISTED, &ProjectItem::listed(project), When::Present)?
-        .put(BY_KEY, &ProjectItem::by_public_key(project), When::Always)?;
+        .put(StepName::Project, &ProjectItem::from(project), owner)?
+        .put(
+            StepName::Listed,
+            &ProjectItem::listed(project),
+            When::Present,
+        )?
+        .put(
+            StepName::ByKey,
+            &ProjectItem::by_public_key(project),
+            When::Always,
+        )?;
     Ok(s.apply(plan).await? == Applied::Done)
 }
 
@@ -148,9 +167,17 @@ pub async fn update_project<S: ItemStore + ?Sized>(s: &S, project: &Project) -> 
 pub async fn seed_project<S: ItemStore + ?Sized>(s: &S, project: &Project) -> Res<()> {
     let old: Option<Project> = stored_project(s, &project.id).await?;
     let mut plan = WritePlan::new()
-        .put(PROJECT, &ProjectItem::from(project), When::Always)?
-        .put(LISTED, &ProjectItem::listed(project), When::Always)?
-        .put(BY_KEY, &ProjectItem::by_public_key(project), When::Always)?;
+        .put(StepName::Project, &ProjectItem::from(project), When::Always)?
+        .put(
+            StepName::Listed,
+            &ProjectItem::listed(project),
+            When::Always,
+        )?
+        .put(
+            StepName::ByKey,
+            &ProjectItem::by_public_key(project),
+            When::Always,
+        )?;
     if let Some(old_key) = old
         .as_ref()
         .map(|o| &o.api_key_public)
@@ -158,7 +185,7 @@ pub async fn seed_project<S: ItemStore + ?Sized>(s: &S, project: &Project) -> Re
     {
         // The seed replaced the public key: the old one must stop finding the project.
         plan = plan.delete(
-            "replaced public key's copy",
+            StepName::ReplacedKey,
             public_key_pk(old_key),
             PROJECT_SK.to_owned(),
             When::Always,
@@ -168,7 +195,7 @@ pub async fn seed_project<S: ItemStore + ?Sized>(s: &S, project: &Project) -> Re
     if moved_from.as_ref() != Some(&project.account_id) {
         let count = |a: &AccountId| (account_pk(a), PROJECT_COUNT_SK);
         plan = plan.count(
-            PROJECT_COUNT,
+            StepName::ProjectCount,
             count(&project.account_id),
             Entity::ProjectCount,
             1,
@@ -178,13 +205,13 @@ pub async fn seed_project<S: ItemStore + ?Sized>(s: &S, project: &Project) -> Re
             // The seed gave the project another account: it leaves the old one's list.
             plan = plan
                 .delete(
-                    "former account's copy",
+                    StepName::FormerListed,
                     account_pk(&from),
                     account_project_sk(&project.id),
                     When::Always,
                 )
                 .count(
-                    "former account's count",
+                    StepName::FormerCount,
                     count(&from),
                     Entity::ProjectCount,
                     -1,
@@ -199,12 +226,17 @@ pub async fn seed_project<S: ItemStore + ?Sized>(s: &S, project: &Project) -> Re
 }
 
 pub async fn put_account<S: ItemStore + ?Sized>(s: &S, account: &Account) -> Res<()> {
-    let plan = WritePlan::new().put("account", &AccountItem::from(account), When::Always)?;
+    let plan =
+        WritePlan::new().put(StepName::Account, &AccountItem::from(account), When::Always)?;
     done(s.apply(plan).await?, "writing an account")
 }
 
 pub async fn put_key<S: ItemStore + ?Sized>(s: &S, key_hash: &str, account: &AccountId) -> Res<()> {
-    let plan = WritePlan::new().put("key", &KeyItem::new(key_hash, account), When::Always)?;
+    let plan = WritePlan::new().put(
+        StepName::Key,
+        &KeyItem::new(key_hash, account),
+        When::Always,
+    )?;
     done(s.apply(plan).await?, "writing a key")
 }
 
@@ -216,9 +248,6 @@ fn done(applied: Applied, what: &str) -> Res<()> {
 }
 
 // ---- Results
-
-const RESULT: &str = "result";
-const SUMMARY: &str = "session summary";
 
 /// One result, its session's summary (optimistically, on the summary's `seq`), its hour's and
 /// day's statistics and the key's use, together; re-planned on the summary a concurrent writer
@@ -262,8 +291,8 @@ pub async fn write_result<S: ItemStore + ?Sized>(
             .with(key_use(once, || {
                 Created::event(&r.project_id, &r.session_id, position)
             })?)
-            .put(RESULT, &result, When::Absent)?
-            .put(SUMMARY, &session, written)?;
+            .put(StepName::Result, &result, When::Absent)?
+            .put(StepName::Summary, &session, written)?;
         for g in Granularity::ALL {
             let blank = StatsItem::empty(
                 &r.project_id,
@@ -271,27 +300,27 @@ pub async fn write_result<S: ItemStore + ?Sized>(
                 g.floor(r.result.created_at),
                 stats_shard(&r.session_id),
             );
-            plan = plan.add(g.as_str(), &blank, adds.clone())?;
+            plan = plan.add(StepName::stats(g), &blank, adds.clone())?;
         }
-        match s.apply(plan).await? {
-            Applied::Done => return Ok(Written::New(position)),
+        match s.apply(plan).await?.recognised()? {
+            Outcome::Done => return Ok(Written::New(position)),
             // An identical result under the same key is no sign that this write landed:
             // concurrent writers of the same scores at the same millisecond build identical
             // items. (A retry of an applied DynamoDB transaction is answered from its
             // ClientRequestToken, which the SDK sets.)
-            Applied::Refused {
-                step: KEY_USE,
+            Outcome::Refused {
+                step: StepName::KeyUse,
                 current,
             } => {
                 return Ok(Written::Before(used(s, once, current).await?));
             }
-            Applied::Refused {
-                step: SUMMARY,
+            Outcome::Refused {
+                step: StepName::Summary,
                 current,
             } => {
                 known = current.map(parse).transpose()?.map(Some);
             }
-            Applied::Refused { .. } => {}
+            Outcome::Refused { .. } => {}
         }
         tokio::time::sleep(backoff(attempt)).await;
     }
@@ -336,10 +365,6 @@ pub async fn prior_summary<S: ItemStore + ?Sized>(
 
 // ---- Webhooks and deliveries
 
-const WEBHOOK: &str = "webhook";
-const GUARD: &str = "type and url guard";
-const WEBHOOK_COUNT: &str = "webhook count";
-
 /// A webhook and its (type, url) guard, both new, under the project's limit.
 pub async fn insert_webhook<S: ItemStore + ?Sized>(
     s: &S,
@@ -348,23 +373,26 @@ pub async fn insert_webhook<S: ItemStore + ?Sized>(
 ) -> Res<WebhookInsert> {
     let item = WebhookItem::new(project, webhook);
     let plan = WritePlan::new()
-        .put(GUARD, &item.guard(), When::Absent)?
-        .put(WEBHOOK, &item, When::Absent)?
+        .put(StepName::Guard, &item.guard(), When::Absent)?
+        .put(StepName::Webhook, &item, When::Absent)?
         .count(
-            WEBHOOK_COUNT,
+            StepName::WebhookCount,
             (project_pk(project), WEBHOOK_COUNT_SK),
             Entity::WebhookCount,
             1,
             Some(MAX_WEBHOOKS_PER_PROJECT as u64),
         );
-    match s.apply(plan).await? {
-        Applied::Done => Ok(WebhookInsert::Created),
-        Applied::Refused { step: GUARD, .. } => Ok(WebhookInsert::Duplicate),
-        Applied::Refused {
-            step: WEBHOOK_COUNT,
+    match s.apply(plan).await?.recognised()? {
+        Outcome::Done => Ok(WebhookInsert::Created),
+        Outcome::Refused {
+            step: StepName::Guard,
+            ..
+        } => Ok(WebhookInsert::Duplicate),
+        Outcome::Refused {
+            step: StepName::WebhookCount,
             ..
         } => Ok(WebhookInsert::LimitReached),
-        Applied::Refused { .. } => Err(StoreError::Backend(
+        Outcome::Refused { .. } => Err(StoreError::Backend(
             format!("webhook id {} already exists", item.id).into(),
         )),
     }
@@ -383,10 +411,10 @@ pub async fn delete_webhook<S: ItemStore + ?Sized>(
     };
     let guard = item.guard();
     let plan = WritePlan::new()
-        .delete(WEBHOOK, pk.clone(), sk, When::Present)
-        .delete(GUARD, guard.pk, guard.sk, When::Present)
+        .delete(StepName::Webhook, pk.clone(), sk, When::Present)
+        .delete(StepName::Guard, guard.pk, guard.sk, When::Present)
         .count(
-            WEBHOOK_COUNT,
+            StepName::WebhookCount,
             (pk, WEBHOOK_COUNT_SK),
             Entity::WebhookCount,
             -1,
@@ -428,7 +456,13 @@ pub async fn set_webhook_secrets<S: ItemStore + ?Sized>(
         Some(old) => When::Has("secret", json!(old.as_str())),
         None => When::Lacks("secret"),
     };
-    let plan = WritePlan::new().set(WEBHOOK, project_pk(project), webhook_sk(id), attrs, when);
+    let plan = WritePlan::new().set(
+        StepName::Webhook,
+        project_pk(project),
+        webhook_sk(id),
+        attrs,
+        when,
+    );
     Ok(s.apply(plan).await? == Applied::Done)
 }
 
@@ -441,7 +475,7 @@ pub async fn disable_webhook<S: ItemStore + ?Sized>(
     let mut disabled = Attributes::new();
     disabled.insert("disabled".to_owned(), Value::Bool(true));
     let plan = WritePlan::new().set(
-        WEBHOOK,
+        StepName::Webhook,
         project_pk(project),
         webhook_sk(id),
         disabled,
@@ -453,16 +487,18 @@ pub async fn disable_webhook<S: ItemStore + ?Sized>(
 /// A new delivery, and where its id finds it; false when it exists (a replayed record).
 pub async fn create_delivery<S: ItemStore + ?Sized>(s: &S, delivery: &Delivery) -> Res<bool> {
     let plan = WritePlan::new()
-        .put("delivery", &DeliveryItem::from(delivery), When::Absent)?
         .put(
-            "delivery's reference",
+            StepName::Delivery,
+            &DeliveryItem::from(delivery),
+            When::Absent,
+        )?
+        .put(
+            StepName::DeliveryRef,
             &DeliveryRefItem::from(delivery),
             When::Always,
         )?;
     Ok(s.apply(plan).await? == Applied::Done)
 }
-
-const TEST_BUDGET_STEP: &str = "account's test budget";
 
 /// Queues a test event's delivery, counted in its account's minute up to `max`: the count and
 /// the delivery are written together or not at all. False when the minute's budget is spent.
@@ -476,24 +512,28 @@ pub async fn create_test_delivery<S: ItemStore + ?Sized>(
     let sk = format!("TESTS#{minute}");
     let plan = WritePlan::new()
         .count_until(
-            TEST_BUDGET_STEP,
+            StepName::TestBudget,
             (account_pk(account), &sk),
             max,
             (minute + 2) * 60,
         )
-        .put("delivery", &DeliveryItem::from(delivery), When::Absent)?
         .put(
-            "delivery's reference",
+            StepName::Delivery,
+            &DeliveryItem::from(delivery),
+            When::Absent,
+        )?
+        .put(
+            StepName::DeliveryRef,
             &DeliveryRefItem::from(delivery),
             When::Always,
         )?;
-    match s.apply(plan).await? {
-        Applied::Done => Ok(true),
-        Applied::Refused {
-            step: TEST_BUDGET_STEP,
+    match s.apply(plan).await?.recognised()? {
+        Outcome::Done => Ok(true),
+        Outcome::Refused {
+            step: StepName::TestBudget,
             ..
         } => Ok(false),
-        Applied::Refused { step, .. } => Err(refused("a test delivery", step)),
+        Outcome::Refused { step, .. } => Err(refused("a test delivery", step.name())),
     }
 }
 
@@ -507,7 +547,7 @@ pub async fn update_delivery<S: ItemStore + ?Sized>(
         Some(t) => When::Has(DUE_AT, json!(t.to_string())),
         None => When::Lacks(DUE_AT),
     };
-    let plan = WritePlan::new().put("delivery", &DeliveryItem::from(delivery), when)?;
+    let plan = WritePlan::new().put(StepName::Delivery, &DeliveryItem::from(delivery), when)?;
     Ok(s.apply(plan).await? == Applied::Done)
 }
 
@@ -516,7 +556,7 @@ pub async fn update_delivery<S: ItemStore + ?Sized>(
 /// Writes `item` whole, whatever stood at its key.
 pub async fn put_item<S: ItemStore + ?Sized, T: serde::Serialize>(
     s: &S,
-    step: &'static str,
+    step: StepName,
     item: &T,
 ) -> Res<()> {
     let plan = WritePlan::new().put(step, item, When::Always)?;
@@ -526,18 +566,19 @@ pub async fn put_item<S: ItemStore + ?Sized, T: serde::Serialize>(
     }
 }
 
-const ONCE: &str = "first use";
-
 /// Writes `item` unless an unexpired one stands at its key; whether it was written.
 pub async fn put_once<S: ItemStore + ?Sized, T: serde::Serialize>(
     s: &S,
     item: &T,
     now: i64,
 ) -> Res<bool> {
-    let plan = WritePlan::new().put(ONCE, item, When::AbsentOrExpired(now))?;
-    match s.apply(plan).await? {
-        Applied::Done => Ok(true),
-        Applied::Refused { step: ONCE, .. } => Ok(false),
-        Applied::Refused { step, .. } => Err(refused("a first use", step)),
+    let plan = WritePlan::new().put(StepName::FirstUse, item, When::AbsentOrExpired(now))?;
+    match s.apply(plan).await?.recognised()? {
+        Outcome::Done => Ok(true),
+        Outcome::Refused {
+            step: StepName::FirstUse,
+            ..
+        } => Ok(false),
+        Outcome::Refused { step, .. } => Err(refused("a first use", step.name())),
     }
 }
