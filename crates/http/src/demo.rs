@@ -14,7 +14,7 @@ use std::net::IpAddr;
 use http::{HeaderValue, StatusCode, header};
 use lambda_http::{Body, Response};
 
-use crate::ApiError;
+use crate::error::ApiError;
 use vigil_core::domain::token::random_base62;
 use vigil_core::domain::{AccountId, ProjectId, SessionId};
 use vigil_core::seed::{DEMO_ACCOUNT, DEMO_PROJECT};
@@ -112,7 +112,7 @@ pub async fn answer<S: Store, D, B>(
             Ok(page) => {
                 let latest = page.results.into_iter().next().map(|(_, e)| e);
                 let body = serde_json::json!({ "data": latest }).to_string();
-                crate::json_response(StatusCode::OK, body)
+                crate::response::json_response(StatusCode::OK, body)
             }
             Err(e) => ApiError::from(e).into_response(),
         },

@@ -80,9 +80,11 @@ impl ApiError {
 
     pub fn into_response(self) -> Response<Body> {
         let body = serde_json::json!({ "message": self.message() }).to_string();
-        let mut res = super::json_response(self.status(), body);
+        let mut res = crate::response::json_response(self.status(), body);
         match &self {
-            ApiError::MethodNotAllowed(allow) => super::set_header(&mut res, header::ALLOW, allow),
+            ApiError::MethodNotAllowed(allow) => {
+                crate::response::set_header(&mut res, header::ALLOW, allow)
+            }
             ApiError::Unavailable => {
                 res.headers_mut()
                     .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));

@@ -6,9 +6,9 @@ use lambda_http::aws_lambda_events::query_map::QueryMap;
 use lambda_http::{Request, RequestExt};
 use serde_json::{Map, Value};
 
-use super::ApiError;
 use super::paths::{BASE, PathParam};
 use super::reply::Reply;
+use crate::error::ApiError;
 use vigil_core::domain::idempotency::{IdempotencyKey, KeyError, Once};
 use vigil_core::domain::{
     AccountId, DeliveryId, DeviceKey, EventId, IdError, ProjectId, ResultPosition, SessionId,

@@ -4,12 +4,12 @@
 
 use serde_json::Value;
 
-use super::ApiError;
 use super::extract::{
     FromQuery, Json, JsonBody, Members, Paging, Query, page_limit, query_time, with_next_link,
 };
 use super::paths::BASE;
 use super::pipeline::{Reply, endpoint};
+use crate::error::ApiError;
 use vigil_core::domain::calibration::ModelChoice;
 use vigil_core::domain::label::{Label, LabelNote, LabelReason, LabelSpec, Quality, Truth};
 use vigil_core::domain::project::{AgentPolicy, Domain, ProjectName};

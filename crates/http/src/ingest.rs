@@ -8,13 +8,13 @@ use lambda_http::{Body, Request, Response};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::ApiError;
 use super::context::Context;
 use super::extract::{
     Json, JsonBody, Members, Paging, bounded_body, has_media_type, typed, typed_strictly,
 };
 use super::paths::BASE;
 use super::pipeline::{Reply, endpoint};
+use crate::error::ApiError;
 use vigil_core::detect::{Evidence, Headers, RequestLine, Signals};
 use vigil_core::domain::plan::Refusal;
 use vigil_core::domain::project::Origin;
@@ -250,7 +250,7 @@ where
                 sealed,
             };
             let body = serde_json::json!({ "data": data }).to_string();
-            super::json_response(StatusCode::ACCEPTED, body)
+            crate::response::json_response(StatusCode::ACCEPTED, body)
         }
         Err(e) => e.into_response(),
     };

@@ -3,9 +3,9 @@
 use lambda_http::{Body, Request, Response};
 use vigil_core::detect::agents::Status;
 
-use super::ApiError;
 use super::extract::{FromQuery, Query, page_limit, query_time, with_next_link};
 use super::pipeline::{Reply, endpoint};
+use crate::error::ApiError;
 use vigil_core::domain::insight::{Bucket, Granularity, SessionQuery, SessionSummary, StatsRange};
 use vigil_core::domain::{DeviceKey, ProjectId, Score, Timestamp, cursor};
 use vigil_core::store::{InsightStore, ProjectStore};

@@ -26,7 +26,9 @@ use serde::Serialize;
 use super::context::Context;
 use super::extract::{FromBody, FromPath, FromQuery, Query, UnreadableBody, idempotency};
 pub use super::reply::Reply;
-use super::{ApiError, gateway, set_header};
+use crate::error::ApiError;
+use crate::gateway;
+use crate::response::set_header;
 use vigil_core::domain::idempotency::Once;
 use vigil_core::domain::plan::{Principal, Refusal, Standing, Terms, seconds_until};
 use vigil_core::domain::{AccountId, Plan, Timestamp};
@@ -106,7 +108,7 @@ macro_rules! endpoint {
             async fn handle(
                 $app: &vigil_core::service::Vigil<S, $engine>,
                 $call: $crate::pipeline::Call<$path, $body, $query>,
-            ) -> Result<$crate::pipeline::Reply<$data>, $crate::ApiError> $handler
+            ) -> Result<$crate::pipeline::Reply<$data>, $crate::error::ApiError> $handler
         }
     };
 }
@@ -290,7 +292,19 @@ mod tests {
 
     use super::*;
     use crate::extract::{Json, Paging};
-    use crate::handlers::NewWebhook;
+
+    /// A body of the probe's own: `{"n": number}`.
+    struct Probed(u64);
+
+    impl crate::extract::JsonBody for Probed {
+        const MAX_BYTES: usize = 8 * 1024;
+        fn from_json(value: serde_json::Value) -> Result<Self, ApiError> {
+            value["n"]
+                .as_u64()
+                .map(Probed)
+                .ok_or_else(|| ApiError::bad_request("`n` must be a number"))
+        }
+    }
     use vigil_core::domain::{ProjectId, SessionId};
 
     /// An endpoint with every kind of input, over no store: only its inputs are read here.
@@ -299,7 +313,7 @@ mod tests {
     impl<const I: bool> Endpoint<()> for Probe<I> {
         const IDEMPOTENT: bool = I;
         type Path = (ProjectId, SessionId);
-        type Body = Json<NewWebhook>;
+        type Body = Json<Probed>;
         type Query = Paging;
         type Data = ();
 
@@ -314,7 +328,7 @@ mod tests {
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect::<HashMap<_, _>>()
         };
-        let body = r#"{"type":"proxy_vpn_detect","url":"https://h.example/x"}"#;
+        let body = r#"{"n":7}"#;
         let mut req = Request::new(Body::from(body));
         for (name, value) in headers {
             req.headers_mut().insert(
@@ -348,7 +362,7 @@ mod tests {
         let req = request(IDS, &[("limit", "5")], &[JSON, ("idempotency-key", "k-1")]);
         let call = read::<true>(&req).unwrap();
         assert_eq!(call.path.0.as_str(), "prj_1");
-        assert_eq!(call.body.0.url, "https://h.example/x");
+        assert_eq!(call.body.0.0, 7);
         assert_eq!((call.query.limit, call.query.after), (5, None));
         assert!(call.once.is_some());
         // An endpoint that does not honour the header ignores it, even a bad one.

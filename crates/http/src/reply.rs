@@ -5,7 +5,8 @@ use http::{HeaderName, StatusCode, header};
 use lambda_http::{Body, Response};
 use serde::Serialize;
 
-use super::{ApiError, json_response, set_header};
+use crate::error::ApiError;
+use crate::response::{json_response, set_header};
 
 /// A successful answer: `{"data": ...}` with its status and headers.
 pub struct Reply<T> {

@@ -20,10 +20,13 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tracing::Instrument;
 
+use crate::auth;
+use crate::context::Context;
+use crate::error::ApiError;
 use crate::extract::UnreadableBody;
+use crate::routes::{Resolved, Router};
 use crate::routes::{Route, with_routes};
 use crate::tcp::{Metered, Physics};
-use crate::{ApiError, Context, Resolved, Router, auth};
 use vigil_core::detect::Wire;
 use vigil_core::detect::wire::header_order_of;
 use vigil_core::domain::token::time_ordered_token;
