@@ -2,6 +2,7 @@
 //! follower of the table's stream for `vigil serve --dynamodb`.
 
 mod apply;
+mod counters;
 pub mod dynamo;
 pub mod streams;
 

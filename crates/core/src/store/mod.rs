@@ -15,6 +15,7 @@ use crate::domain::{
 pub mod change;
 pub mod feed;
 pub mod items;
+pub mod keys;
 pub mod plan;
 pub mod write;
 
