@@ -16,6 +16,7 @@ pub mod agents;
 mod auth;
 pub mod calibration;
 mod deliveries;
+mod directories;
 mod error;
 pub mod events;
 pub mod insight;
@@ -24,6 +25,7 @@ pub mod plans;
 pub mod projects;
 mod replay;
 mod results;
+mod site;
 mod webhooks;
 
 // Moved out of this file, still named from here as before.
