@@ -11,8 +11,8 @@
 
 use std::sync::Arc;
 
-use super::Vigil;
 use super::directories::{Found, Remembered};
+use super::vigil::Vigil;
 use crate::detect::Evidence;
 use crate::detect::signature::{
     self, DIRECTORY_PATH, DirectoryResponse, Keys, Outcome, SKEW_SECS, SignatureCheck,

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use super::agents::Caller;
 use super::error::{ServiceError, ServiceResult};
-use super::{Detecting, Vigil};
+use super::vigil::{Detecting, Vigil};
 use crate::detect::ENGINE_VERSION;
 use crate::detect::SignatureCheck;
 use crate::detect::path::Page;

@@ -1,5 +1,5 @@
 //! What the collect route knows of a project ([`Site`]). Its own file because the service
-//! ([`super::Vigil`]) caches sites, while `events.rs`, which reads them, uses the service.
+//! ([`super::vigil::Vigil`]) caches sites, while `events.rs`, which reads them, uses the service.
 
 use std::sync::Arc;
 use std::time::Instant;
