@@ -6,8 +6,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::ids::SessionId;
 use super::label::{Label, Truth};
-use super::{SessionId, Timestamp};
+use super::time::Timestamp;
 use crate::detect::calibration::{Comparison, Weights};
 
 /// Labels of each kind a project needs before it is calibrated.
@@ -112,7 +113,7 @@ pub fn held_out(labels: &[Label]) -> BTreeMap<SessionId, bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::Score;
+    use crate::domain::score::Score;
 
     fn label(i: usize, day: i64) -> Label {
         Label {

@@ -128,7 +128,7 @@ impl From<&Delivery> for DeliveryView {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::UrlPolicy;
+    use crate::domain::webhook::UrlPolicy;
 
     fn delivery() -> Delivery {
         let (p, s, w) = (

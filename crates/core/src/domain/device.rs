@@ -67,14 +67,14 @@ impl DeviceKey {
     }
 
     /// A key as a client names it (a route's path): `dev_` and 20 lower-case hex digits.
-    pub fn parse(s: &str) -> Result<Self, super::IdError> {
+    pub fn parse(s: &str) -> Result<Self, super::ids::IdError> {
         let ok = s.strip_prefix("dev_").is_some_and(|h| {
             h.len() == 20 && h.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
         });
         if ok {
             Ok(Self(s.to_owned()))
         } else {
-            Err(super::IdError::Malformed(
+            Err(super::ids::IdError::Malformed(
                 "`dev_` and 20 lower-case hex digits",
             ))
         }

@@ -17,8 +17,8 @@ pub struct Evaluation {
     pub ja4: Option<String>,
     /// The connection's round trips and SYN, where the server or an edge measured them.
     pub transport: Option<crate::detect::transport::Transport>,
-    /// The project's key for the visit's browser (see [`super::DeviceKey`]).
-    pub device: Option<super::DeviceKey>,
+    /// The project's key for the visit's browser (see [`super::device::DeviceKey`]).
+    pub device: Option<super::device::DeviceKey>,
     /// Whether the visit counts as a bot and as a proxy in the project's statistics.
     pub flagged: Flagged,
     /// Who the visit says it is, and whether that holds.

@@ -47,7 +47,7 @@ pub struct SessionQuery {
     pub min_score_bot: Option<Score>,
     pub min_score_proxy_vpn: Option<Score>,
     /// Only the sessions whose latest device key is this one.
-    pub device: Option<super::DeviceKey>,
+    pub device: Option<super::device::DeviceKey>,
     /// Only the sessions whose latest evaluated event's agent has this status.
     pub agent: Option<crate::detect::agents::Status>,
 }

@@ -5,7 +5,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Score, SessionId, Timestamp};
+use super::ids::SessionId;
+use super::score::Score;
+use super::time::Timestamp;
 
 /// The most characters of a label's note.
 pub const MAX_NOTE_CHARS: usize = 500;

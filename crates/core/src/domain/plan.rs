@@ -258,7 +258,7 @@ mod spread_tests {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::PlanId;
+    use crate::domain::ids::PlanId;
 
     fn at(s: &str) -> Timestamp {
         s.parse().unwrap()

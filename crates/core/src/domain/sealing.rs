@@ -14,7 +14,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use ring::aead::{AES_256_GCM, Aad, LessSafeKey, Nonce, UnboundKey};
 use serde::{Deserialize, Serialize};
 
-use super::Timestamp;
+use super::time::Timestamp;
 
 /// The longest a sealed verdict is valid: long enough for a page to post it with its form, short
 /// enough that a verdict copied from one visit is of no use for long.

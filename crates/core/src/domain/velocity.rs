@@ -19,7 +19,9 @@ use std::net::IpAddr;
 
 use sha2::{Digest, Sha256};
 
-use super::{DeviceKey, ProjectId, SessionId, Timestamp};
+use super::device::DeviceKey;
+use super::ids::{ProjectId, SessionId};
+use super::time::Timestamp;
 use crate::detect::velocity::{AddressCounts, DeviceCounts, PerSpan, Velocity};
 
 /// Buckets of a distinct-count sketch.

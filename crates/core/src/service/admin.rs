@@ -1,8 +1,8 @@
 //! Trusted operations for seeding, the demo data and the command line: they act on any account or
 //! project, without authentication or tenancy, and write through the same paths as the API.
 
-use super::Vigil;
 use super::error::{ServiceError, ServiceResult};
+use super::vigil::Vigil;
 use crate::domain::token::ApiKey;
 use crate::domain::{Account, AccountId, NewResult, Project, ProjectId, ResultPosition, Webhook};
 use crate::store::{

@@ -1,8 +1,8 @@
 //! Who a caller is and what it owns: a developer key's account and plan, and the check that a
 //! project is the account's, which every per-project operation makes first.
 
-use super::Vigil;
 use super::error::{ServiceError, ServiceResult};
+use super::vigil::Vigil;
 use crate::domain::plan::{Principal, Terms};
 use crate::domain::token::ApiKey;
 use crate::domain::{AccountId, Plan, Project, ProjectId};

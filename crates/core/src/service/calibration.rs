@@ -4,8 +4,8 @@
 
 use serde::Serialize;
 
-use super::Vigil;
 use super::error::{ServiceError, ServiceResult};
+use super::vigil::Vigil;
 use crate::detect::Code;
 use crate::detect::calibration::{Example, calibrate};
 use crate::domain::calibration::{

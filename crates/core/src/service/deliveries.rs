@@ -1,7 +1,7 @@
 //! A webhook's delivery log, and sending a delivery again.
 
-use super::Vigil;
 use super::error::{ServiceError, ServiceResult};
+use super::vigil::Vigil;
 use crate::domain::{AccountId, DeliveryView, ProjectId, WebhookId};
 use crate::store::{DeliveryStore, ProjectStore, WebhookStore};
 

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use super::agents::Caller;
 use super::error::{ServiceError, ServiceResult};
-use super::{Detecting, Vigil};
+use super::vigil::{Detecting, Vigil};
 use crate::detect::ENGINE_VERSION;
 use crate::detect::SignatureCheck;
 use crate::detect::path::Page;
@@ -16,7 +16,6 @@ use crate::detect::velocity::Velocity;
 use crate::domain::Flagged;
 use crate::domain::idempotency::{Once, Written};
 use crate::domain::plan::Refusal;
-use crate::domain::plan::Terms;
 use crate::domain::project::{Origin, origin_allowed};
 use crate::domain::sealing::{MAX_SEALED_LIFETIME_SECS, SealingKeys, Verdict, seal};
 use crate::domain::session_token;
@@ -32,6 +31,9 @@ use crate::store::{
     VelocityStore,
 };
 
+// Moved to `site.rs` (the service caches sites), still named from here as before.
+pub use super::site::Site;
+
 /// How long a warm instance trusts what it read of a project (its domain, whether it is disabled)
 /// and of its account's plan: a change made through the API applies to new visits within this.
 pub const VISITOR_CACHE_TTL: Duration = Duration::from_secs(60);
@@ -39,15 +41,6 @@ pub const VISITOR_CACHE_TTL: Duration = Duration::from_secs(60);
 const MAX_PUBLIC_KEY: usize = 128;
 /// How long a warm instance remembers that a public key names no project.
 pub const UNKNOWN_KEY_TTL: Duration = Duration::from_secs(10);
-
-/// A site: a project as a public page reaches it (by its public key, from its domain), with its
-/// account's plan terms, read once per [`VISITOR_CACHE_TTL`].
-#[derive(Clone)]
-pub struct Site {
-    pub project: Arc<Project>,
-    pub terms: Terms,
-    read_at: Instant,
-}
 
 impl<S: ProjectStore + ResultStore + IdempotencyStore + VelocityStore + AgentStore>
     Vigil<S, Detecting>

@@ -1,7 +1,7 @@
 //! A project's sessions and statistics, for its owner only.
 
-use super::Vigil;
 use super::error::ServiceResult;
+use super::vigil::Vigil;
 use crate::domain::insight::{Bucket, SessionPage, SessionQuery, StatsRange};
 use crate::domain::{AccountId, ProjectId};
 use crate::store::{InsightStore, ProjectStore};

@@ -2,8 +2,8 @@
 //! engine was on the labelled sessions (precision and recall at the webhook threshold, and the
 //! reasons behind its mistakes). A label never changes a stored score.
 
-use super::Vigil;
 use super::error::{ServiceError, ServiceResult};
+use super::vigil::Vigil;
 use crate::domain::label::{Label, LabelSpec, Quality, quality};
 use crate::domain::{AccountId, ProjectId, SessionId, Timestamp};
 use crate::store::{LabelStore, ProjectStore, ResultStore};

@@ -3,8 +3,8 @@
 
 use serde::Serialize;
 
-use super::Vigil;
 use super::error::{ServiceError, ServiceResult};
+use super::vigil::Vigil;
 use std::net::IpAddr;
 
 use crate::domain::plan::{

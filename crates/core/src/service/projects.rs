@@ -1,7 +1,7 @@
 //! An account's projects: created under its plan's `maxProjects`, listed, and changed.
 
-use super::Vigil;
 use super::error::{ServiceError, ServiceResult};
+use super::vigil::Vigil;
 use crate::domain::idempotency::{Once, Written};
 use crate::domain::plan::Terms;
 use crate::domain::project::{Domain, ProjectName};

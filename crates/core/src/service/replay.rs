@@ -3,8 +3,8 @@
 
 use std::future::Future;
 
-use super::Vigil;
 use super::error::{ServiceError, ServiceResult};
+use super::vigil::Vigil;
 use crate::domain::idempotency::{Created, Once, Used};
 use crate::domain::{AccountId, Event, Project, ResultPosition};
 use crate::store::{IdempotencyStore, ProjectStore, ResultStore};

@@ -1,7 +1,7 @@
 //! A session's v1 results and its overall score, as its owner reads them.
 
-use super::Vigil;
 use super::error::{ServiceError, ServiceResult};
+use super::vigil::Vigil;
 use crate::domain::{AccountId, ProjectId, ResultPosition, SessionId, SessionScore};
 use crate::store::{ProjectStore, ResultPage, ResultStore};
 

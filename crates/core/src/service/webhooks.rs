@@ -1,9 +1,9 @@
 //! A project's webhooks: creating, listing and deleting them, their signing secrets, and the
 //! test event (a delivery queued under its own budget).
 
-use super::Vigil;
 use super::deliveries::MAX_DELIVERIES;
 use super::error::{ServiceError, ServiceResult, TestBudget};
+use super::vigil::Vigil;
 use crate::domain::webhook::{WebhookType, WebhookUrl};
 use crate::domain::{AccountId, ProjectId, SessionId, Timestamp, Webhook, WebhookId};
 use crate::store::{DeliveryStore, ProjectStore, WebhookStore};

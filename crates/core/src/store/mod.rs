@@ -13,50 +13,19 @@ use crate::domain::{
 };
 
 pub mod change;
+mod error;
 pub mod feed;
 pub mod items;
 pub mod keys;
+mod outcome;
 pub mod plan;
 pub mod write;
 
+pub use error::{Cause, OpFailed, StoreError};
+pub use outcome::{ProjectInsert, WebhookInsert};
+
 use plan::{Applied, StepName, When, WritePlan};
 pub use plan::{ItemStore, Read};
-
-/// The error behind a storage failure, kept whole for the logs.
-pub type Cause = Box<dyn std::error::Error + Send + Sync + 'static>;
-
-/// A storage failure. Its cause is for logs only ([`crate::report::Chain`]); the HTTP layer
-/// answers with a generic message.
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    /// The backend refused for capacity reasons even after the SDK's retries.
-    #[error("storage throttled")]
-    Throttled(#[source] Cause),
-    /// A stored item could not be read back into a domain value.
-    #[error("malformed stored item")]
-    Corrupt(#[source] Cause),
-    /// Anything else: network, permissions, missing table, a lock held too long.
-    #[error("storage failure")]
-    Backend(#[source] Cause),
-}
-
-/// A failed storage operation, named: the cause of a [`StoreError`] from a backend call.
-#[derive(Debug, thiserror::Error)]
-#[error("{op}")]
-pub struct OpFailed {
-    pub op: &'static str,
-    #[source]
-    pub source: Cause,
-}
-
-impl OpFailed {
-    pub fn cause(op: &'static str, source: impl Into<Cause>) -> Cause {
-        Box::new(Self {
-            op,
-            source: source.into(),
-        })
-    }
-}
 
 /// A page of a session's results, newest first.
 #[derive(Debug, Clone, PartialEq)]
@@ -85,16 +54,6 @@ impl ResultPage {
     pub fn next(&self) -> Option<ResultPosition> {
         self.results.last().filter(|_| self.more).map(|(at, _)| *at)
     }
-}
-
-/// The outcome of registering a webhook.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WebhookInsert {
-    Created,
-    /// The project already has a webhook of this type and URL.
-    Duplicate,
-    /// The project already has the most webhooks allowed.
-    LimitReached,
 }
 
 type Res<T> = Result<T, StoreError>;
@@ -225,13 +184,6 @@ pub trait ProjectStore: ItemStore {
     fn update_project(&self, project: &Project) -> impl Future<Output = Res<bool>> + Send {
         write::update_project(self, project)
     }
-}
-
-/// The outcome of creating a project.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ProjectInsert {
-    Created,
-    LimitReached,
 }
 
 /// Seconds a per-second window is kept after it starts (expired by the table's TTL).

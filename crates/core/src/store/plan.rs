@@ -10,7 +10,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use super::StoreError;
+use super::error::StoreError;
 use super::items::{Entity, PK, SK, TTL};
 use crate::domain::insight::Granularity;
 

@@ -6,11 +6,12 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use super::error::StoreError;
 use super::items::*;
+use super::outcome::{ProjectInsert, WebhookInsert};
 use super::plan::{
     Applied, Attributes, ItemStore, Outcome, Read, Step, StepName, When, WritePlan, parse,
 };
-use super::{ProjectInsert, StoreError, WebhookInsert};
 use crate::domain::idempotency::{Created, Once, Used, Written};
 use crate::domain::insight::{Granularity, Tally};
 use crate::domain::webhook::MAX_WEBHOOKS_PER_PROJECT;
