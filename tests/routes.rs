@@ -171,3 +171,35 @@ fn the_add_a_route_recipe_names_every_place_the_checks_do() {
         }
     }
 }
+
+/// Every Rust file `docs/architecture.md` names is there (a name or a path ending in `.rs`), so
+/// the map of concerns to files cannot go stale unnoticed when a file moves.
+#[test]
+fn every_file_the_architecture_names_is_there() {
+    fn walk(dir: &Path, out: &mut Vec<String>) {
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if path.is_dir() {
+                if !matches!(name.as_str(), "target" | ".git" | ".cache" | "node_modules") {
+                    walk(&path, out);
+                }
+            } else if name.ends_with(".rs") {
+                out.push(path.to_string_lossy().replace('\\', "/"));
+            }
+        }
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    walk(root, &mut files);
+    let doc = read("docs/architecture.md");
+    for quoted in doc.split('`').skip(1).step_by(2) {
+        if !quoted.ends_with(".rs") || quoted.contains(' ') || quoted.contains('{') {
+            continue;
+        }
+        assert!(
+            files.iter().any(|f| f.ends_with(&format!("/{quoted}"))),
+            "docs/architecture.md names {quoted}, which no file is"
+        );
+    }
+}
