@@ -99,9 +99,10 @@ $(VENV_TOOLS)/.installed: requirements-tools.txt
 tools: $(VENV_TOOLS)/.installed ## Install the deploy tools (SAM CLI, cargo-lambda, zig) and the arm64 Rust target
 	@rustup target list --installed | grep -qx '$(LAMBDA_TARGET)' || rustup target add $(LAMBDA_TARGET)
 
-lint: $(VENV_TOOLS)/.installed $(DOCS_LINT)/.installed ## rustfmt check, clippy (warnings are errors), sam validate + cfn-lint, OpenAPI, the docs' links
+lint: $(VENV_TOOLS)/.installed $(DOCS_LINT)/.installed ## rustfmt check, clippy (warnings are errors), no module pair importing each other, sam validate + cfn-lint, OpenAPI, the docs' links
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets --locked -- -D warnings
+	@for src in crates/*/src src; do $(PY) scripts/module-circles.py $$src > /dev/null || { $(PY) scripts/module-circles.py $$src; exit 1; }; done
 	$(SAM_OFFLINE) sam validate --lint
 	$(VENV_TOOLS)/bin/openapi-spec-validator openapi.yaml
 	scripts/vendor-redoc.sh --check
