@@ -61,6 +61,24 @@ impl Calibration {
     }
 }
 
+/// A stored calibration, or none when it cannot be read: a project always loads.
+pub fn lenient<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Calibration>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Stored {
+        Read(Box<Calibration>),
+        Unreadable(serde::de::IgnoredAny),
+    }
+    Ok(match Option::<Stored>::deserialize(d)? {
+        Some(Stored::Read(c)) => Some(*c),
+        Some(Stored::Unreadable(_)) => {
+            tracing::warn!("a stored calibration could not be read; the shared weights judge");
+            None
+        }
+        None => None,
+    })
+}
+
 /// The labels a fit may read now: oldest first, at most [`LABELS_PER_DAY`] a day, a day's excess
 /// carried to the days after it (as a queue drains), up to `today`.
 pub fn admitted(mut labels: Vec<Label>, today: Timestamp) -> Vec<Label> {
@@ -167,6 +185,32 @@ mod tests {
         let mut reversed = labels.clone();
         reversed.reverse();
         assert_eq!(held_out(&reversed), h);
+    }
+
+    #[test]
+    fn a_calibration_this_build_cannot_read_leaves_the_project_loadable() {
+        #[derive(Deserialize)]
+        struct Holder {
+            #[serde(default, deserialize_with = "lenient")]
+            calibration: Option<Calibration>,
+        }
+        let good = serde_json::json!({"calibration": {
+            "version": 2, "fittedAt": "2026-11-27T10:00:00.000Z",
+            "weights": {"bias": -4.1, "weights": {"no_plugins": 0.0}},
+            "comparison": {"trainedOn": 150, "heldOut": 50, "sharedLogLoss": 1.7,
+                           "modelLogLoss": 0.1, "sharedErrors": 25, "modelErrors": 0,
+                           "threshold": 0.5}}});
+        let read: Holder = serde_json::from_value(good.clone()).unwrap();
+        assert_eq!(read.calibration.map(|c| c.version), Some(2));
+        let mut bad = good;
+        bad["calibration"]["weights"]["weights"]["no_plugins"] = serde_json::json!(-1.0);
+        let read: Holder = serde_json::from_value(bad).unwrap();
+        assert!(read.calibration.is_none());
+        let none: Holder =
+            serde_json::from_value(serde_json::json!({"calibration": null})).unwrap();
+        assert!(none.calibration.is_none());
+        let absent: Holder = serde_json::from_value(serde_json::json!({})).unwrap();
+        assert!(absent.calibration.is_none());
     }
 
     #[test]

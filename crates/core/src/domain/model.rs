@@ -135,8 +135,10 @@ pub struct Project {
     /// Which weights judge its visits: its latest calibration (when it has one) or the shared.
     #[serde(default)]
     pub model: super::calibration::ModelChoice,
-    /// Its latest kept calibration: none until one beat the shared weights on its labels.
-    #[serde(default)]
+    /// Its latest kept calibration: none until one beat the shared weights on its labels. A
+    /// stored one this build cannot read (bounds since tightened) is left out rather than failing
+    /// the project: its visits are then judged by the shared weights.
+    #[serde(default, deserialize_with = "super::calibration::lenient")]
     pub calibration: Option<super::calibration::Calibration>,
     pub created_at: Timestamp,
 }
