@@ -48,7 +48,7 @@ impl<S: ProjectStore + ResultStore + LabelStore, D> Vigil<S, D> {
             .project(project)
             .await?
             .ok_or(ServiceError::ProjectNotFound)?;
-        let all = self.all_labels(project).await?;
+        let all = self.labels_where(project, |_| true, MAX_LABELS).await?;
         let total = all.len();
         let labels = admitted(all, self.now());
         let (bots, humans) = counts(&labels);
@@ -120,21 +120,6 @@ impl<S: ProjectStore + ResultStore + LabelStore, D> Vigil<S, D> {
                 return Ok(out);
             }
         }
-    }
-
-    async fn all_labels(&self, project: &ProjectId) -> ServiceResult<Vec<Label>> {
-        let mut all = Vec::new();
-        let mut after: Option<SessionId> = None;
-        while all.len() < MAX_LABELS {
-            let page = self.store.labels(project, after.as_ref(), 100).await?;
-            let done = page.len() < 100;
-            after = page.last().map(|l| l.session_id.clone());
-            all.extend(page);
-            if done {
-                break;
-            }
-        }
-        Ok(all)
     }
 
     /// Each labelled session's example: the bot reasons of the event that gave it its

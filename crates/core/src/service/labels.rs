@@ -112,20 +112,34 @@ impl<S: ProjectStore + ResultStore + LabelStore, D> Vigil<S, D> {
         to: Timestamp,
     ) -> ServiceResult<Quality> {
         self.check_owner(account, project).await?;
+        let in_range = |l: &Label| from <= l.labelled_at && l.labelled_at < to;
+        let all = self
+            .labels_where(project, in_range, MAX_QUALITY_LABELS)
+            .await?;
+        Ok(quality(&all, self.threshold))
+    }
+}
+
+impl<S: LabelStore, D> Vigil<S, D> {
+    /// The project's labels that `keep` accepts, by session id, at most about `most` of them
+    /// (read a page of 100 at a time).
+    pub(super) async fn labels_where(
+        &self,
+        project: &ProjectId,
+        keep: impl Fn(&Label) -> bool,
+        most: usize,
+    ) -> ServiceResult<Vec<Label>> {
         let mut all = Vec::new();
         let mut after: Option<SessionId> = None;
-        while all.len() < MAX_QUALITY_LABELS {
+        while all.len() < most {
             let page = self.store.labels(project, after.as_ref(), 100).await?;
             let done = page.len() < 100;
             after = page.last().map(|l| l.session_id.clone());
-            all.extend(
-                page.into_iter()
-                    .filter(|l| from <= l.labelled_at && l.labelled_at < to),
-            );
+            all.extend(page.into_iter().filter(&keep));
             if done {
                 break;
             }
         }
-        Ok(quality(&all, self.threshold))
+        Ok(all)
     }
 }
