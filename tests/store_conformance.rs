@@ -2273,7 +2273,8 @@ async fn a_sessions_path_is_kept_in_its_summary_and_judged_on_its_pages<S: Store
     let (app, clock) = detecting(store.clone(), "2026-11-27T10:00:00.000Z").await;
     let (acc, p) = (AccountId::parse("acc_v").unwrap(), pid("pv"));
     let quiet = serde_json::json!({"presses": 0, "keys": 0, "visibleMs": 2000, "left": "unknown"});
-    let clicked = serde_json::json!({"presses": 1, "clicks": 1, "visibleMs": 5000, "left": "link"});
+    let clicked = serde_json::json!({"presses": 1, "clicks": 1, "visibleMs": 5000, "left": "link",
+        "kin": {"holds": [86], "m": [[609, 479, 35, 2, 44, 31, 1, 1, 1, 1, 89, 51, 381, 86]]}});
     let mut scraper = Vec::new();
     let mut person = Vec::new();
     for i in 0..4 {

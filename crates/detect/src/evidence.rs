@@ -182,18 +182,56 @@ pub struct PageSummary {
     pub left: Option<String>,
 }
 
+impl Activity {
+    /// Intervals between keydowns, and how many were under 4 ms: from the agent's record of
+    /// them (`kin.keyGaps`, agents since version 6), else from its counts.
+    pub fn key_intervals(&self) -> (u32, u32) {
+        match self.kin.as_ref().filter(|h| !h.key_gaps.is_empty()) {
+            Some(h) => {
+                let gaps = h.key_gaps.iter().take(32);
+                let n = gaps.clone().count() as u32;
+                (n, gaps.filter(|g| **g < 4.0).count() as u32)
+            }
+            None => (
+                self.key_intervals.unwrap_or(0),
+                self.fast_key_intervals.unwrap_or(0),
+            ),
+        }
+    }
+}
+
 impl PageSummary {
-    /// Whether the visitor did anything on the page: a press, a key, a wheel turn, a touch or
-    /// a click from a device. Pointer moves alone are not counted: a resting mouse under a page
-    /// that loads, and a driver's protocol moves, make them too.
+    /// Whether the summary says the visitor did anything on the page: a press, a key, a wheel
+    /// turn, a touch or a click from a device. Pointer moves alone are not counted: a resting
+    /// mouse under a page that loads, and a driver's protocol moves, make them too.
     pub fn had_input(&self) -> bool {
+        self.claim().any() || self.clicks.unwrap_or(0) > 0
+    }
+
+    /// The input the summary claims, as [`crate::hand::Hand::backs`] checks it. A click counts
+    /// as the press or key that made it: alone, it is backed by nothing.
+    pub fn claim(&self) -> crate::hand::Claim {
         let n = |v: Option<u32>| v.unwrap_or(0);
-        n(self.input.presses)
-            + n(self.input.keys)
-            + n(self.clicks)
-            + n(self.wheels)
-            + n(self.touches)
-            > 0
+        let presses = n(self.input.presses);
+        let keys = n(self.input.keys);
+        crate::hand::Claim {
+            presses: if presses + keys == 0 {
+                n(self.clicks)
+            } else {
+                presses
+            },
+            keys,
+            wheels: n(self.wheels),
+            touches: n(self.touches),
+        }
+    }
+
+    /// Whether the page had input that a device's events back: the claim, checked against the
+    /// agent's own record of the events (`kin`). A summary without that record (an agent before
+    /// version 6, or a forger who dropped it) backs nothing.
+    pub fn backed_input(&self) -> bool {
+        let claim = self.claim();
+        claim.any() && self.input.kin.as_ref().is_some_and(|h| h.backs(&claim))
     }
 }
 
@@ -238,6 +276,11 @@ pub struct Activity {
     /// Milliseconds from load to the first press or key; -1 for none.
     #[serde(default, deserialize_with = "integral")]
     pub first_input_ms: Option<i64>,
+    /// The page's movements, presses, wheel and keys, as numbers (`crate::hand`).
+    #[serde(default, deserialize_with = "object")]
+    pub kin: Option<crate::hand::Hand>,
+    /// Getters a humanizer patched and the cursor it drew, found when the page was summarised.
+    pub foreign: Option<Vec<String>>,
 }
 
 /// High-entropy client hints, as the agent reads them.

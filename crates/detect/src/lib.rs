@@ -16,6 +16,7 @@ mod de;
 mod engine;
 mod error;
 pub mod evidence;
+pub mod hand;
 pub mod net;
 pub mod networks;
 pub mod path;

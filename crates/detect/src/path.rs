@@ -14,6 +14,9 @@ use crate::evidence::{Evidence, Navigation};
 /// What one page's load says of how it was reached.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Page {
+    /// When the server received the load (Unix ms), where the caller knows: a page before
+    /// cannot have been open longer than the session.
+    pub at_ms: Option<i64>,
     /// Reloaded, or reached through the history (back, forward): the visitor used the
     /// browser's own controls, which a page never sees.
     pub history: bool,
@@ -26,10 +29,15 @@ pub struct Page {
 /// The summary of the page before, as far as the path needs it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Before {
-    /// A press, key, wheel turn, touch or click from a device (see
-    /// [`crate::evidence::PageSummary::had_input`]).
+    /// A press, key, wheel turn or touch from a device, backed by the events it makes (see
+    /// [`crate::evidence::PageSummary::backed_input`]).
     pub input: bool,
+    /// Input claimed that the agent's record of the page's events does not back.
+    pub unbacked: bool,
     pub visible_ms: u64,
+    pub dwell_ms: u64,
+    /// The page's pointer movements, judged ([`crate::hand`]).
+    pub strokes: crate::hand::Strokes,
 }
 
 impl Page {
@@ -45,22 +53,47 @@ impl Page {
 
     fn from_navigation(n: &Navigation) -> Self {
         Self {
+            at_ms: None,
             history: matches!(n.kind.as_deref(), Some("reload" | "back_forward")),
             same_site_referrer: n.referrer.as_deref() == Some("same-site"),
-            before: n.previous.as_ref().map(|p| Before {
-                input: p.had_input(),
-                visible_ms: p.visible_ms.unwrap_or(0).min(MAX_PAGE_MS),
+            before: n.previous.as_ref().map(|p| {
+                let input = p.backed_input();
+                Before {
+                    input,
+                    unbacked: !input && p.had_input(),
+                    visible_ms: p.visible_ms.unwrap_or(0).min(MAX_PAGE_MS),
+                    dwell_ms: p.dwell_ms.unwrap_or(0).min(MAX_PAGE_MS),
+                    strokes: p
+                        .input
+                        .kin
+                        .as_ref()
+                        .map(|h| h.strokes())
+                        .unwrap_or_default(),
+                }
             }),
+        }
+    }
+
+    /// The page as received at `ms` (Unix milliseconds, the server's clock).
+    pub fn at(self, ms: i64) -> Self {
+        Self {
+            at_ms: Some(ms),
+            ..self
         }
     }
 }
 
+/// How much longer than the session so far a page before may say it was open: its agent starts
+/// before the session's first collect arrives.
+const DWELL_SLACK_MS: u64 = 5_000;
+
 /// One page's visible time counts for at most a day: a summary cannot inflate the session's.
 const MAX_PAGE_MS: u64 = 86_400_000;
 
-/// What a session's pages so far add up to; kept in the session's summary.
+/// What a session's pages so far add up to; kept in the session's summary (members added since
+/// read as zero from summaries written before them).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", default)]
 pub struct Path {
     /// Pages whose load reported how it was reached.
     pub pages: u32,
@@ -76,6 +109,17 @@ pub struct Path {
     pub input_pages: u32,
     /// The summarised pages' visible time, in milliseconds.
     pub visible_ms: u64,
+    /// The summarised pages' pointer movements long enough to judge, and of those the ones a
+    /// generator drew ([`crate::hand::Movement::machine`]).
+    pub movements: u32,
+    pub machine: u32,
+    /// Summaries that claimed input their events do not back, or a page open longer than the
+    /// session; and whether the latest page's was one.
+    pub forged: u32,
+    pub last_forged: bool,
+    /// When the session's first page arrived (Unix ms, the server's clock).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_at_ms: Option<i64>,
 }
 
 impl Path {
@@ -83,10 +127,23 @@ impl Path {
     pub fn after(self, page: Page) -> Self {
         let mut p = self;
         p.pages = p.pages.saturating_add(1);
+        p.first_at_ms = self.first_at_ms.or(page.at_ms);
+        p.last_forged = false;
         if let Some(b) = page.before {
             p.summarised = p.summarised.saturating_add(1);
             p.input_pages = p.input_pages.saturating_add(u32::from(b.input));
             p.visible_ms = p.visible_ms.saturating_add(b.visible_ms);
+            p.movements = p.movements.saturating_add(u32::from(b.strokes.judged));
+            p.machine = p.machine.saturating_add(u32::from(b.strokes.machine));
+            // The clock the server kept: the page before cannot have been open longer than the
+            // session (its first page's arrival to this one's).
+            let span = match (self.first_at_ms, page.at_ms) {
+                (Some(first), Some(at)) => Some(u64::try_from(at - first).unwrap_or(0)),
+                _ => None,
+            };
+            let too_long = span.is_some_and(|s| b.dwell_ms > s + DWELL_SLACK_MS);
+            p.last_forged = b.unbacked || too_long;
+            p.forged = p.forged.saturating_add(u32::from(p.last_forged));
         }
         // The session's first page, with nothing before it in the tab: a landing says nothing.
         if self.pages == 0 && page.before.is_none() {
@@ -96,9 +153,10 @@ impl Path {
             return p;
         }
         // With a summary, what happened on the page before decides (a referrer is the client's
-        // to set); without one (a new tab, storage cleared) a same-site referrer is a link.
+        // to set); without one (a new tab, storage cleared) a same-site referrer is a link. A
+        // summary the clock contradicts proves nothing.
         let prompted = match page.before {
-            Some(b) => b.input,
+            Some(b) => b.input && !p.last_forged,
             None => page.same_site_referrer,
         };
         if prompted {
@@ -120,11 +178,15 @@ mod tests {
 
     fn page(before: Option<bool>, same_site: bool) -> Page {
         Page {
+            at_ms: None,
             history: false,
             same_site_referrer: same_site,
             before: before.map(|input| Before {
                 input,
+                unbacked: false,
                 visible_ms: 2_000,
+                dwell_ms: 2_000,
+                strokes: Default::default(),
             }),
         }
     }
@@ -189,7 +251,8 @@ mod tests {
     fn pages_are_read_from_a_loads_navigation_only() {
         let e: Evidence = serde_json::from_value(serde_json::json!({
             "signals": {"navigation": {"type": "navigate", "referrer": "same-site",
-                "previous": {"presses": 0, "keys": 0, "clicks": 1, "visibleMs": 1500}}}
+                "previous": {"presses": 1, "keys": 0, "clicks": 1, "visibleMs": 1500,
+                    "dwellMs": 1600, "kin": {"holds": [84]}}}}
         }))
         .unwrap();
         let p = Page::of(&e).unwrap();
@@ -198,7 +261,10 @@ mod tests {
             p.before,
             Some(Before {
                 input: true,
-                visible_ms: 1_500
+                unbacked: false,
+                visible_ms: 1_500,
+                dwell_ms: 1_600,
+                strokes: Default::default(),
             })
         );
         let mut action = e.clone();
@@ -213,5 +279,69 @@ mod tests {
         let p = Page::of(&huge).unwrap();
         assert!(p.history);
         assert_eq!(p.before.unwrap().visible_ms, MAX_PAGE_MS);
+    }
+
+    fn summary(previous: serde_json::Value) -> Page {
+        let e: Evidence = serde_json::from_value(serde_json::json!({
+            "signals": {"navigation": {"type": "navigate", "referrer": "same-site", "previous": previous}}
+        }))
+        .unwrap();
+        Page::of(&e).unwrap()
+    }
+
+    #[test]
+    fn a_click_claimed_without_its_events_is_no_input_and_is_counted_as_forged() {
+        // The agent's record shows no press: the counts were edited (or the record dropped).
+        let claimed = serde_json::json!({"presses": 1, "clicks": 1, "left": "link", "dwellMs": 2000,
+            "kin": {"m": [], "holds": [], "keys": 0, "wheels": 0}});
+        let bare = serde_json::json!({"clicks": 1, "left": "link", "dwellMs": 2000});
+        for previous in [claimed, bare] {
+            let b = summary(previous).before.unwrap();
+            assert!(!b.input && b.unbacked);
+        }
+        let first = summary(serde_json::Value::Null);
+        let forged = summary(serde_json::json!({"presses": 1, "clicks": 1, "dwellMs": 2000}));
+        let p = walk(&[first, forged, forged]);
+        assert_eq!((p.unprompted, p.forged, p.last_forged), (2, 2, true));
+        // Keys are backed by their keydowns: the Enter that follows a link is released later.
+        let keyed = summary(serde_json::json!({"keys": 2, "kin": {"keys": 2}}));
+        assert!(keyed.before.unwrap().input);
+    }
+
+    #[test]
+    fn a_page_open_longer_than_the_session_is_contradicted_by_the_clock() {
+        let backed = serde_json::json!({"presses": 1, "dwellMs": 40_000, "kin": {"holds": [90]}});
+        let first = summary(serde_json::Value::Null).at(1_000_000);
+        // Ten seconds into the session, the page before says it was open for forty.
+        let p = walk(&[first, summary(backed.clone()).at(1_010_000)]);
+        assert!(p.last_forged);
+        assert_eq!(p.unprompted, 1);
+        // Forty-two seconds in, it may well have been.
+        let p = walk(&[first, summary(backed).at(1_042_000)]);
+        assert!(!p.last_forged);
+        assert_eq!(p.unprompted, 0);
+    }
+
+    #[test]
+    fn movements_add_up_over_the_session() {
+        let ghost = serde_json::json!([300, 410, 19, 1, 13, 4, 0, 0, 0, 1, 92, 1, 226, 2]);
+        let hand = serde_json::json!([609, 479, 35, 2, 44, 31, 1, 1, 1, 1, 89, 51, 381, 83]);
+        let page = |m: serde_json::Value| {
+            summary(serde_json::json!({"presses": 1, "kin": {"holds": [2], "m": m}}))
+        };
+        let p = walk(&[
+            summary(serde_json::Value::Null),
+            page(serde_json::json!([ghost])),
+            page(serde_json::json!([ghost, hand])),
+        ]);
+        assert_eq!((p.movements, p.machine, p.unprompted), (3, 2, 0));
+    }
+
+    #[test]
+    fn a_summary_written_before_the_hand_was_counted_reads_as_zero() {
+        let old: Path = serde_json::from_value(serde_json::json!({"pages": 3, "unprompted": 1,
+            "unsummarised": 0, "summarised": 2, "inputPages": 1, "visibleMs": 4000}))
+        .unwrap();
+        assert_eq!((old.pages, old.movements, old.first_at_ms), (3, 0, None));
     }
 }

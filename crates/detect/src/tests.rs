@@ -315,6 +315,25 @@ fn every_reason_fires_on_its_evidence_and_not_on_consistent_evidence() {
             ),
         ),
         (
+            Code::SyntheticPointer,
+            with(
+                home(),
+                &["signals", "activity"],
+                json!({"action": "checkout", "presses": 2, "kin": {"holds": [90, 110], "m": [
+                    [300, 410, 19, 1, 13, 4, 0, 0, 0, 1, 92, 80, 226, 90],
+                    [420, 610, 25, 1, 20, 6, 0, 0, 0, 1, 95, 120, 210, 110]]}}),
+            ),
+        ),
+        (
+            Code::ProtocolInput,
+            with(
+                home(),
+                &["signals", "activity"],
+                json!({"action": "checkout", "presses": 1, "kin": {"holds": [2], "m": [
+                    [609, 479, 35, 2, 44, 31, 1, 1, 1, 1, 89, 1, 381, 2]]}}),
+            ),
+        ),
+        (
             Code::HttpFingerprintMismatch,
             with(
                 home(),
@@ -344,6 +363,7 @@ fn every_reason_fires_on_its_evidence_and_not_on_consistent_evidence() {
     let counted = [
         Code::NavigationWithoutInput,
         Code::NoInputSession,
+        Code::ForgedSummary,
         Code::SessionChurn,
         Code::AddressVelocity,
         Code::AddressChurn,

@@ -172,7 +172,8 @@ impl<S: ProjectStore + ResultStore + VelocityStore + AgentStore> Vigil<S, Detect
         // The session's path with this page added, judged now and kept by the summary's write
         // (which adds the page again to the summary it writes over, should another write of
         // the session have landed meanwhile).
-        let page = Page::of(evidence.evidence());
+        let now = self.now();
+        let page = Page::of(evidence.evidence()).map(|pg| pg.at(now.unix_millis()));
         let path = page.map_or(prior.path(), |pg| prior.path().after(pg));
         let (model, weights) = p.judging_model();
         let started = Instant::now();
@@ -202,7 +203,7 @@ impl<S: ProjectStore + ResultStore + VelocityStore + AgentStore> Vigil<S, Detect
                 score_bot,
                 score_proxy_vpn,
                 ip_address: evidence.address(),
-                created_at: self.now(),
+                created_at: now,
             },
             evaluation: Some(Evaluation {
                 reasons: verdict.reasons,

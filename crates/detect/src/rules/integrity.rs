@@ -45,7 +45,7 @@ pub(super) fn scripted(a: &Activity, mobile: bool, chromium: bool) -> Vec<String
     }
     // People's fastest rollovers and xdotool's default 12 ms delay (6-8 ms apart as the page
     // sees them) stay above 4 ms; drivers' keys come 1-4 ms apart. Modifiers are not timed.
-    let (intervals, fast) = (n(a.key_intervals), n(a.fast_key_intervals));
+    let (intervals, fast) = a.key_intervals();
     if chromium && intervals >= 4 && fast >= 3 && fast * 10 >= intervals * 3 {
         why.push(format!(
             "{fast} of {intervals} keys under 4 ms after the one before"

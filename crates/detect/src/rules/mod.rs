@@ -8,6 +8,7 @@ use crate::visit::Visit;
 mod address;
 mod browser;
 mod client_hints;
+mod hand;
 mod integrity;
 mod language;
 mod path;
@@ -39,4 +40,5 @@ pub const RULES: &[(&str, Rule)] = &[
     ("relay", relay::reasons),
     ("velocity", velocity::reasons),
     ("path", path::reasons),
+    ("hand", hand::reasons),
 ];

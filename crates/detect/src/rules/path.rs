@@ -149,9 +149,10 @@ mod tests {
 
     #[test]
     fn people_clicking_links_or_typing_one_address_are_not_named() {
-        let clicked =
-            json!({"presses": 1, "clicks": 1, "moves": 40, "visibleMs": 4000, "left": "link"});
-        let keyed = json!({"presses": 0, "keys": 6, "visibleMs": 4000, "left": "link"});
+        let clicked = json!({"presses": 1, "clicks": 1, "moves": 40, "visibleMs": 4000,
+            "left": "link", "kin": {"holds": [85]}});
+        let keyed = json!({"presses": 0, "keys": 6, "visibleMs": 4000, "left": "link",
+            "kin": {"keys": 6, "keyHolds": [90, 80]}});
         let read = json!({"presses": 0, "keys": 0, "moves": 12, "visibleMs": 30000});
         let pages = [
             load(serde_json::Value::Null, "none"),
