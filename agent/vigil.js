@@ -1,4 +1,5 @@
-/*! Vigil browser agent. Usage:
+/*! Vigil agent */
+/* Usage:
  *   <script src="https://API/v1/agent.js"></script>
  *   Vigil.collect({ publicKey: "pk_...", sessionId: "...", sessionToken: "..." })
  *     .then(function (receipt) { ... });
@@ -6,7 +7,8 @@
  * sealed is the verdict encrypted for the site's backend: post it with the form, never read it.
  * sessionToken comes from the site's backend (README, Security model). Every signal is read in
  * its own try: a browser quirk drops that signal, never the visit. No dependencies, no cookies;
- * sessionStorage keeps one page's input counts for the tab's next page of the session. */
+ * sessionStorage keeps one page's input counts for the tab's next page of the session. The
+ * served copy keeps only the first line of this comment (make agent). */
 (function (global) {
   "use strict";
 
@@ -21,19 +23,16 @@
     } catch (e) { /* this signal is unavailable here */ }
   }
 
-  // Globals that automation frameworks leave behind (Selenium, PhantomJS, Puppeteer helpers, ...).
+  // Globals that automation frameworks leave behind (Selenium, PhantomJS, Node helpers, ...);
+  // the drivers' prefixed ones (__webdriver_*, __playwright*, cdc_*) are frameworkMarkers'.
   var AUTOMATION = ["_phantom", "callPhantom", "__nightmare", "_selenium", "callSelenium",
-    "_Selenium_IDE_Recorder", "__webdriver_evaluate", "__selenium_evaluate", "__webdriver_script_fn",
-    "__webdriver_script_func", "__driver_evaluate", "__fxdriver_evaluate", "__lastWatirAlert",
-    "domAutomation", "domAutomationController", "__playwright__binding__", "__pwInitScripts",
-    "cdc_adoQpoasnfa76pfcZLmcfl_Array", "cdc_adoQpoasnfa76pfcZLmcfl_Promise",
-    "cdc_adoQpoasnfa76pfcZLmcfl_Symbol", "Buffer", "emit", "spawn", "webdriver"];
+    "_Selenium_IDE_Recorder", "__lastWatirAlert", "domAutomation", "domAutomationController",
+    "Buffer", "emit", "spawn"];
 
   function automationGlobals() {
     var found = [];
     for (var i = 0; i < AUTOMATION.length; i++) {
       var n = AUTOMATION[i];
-      if (n === "webdriver") continue; // navigator.webdriver is its own signal
       try { if (n in global) found.push(n); } catch (e) { /* ignore */ }
     }
     try {
@@ -171,10 +170,11 @@
     ["Document", "createElement"], ["Element", "getBoundingClientRect"], ["Date", "getTimezoneOffset"],
     ["Navigator", "webdriver", 1], ["Navigator", "userAgent", 1], ["Navigator", "platform", 1],
     ["Navigator", "languages", 1], ["Navigator", "hardwareConcurrency", 1], ["Navigator", "plugins", 1],
-    ["Screen", "width", 1], ["Screen", "height", 1]];
+    ["Screen", "width", 1], ["Screen", "height", 1], ["MouseEvent", "screenX", 1], ["MouseEvent", "screenY", 1],
+    ["PointerEvent", "pressure", 1]];
   function tamperedFunctions(frame) {
     var out = [], ts = realmToString(frame), i, k;
-    for (i = 0; i < NATIVES.length && out.length < 12; i++) {
+    for (i = 0; i < NATIVES.length && out.length < 16; i++) {
       var t = NATIVES[i], why = [], f, p;
       try {
         p = global[t[0]].prototype;
@@ -253,42 +253,108 @@
     });
   }
 
-  // The page's first mouse and pointer events (touch aside): untrusted ones are script-made.
+  // The page's first mouse events and clicks (touch aside), counted by hand() below: untrusted
+  // ones are script-made.
   var input = { events: 0, untrusted: 0, screenEqClient: 0 };
-  function watch(e) {
-    if (input.events >= 20 || (e.pointerType && e.pointerType !== "mouse")) return;
-    input.events++;
-    if (!e.isTrusted) input.untrusted++;
-    else if (e.screenX === e.clientX && e.screenY === e.clientY) input.screenEqClient++;
-  }
-  try {
-    var kinds = ["pointermove", "pointerdown", "mousemove", "mousedown", "click"];
-    for (var ki = 0; ki < kinds.length; ki++) global.addEventListener(kinds[ki], watch, { capture: true, passive: true });
-  } catch (e) { /* ignore */ }
 
   // What happens between load and a meaningful action, as counts only (no keys, no positions
   // kept): the artefacts protocol-made input leaves that a device's never does, measured on
   // patchright, nodriver, undetected-chromedriver and people driven by the OS (docs/research).
   var since = Date.now();
-  var activity = { moves: 0, presses: 0, untrustedPresses: 0, untrustedClicks: 0, zeroPressure: 0,
-    keys: 0, untrustedKeys: 0, charsWithoutKeydown: 0, capitalsWithoutShift: 0, keyIntervals: 0,
-    fastKeyIntervals: 0, firstInputMs: -1 };
+  var activity = { presses: 0, untrustedPresses: 0, untrustedClicks: 0, zeroPressure: 0,
+    keys: 0, charsWithoutKeydown: 0, capitalsWithoutShift: 0 };
   var lastKeydown = 0, keyDown = false, charPending = false;
   // The whole page's input beside it, for the tab's next page (see pages below).
-  var page = { clicks: 0, wheels: 0, touches: 0, scrolls: 0, left: "unknown", lastInputAt: 0 };
+  var page = { clicks: 0, wheels: 0, touches: 0, left: "unknown", lastInputAt: 0 };
   function first() {
-    if (activity.firstInputMs < 0) activity.firstInputMs = Date.now() - since;
     // The page's first input is saved at once, later ones within a second.
     var had = page.lastInputAt;
     page.lastInputAt = Date.now();
     if (had) soon(); else save();
   }
   function trusted(e) { if (e.isTrusted) first(); return e.isTrusted; }
+  // ---- The hand: the page's pointer input cut into movements (from rest to a press, or to a
+  // pause of REST ms), each kept as a few numbers once it ends (its path is dropped), with the
+  // presses' holds, the wheel's deltas and the keys' timing. What a person's hand makes and a
+  // humanizer's generator does not is judged on the server (docs/detection.md, "The hand").
+  var REST = 300, MAXM = 16, pts = [], moveAt = 0, downAt = 0, held = null;
+  var kin = { m: [], holds: [], keys: 0, wheels: 0, ratios: [], keyHolds: [], keyGaps: [], noCode: 0, screenEq: 0, mouse: 0 };
+  function hyp(a, b) { return Math.sqrt((a[1] - b[1]) * (a[1] - b[1]) + (a[2] - b[2]) * (a[2] - b[2])); }
+  function keep(list, v) { if (list.length < MAXM) list.push(v); }
+  // One movement's shape: [duration ms, distance px, samples, speed peaks, curvature sign flips
+  // per 100 turns, % of its time in the last 10% of its distance, pauses of 50 ms or more,
+  // frames skipped (25-50 ms between moves), x reversals, y reversals, straightness %, last move
+  // to press ms (-1: it ended at rest), peak speed against mean speed %, and the press's hold
+  // once released].
+  function shape(gap) {
+    var p = pts, n = p.length, a = p[0], z = p[n - 1], dur, dist, i, d, c, v = [], len = 0, top = 0,
+      k = [0, 0, 0, 0, 0, 0, 0, 0], sx = 0, sy = 0, sign = 0;
+    pts = [];
+    if (n < 4 || (dist = hyp(z, a)) < 40 || (dur = z[0] - a[0]) <= 0) return;
+    // k: speed peaks, flips, turns, pauses, skips, x and y reversals.
+    for (i = 1; i < n; i++) {
+      var dt = p[i][0] - p[i - 1][0], dx = p[i][1] - p[i - 1][1], dy = p[i][2] - p[i - 1][2];
+      len += d = hyp(p[i], p[i - 1]);
+      v.push(d / Math.max(dt, 1));
+      k[dt >= 50 ? 3 : 4] += dt >= 25;
+      k[5] += dx * sx < 0;
+      k[6] += dy * sy < 0;
+      sx = dx || sx;
+      sy = dy || sy;
+      c = i > 1 ? (p[i - 1][1] - p[i - 2][1]) * dy - (p[i - 1][2] - p[i - 2][2]) * dx : 0;
+      if (c > 0.5 || c < -0.5) { k[2]++; k[1] += c * sign < 0; sign = c; }
+    }
+    // Speed over three intervals; a peak is a local top above 30% of the fastest.
+    for (i = 0; i < v.length; i++) top = Math.max(top, v[i] = (v[Math.max(i - 1, 0)] + v[i] + v[Math.min(i + 1, v.length - 1)]) / 3);
+    for (i = 1; i < v.length - 1; i++) k[0] += v[i] > v[i - 1] && v[i] >= v[i + 1] && v[i] > 0.3 * top;
+    for (i = 0; hyp(z, p[i]) > dist / 10; i++);
+    var m = [(dur | 0), (dist | 0), n, k[0] || 1, k[2] > 1 ? (100 * k[1] / (k[2] - 1) | 0) : 0,
+      (100 * (z[0] - p[i][0]) / dur | 0), k[3], k[4], k[5], k[6], (100 * dist / len | 0), gap, (100 * top * dur / len | 0)];
+    if (kin.m.length >= MAXM) kin.m.shift();
+    kin.m.push(m);
+    return m;
+  }
+  function hand(e) {
+    if (e.pointerType && e.pointerType !== "mouse") return;
+    var t = e.timeStamp, eq = e.screenX === e.clientX && e.screenY === e.clientY;
+    if (input.events < 20) {
+      input.events++;
+      if (!e.isTrusted) input.untrusted++;
+      else input.screenEqClient += eq;
+    }
+    if (!e.isTrusted || e.type === "click") return;
+    kin.mouse++;
+    // A window with a toolbar whose page starts at the screen's corner is not on a screen.
+    if (eq && global.outerHeight - global.innerHeight > 30) kin.screenEq++;
+    if (e.type === "mousemove") {
+      if (pts.length && t - moveAt >= REST) shape(-1);
+      if (pts.length < 600) pts.push([t, e.clientX, e.clientY]);
+      moveAt = t;
+    } else if (e.type === "mousedown") {
+      downAt = t;
+      held = shape(moveAt && pts.length ? (t - moveAt | 0) : -1);
+    } else if (downAt) {
+      var h = (t - downAt | 0);
+      keep(kin.holds, h);
+      if (held) held.push(h);
+      downAt = 0;
+      held = null;
+    }
+  }
+  var keyDownAt = {};
+  function wheel(e) {
+    if (!e.isTrusted) return;
+    kin.wheels++;
+    // A device turns its wheel by one ratio of wheelDelta to delta; every page's notch the same.
+    var r = e.deltaY && e.wheelDeltaY ? (100 * e.wheelDeltaY / e.deltaY | 0) : 0;
+    if (r && kin.ratios.indexOf(r) < 0) keep(kin.ratios, r);
+  }
+
   var onActivity = {
-    mousemove: function () { activity.moves++; },
-    wheel: function (e) { if (trusted(e)) page.wheels++; },
-    // Scrolls are counted, never taken for input: a script's scrollTo fires trusted ones too.
-    scroll: function () { page.scrolls++; },
+    mousemove: hand,
+    mousedown: hand,
+    mouseup: hand,
+    wheel: function (e) { if (trusted(e)) page.wheels++; wheel(e); },
     touchstart: function (e) { if (trusted(e)) page.touches++; },
     pointerdown: function (e) {
       if (e.pointerType !== "mouse") return;
@@ -299,6 +365,7 @@
       if (e.buttons && e.pressure === 0) activity.zeroPressure++;
     },
     click: function (e) {
+      hand(e);
       if (trusted(e)) page.clicks++;
       else activity.untrustedClicks++;
       // A link that leaves the page: followed by a device's click or by script.
@@ -311,22 +378,28 @@
     submit: function () { page.left = "form"; save(); },
     keydown: function (e) {
       first();
-      if (!e.isTrusted) { activity.untrustedKeys++; return; }
+      if (!e.isTrusted) return;
       activity.keys++;
+      kin.keys++;
+      if (!e.repeat) keyDownAt[e.code || e.key] = e.timeStamp;
+      if (!e.code && e.key && e.key.length === 1) kin.noCode++;
       keyDown = true;
       // Modifiers are left out of the timing: Shift and its letter come down together.
       if (/^(Shift|Control|Alt|Meta|CapsLock|AltGraph)$/.test(e.key)) return;
       var now = e.timeStamp;
-      if (lastKeydown && !e.repeat) {
-        activity.keyIntervals++;
-        if (now - lastKeydown < 4) activity.fastKeyIntervals++;
-      }
+      // Whole milliseconds, truncated: a gap under 4 ms stays under 4.
+      if (lastKeydown && !e.repeat) keep(kin.keyGaps, now - lastKeydown | 0);
       lastKeydown = now;
       // A capital letter from a keyboard comes with Shift or Caps Lock.
       if (e.key && e.key.length === 1 && e.key >= "A" && e.key <= "Z" && !e.shiftKey &&
           !(e.getModifierState && e.getModifierState("CapsLock"))) activity.capitalsWithoutShift++;
     },
-    keyup: function () { keyDown = false; },
+    keyup: function (e) {
+      var c = e.code || e.key;
+      keyDown = false;
+      if (e.isTrusted && keyDownAt[c]) keep(kin.keyHolds, e.timeStamp - keyDownAt[c] | 0);
+      delete keyDownAt[c];
+    },
     keypress: function (e) {
       if (e.isTrusted && !keyDown) { activity.charsWithoutKeydown++; charPending = true; }
     },
@@ -348,28 +421,35 @@
     }
   } catch (e) { /* ignore */ }
 
+  // Getters a humanizer patches and the cursor it draws, read when the page is summarised (a
+  // humanizer installs them after the first collect).
+  function foreign() {
+    var out = tamperedFunctions({}).filter(function (t) { return /^(Mouse|Pointer)Event/.test(t); });
+    if (document.querySelector("p-mouse-pointer")) out.push("p-mouse-pointer");
+    return out;
+  }
+
   function activitySummary(name) {
-    var a = { action: String(name || "action").slice(0, 64), elapsedMs: Date.now() - since };
+    var a = { action: String(name || "action").slice(0, 64) };
     for (var k in activity) if (Object.prototype.hasOwnProperty.call(activity, k)) a[k] = activity[k];
+    a.kin = kin;
+    read(a, "foreign", foreign);
     return a;
   }
 
   // Pages: how this page was reached, and what the visitor did on the session's page before it
   // in this tab, kept in sessionStorage (counts only) from one page to the next. A driver goes
   // from page to page with no input on any; a person clicks, keys or taps (docs/detection.md).
-  var KEY = "vigil.page", pageSession = null, visibleMs = 0, focusMs = 0, shown = since, focused = since;
+  var KEY = "vigil.page", pageSession = null, visibleMs = 0, shown = since;
   var previous = null, saving = 0;
   try { previous = JSON.parse(sessionStorage.getItem(KEY)); } catch (e) { /* none, or blocked */ }
   function visible() { return document.visibilityState !== "hidden"; }
   function tick() {
     var now = Date.now();
     if (shown) visibleMs += now - shown;
-    if (focused) focusMs += now - focused;
     shown = visible() ? now : 0;
-    focused = document.hasFocus() ? now : 0;
   }
   if (!visible()) shown = 0;
-  if (!document.hasFocus()) focused = 0;
   function save() {
     clearTimeout(saving);
     saving = 0;
@@ -377,16 +457,14 @@
     tick();
     var p = activitySummary("page");
     delete p.action;
-    p.clicks = page.clicks; p.wheels = page.wheels; p.touches = page.touches; p.scrolls = page.scrolls; p.left = page.left;
-    p.dwellMs = Date.now() - since; p.visibleMs = visibleMs; p.focusMs = focusMs;
-    try { sessionStorage.setItem(KEY, JSON.stringify({ session: pageSession, lastInputAt: page.lastInputAt, page: p })); } catch (e) { /* full or blocked */ }
+    for (var k in page) p[k] = page[k];
+    p.dwellMs = Date.now() - since; p.visibleMs = visibleMs;
+    try { sessionStorage.setItem(KEY, JSON.stringify({ session: pageSession, page: p })); } catch (e) { /* full or blocked */ }
   }
   // Saved within a second of input, so a page left without pagehide still says it had some.
   function soon() { if (pageSession && !saving) saving = setTimeout(save, 1000); }
   try {
     global.addEventListener("pagehide", save);
-    global.addEventListener("focus", tick);
-    global.addEventListener("blur", tick);
     document.addEventListener("visibilitychange", function () { tick(); if (!visible()) save(); });
   } catch (e) { /* ignore */ }
 
@@ -407,7 +485,6 @@
     n.referrer = referrer();
     if (p && p.session === session && p.page) {
       n.previous = p.page;
-      if (p.lastInputAt) read(n, "sinceInputMs", function () { return Math.round(performance.timeOrigin - p.lastInputAt); });
     }
     return n;
   }

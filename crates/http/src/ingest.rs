@@ -390,7 +390,7 @@ mod tests {
     #[test]
     fn the_served_agent_is_the_minified_source_with_its_header() {
         let served = &AGENT.0;
-        assert!(served.starts_with("/*! Vigil browser agent."));
+        assert!(served.starts_with("/*! Vigil agent */"));
         let source = include_str!("../../../agent/vigil.js");
         assert!(
             served.len() * 4 < source.len() * 3,
