@@ -1029,6 +1029,32 @@ export interface components {
             /** @description Intervals between keydowns under 4 ms */
             fastKeyIntervals?: number | null;
             firstInputMs?: number | null;
+            kin?: components["schemas"]["Hand"] | null;
+            /** @description Getters a humanizer patched (`MouseEvent.screenX:source`) and the cursor it drew (`p-mouse-pointer`), found when the page was summarised */
+            foreign?: string[] | null;
+        };
+        /** @description The page's pointer movements, presses, wheel and keys as the agent records them (numbers only, never a path), judged by `synthetic_pointer`, `protocol_input` and `forged_summary` (docs/detection.md, The hand). */
+        Hand: {
+            /** @description One row per movement: duration ms, distance px, samples, speed peaks, curvature flips per 100 turns, % of time in the last 10% of distance, pauses of 50 ms or more, frames skipped (25-50 ms), x reversals, y reversals, straightness %, last move to press ms (-1 when it ended at rest), peak over mean speed %, and the press's hold ms */
+            m?: number[][];
+            /** @description Press holds, ms */
+            holds?: number[];
+            /** @description Trusted keydowns */
+            keys?: number | null;
+            /** @description Trusted wheel events */
+            wheels?: number | null;
+            /** @description Distinct 100 x wheelDeltaY / deltaY among them */
+            ratios?: number[];
+            /** @description Key holds, ms */
+            keyHolds?: number[];
+            /** @description Intervals between keydowns, ms */
+            keyGaps?: number[];
+            /** @description Printable keys without a code */
+            noCode?: number | null;
+            /** @description Trusted mouse events */
+            mouse?: number | null;
+            /** @description Of those, at equal screen and client coordinates in a window with a toolbar */
+            screenEq?: number | null;
         };
         /** @description The visit's request headers as the backend received them, by name. */
         Headers: {

@@ -36,6 +36,7 @@ MIRRORS: Dict[Any, str] = {
     t.UaBrand: "#/components/schemas/UaBrand",
     t.UaData: "#/components/schemas/UaData",
     t.Activity: "#/components/schemas/Activity",
+    t.Hand: "#/components/schemas/Hand",
     t.PageSummary: "#/components/schemas/PageSummary",
     t.Navigation: "#/components/schemas/Navigation",
     t.EventSignals: "#/components/schemas/EventSignals",

@@ -266,6 +266,23 @@ class Activity(TypedDict, total=False):
     keyIntervals: Optional[int]
     fastKeyIntervals: Optional[int]
     firstInputMs: Optional[int]
+    kin: Optional["Hand"]
+    foreign: Optional[List[str]]
+
+
+class Hand(TypedDict, total=False):
+    """``Hand``: a page's movements, presses, wheel and keys, as numbers."""
+
+    m: List[List[float]]
+    holds: List[float]
+    keys: Optional[int]
+    wheels: Optional[int]
+    ratios: List[float]
+    keyHolds: List[float]
+    keyGaps: List[float]
+    noCode: Optional[int]
+    mouse: Optional[int]
+    screenEq: Optional[int]
 
 
 class PageSummary(Activity, total=False):
