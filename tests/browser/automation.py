@@ -6,7 +6,8 @@ page; the agent collects at load; then the driver clicks the name field, types a
 the page's Continue button (marked `data-vigil-action="checkout"`), and the agent sends its second
 look. Each must score >= 0.9 at load or, at the latest, after its action.
 
-People, with no automation attached, driven by the operating system (`xdotool`, X11 input): Debian's
+People, with no automation attached, driven by the operating system (X11 input: clicks are real
+people's recorded approaches replayed through XTEST by replay.py, typing is `xdotool`'s): Debian's
 Chromium and Firefox ESR under Xvfb, Firefox ESR with uBlock Origin (Debian's package; Chromium 156
 no longer loads its Manifest V2 build), and Chromium in German with the Berlin time zone, idle and
 with the same click, typing and click. Each must stay < 0.5 after the action.
@@ -19,6 +20,7 @@ chromedriver).
 import asyncio
 import json
 import os
+import random
 import subprocess
 import sys
 import tempfile
@@ -34,9 +36,8 @@ CHROMEDRIVER = os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver")
 UBLOCK_ID = "uBlock0@raymondhill.net"
 UBLOCK = Path(__file__).resolve().parents[2] / ".cache" / "ublock" / "firefox"
 NAME = "Alice Smith"
-# Where the demo page's checkout form lies on a 1280x900 screen with the window at the top left:
-# the form is 9rem high at the top of the page, the name field left, Continue right.
-FIELD, BUTTON = (470, 200), (830, 200)
+# The demo page's checkout form is 9rem high at the top of the page, the name field left,
+# Continue right (FIELD_RECT and BUTTON_RECT below).
 
 
 def events(server, session):
@@ -152,19 +153,19 @@ def xdotool(display, *args):
     subprocess.run(["xdotool", *args], env=display.env(), check=True, timeout=30)
 
 
-def person_act(display):
-    """A click on the name field, typing, and a click on Continue, by the operating system."""
-    xdotool(display, "mousemove", "--sync", str(FIELD[0] - 40), str(FIELD[1] - 30))
-    time.sleep(0.2)
-    xdotool(display, "mousemove", "--sync", *map(str, FIELD))
-    time.sleep(0.3)
-    xdotool(display, "click", "1")
+# The checkout form in client pixels (the same in both browsers: the page's layout at a 1280 px
+# wide viewport), inside the name field and the Continue button with a margin.
+FIELD_RECT, BUTTON_RECT = (300, 50, 610, 160), (680, 50, 980, 160)
+
+
+def person_act(display, hand):
+    """A click on the name field, typing, and a click on Continue, by the operating system: each
+    click a real person's recorded approach and press (replay.py, XTEST), the typing xdotool's."""
+    hand.click(FIELD_RECT, notches=None)
     time.sleep(0.3)
     xdotool(display, "type", NAME)
     time.sleep(0.3)
-    xdotool(display, "mousemove", "--sync", *map(str, BUTTON))
-    time.sleep(0.3)
-    xdotool(display, "click", "1")
+    hand.click(BUTTON_RECT, notches=None)
 
 
 def person_visit(server, tmp, display, act, browser):
@@ -192,16 +193,21 @@ def person_visit(server, tmp, display, act, browser):
         (profile / "user.js").write_text(prefs)
         cmd = [FIREFOX, "--no-remote", "--profile", str(profile), "--width", "1280", "--height", "900",
                server.demo_url(session)]
+    import replay
+    # One real person's recorded hand (SapiMouse), chosen by the profile's name.
+    rng = random.Random(browser)
+    hand = replay.session_hand(display, browser, tmp, rng.choice(replay.users()), rng)
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_events(server, session, 1)
         if act:
             time.sleep(1)
-            person_act(display)
+            person_act(display, hand)
             wait_events(server, session, 2)
     finally:
         proc.kill()
         proc.wait()
+        hand.close()
     if browser == "firefox-ublock":
         addons = json.loads((Path(tmp) / session / "extensions.json").read_text())["addons"]
         assert any(a["id"] == UBLOCK_ID and a["active"] for a in addons), "uBlock Origin was not active"

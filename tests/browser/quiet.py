@@ -11,8 +11,10 @@ product pages) by `goto`, 1-3 s on each, no form, no input. pydoll also runs hea
 Windows user agent, which it spreads to client hints, `navigator.platform` and Workers. Each must
 reach scoreBot >= 0.9 by its third page at the latest.
 
-People, with no automation attached, driven by the operating system (`xdotool`, X11 input):
-Chromium and Firefox ESR clicking the shop's links with the mouse; Chromium and Firefox ESR by
+People, with no automation attached, driven by the operating system (X11 input: XTEST and
+`xdotool`): Chromium and Firefox ESR clicking the shop's links with the mouse, each a real
+person's recorded movements replayed (replay.py: SapiMouse, translated so that the recorded press
+lands on the link, at the recorded timing); Chromium and Firefox ESR by
 keyboard (Tab, then Enter); Chromium reading one page for 30 s without input, then closed; Chromium
 reaching a page by typing its address into the address bar after two clicked ones. Every page of
 each must stay < 0.5.
@@ -32,6 +34,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import replay  # noqa: E402
 from automation import session_id, undetected_chrome, wait_events, xdotool  # noqa: E402
 from demo import (CHROMIUM, FIREFOX, FIREFOX_PREFS, NODE_MODULES, PERSON_CHROMIUM_ARGS, QUIET, ROOT,  # noqa: E402
                   WIN_UA, Display, Server, codes)
@@ -39,8 +42,8 @@ from demo import (CHROMIUM, FIREFOX, FIREFOX_PREFS, NODE_MODULES, PERSON_CHROMIU
 PAGES = 5
 PRODUCTS = ["lamp", "kettle", "chair", "rug", "clock"]
 # The shop's link bar lies along the bottom of the window, five tiles across; the first tile is
-# the next product. The windows fill the 1280x900 screen from its top left.
-NEXT_TILE = (128, 860)
+# the next product (replay.Geometry.next_tile). The windows fill the 1280x900 screen from its top
+# left.
 
 
 def urls(server, session):
@@ -195,7 +198,7 @@ BOTS = [
 ]
 
 
-# ---- People: no automation attached; the operating system's input (xdotool).
+# ---- People: no automation attached; the operating system's input (XTEST replays, xdotool keys).
 
 def launch(browser, tmp, session, url, display):
     if browser == "chromium":
@@ -209,25 +212,18 @@ def launch(browser, tmp, session, url, display):
     return subprocess.Popen(cmd, env=display.env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def wander(display, rng):
-    """A hand on the mouse: a few moves over the page while reading."""
-    for _ in range(3):
-        xdotool(display, "mousemove", "--sync", str(rng.randint(200, 1000)), str(rng.randint(250, 650)))
-        time.sleep(rng.uniform(0.2, 0.6))
+def click_next(display, rng, hand):
+    """A person reading, then their own recorded approach and click on the next link (replay.py:
+    a SapiMouse user's movement, translated so that its press lands on the link bar's first tile,
+    at its recorded timing, through XTEST)."""
+    hand.click_next(notches=None)
 
 
-def click_next(display, rng):
-    wander(display, rng)
-    xdotool(display, "mousemove", "--sync", *map(str, NEXT_TILE))
-    time.sleep(0.3)
-    xdotool(display, "click", "1")
-
-
-def key_next(display, rng):
+def key_next(display, rng, hand):
     """Tab to the first link (the next product), then Enter; the pointer rests over the page
-    (without a window manager, keys go to the window under it) and never clicks."""
-    # Without --sync: xdotool's --sync waits 15 s when the pointer is already there.
-    xdotool(display, "mousemove", str(rng.randint(300, 900)), str(rng.randint(300, 600)))
+    (without a window manager, keys go to the window under it) and never clicks: before the keys,
+    a stretch of the person's recorded moves over the page (replay.py)."""
+    hand.read()
     time.sleep(rng.uniform(0.8, 1.5))
     xdotool(display, "key", "Tab")
     time.sleep(0.4)
@@ -235,7 +231,7 @@ def key_next(display, rng):
 
 
 def type_address(url):
-    def step(display, rng):
+    def step(display, rng, hand):
         time.sleep(rng.uniform(0.8, 1.5))
         xdotool(display, "key", "ctrl+l")
         time.sleep(0.4)
@@ -251,6 +247,8 @@ def person(browser, steps, read_s=0.0):
 
     def visit(server, tmp, display, rng):
         session = session_id(f"person-{browser}")
+        # One real person's recorded hand (SapiMouse), replayed through XTEST (replay.py).
+        hand = replay.session_hand(display, browser, tmp, rng.choice(replay.users()), rng)
         proc = launch(browser, tmp, session, urls(server, session)[0], display)
         try:
             wait_events(server, session, 1)
@@ -258,13 +256,14 @@ def person(browser, steps, read_s=0.0):
             for i, step in enumerate(steps(server, session), start=2):
                 time.sleep(rng.uniform(1.0, 2.0))
                 began = time.time()
-                step(display, rng)
+                step(display, rng, hand)
                 wait_events(server, session, i)
                 if os.environ.get("QUIET_DEBUG"):
                     print(f"  page {i} arrived {time.time() - began:.1f}s after its step", flush=True)
         finally:
             proc.kill()
             proc.wait()
+            hand.close()
         return session
     return visit
 
