@@ -626,5 +626,5 @@
     }, { capture: true, passive: true });
   } catch (e) { /* ignore */ }
 
-  var Vigil = global.Vigil = { collect: collect, action: action, signals: signals, version: "5", collectMs: undefined };
+  var Vigil = global.Vigil = { collect: collect, action: action, signals: signals, version: "6", collectMs: undefined };
 })(typeof window !== "undefined" ? window : this);
