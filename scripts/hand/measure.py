@@ -24,7 +24,15 @@ def kinematics(traces):
 def machine(m):
     """`Movement::machine` (crates/detect/src/hand.rs), the same thresholds."""
     dur, dist, n, _peaks, _flips, final, pauses, skips, rx, ry, _straight, gap, ratio = m[:13]
-    if dist < 40 or n < 4 or dur <= 0 or pauses + skips > 0:
+    if not judged(m):
+        return None
+    if ratio < 150:
+        return "flat speed"
+    if pauses > 0:
+        return None
+    if _peaks >= 8:
+        return "surging"
+    if skips > 1:
         return None
     if gap >= 0 and final < 12:
         return "homing"
@@ -32,9 +40,12 @@ def machine(m):
         return "one axis"
     if (rx + ry) / max(n - 2, 1) > 0.12:
         return "noise"
-    if ratio < 150:
-        return "flat speed"
     return None
+
+
+def judged(m):
+    """`Movement::judged`: 40 px, four samples, a positive duration."""
+    return m[1] >= 40 and m[2] >= 4 and m[0] > 0
 
 
 def protocol_press(m):
@@ -65,15 +76,18 @@ def main():
     gen_traces = subprocess.run(["node", str(HERE / "generators.js"), "300"], capture_output=True, text=True,
                                 check=True, env=env).stdout
     gens = by_source(kinematics(gen_traces))
-    allp = [m for v in people.values() for m in v]
-    print(f"people: {len(people)} recordings' users, {len(allp)} approach movements\n")
+    allp = [m for v in people.values() for m in v if judged(m)]
+    presses = [m for v in people.values() for m in v]
+    print(f"people: {len(people)} users' recordings, {len(allp)} approach movements of 40 px or more, "
+          f"{len(presses)} presses after a movement; protocol presses among them: "
+          f"{sum(1 for m in presses if protocol_press(m))}\n")
     print("| feature | people p1, p5, p10, p25, p50, p75, p90, p95, p99 |")
     print("|---|---|")
     for i, name in enumerate(NAMES):
         print(f"| {name} | {', '.join(str(v) for v in q([m[i] for m in allp if len(m) > i]))} |")
     print("\n| source | movements | machine() | its tells | protocol press |")
     print("|---|---|---|---|---|")
-    for name, ms in [("people", allp)] + sorted(gens.items()):
+    for name, ms in [("people", allp)] + sorted((g, [m for m in v if judged(m)]) for g, v in gens.items()):
         tells = [machine(m) for m in ms]
         kinds = {}
         for t in tells:
@@ -82,8 +96,9 @@ def main():
         share = sum(1 for t in tells if t) / len(ms)
         pp = sum(1 for m in ms if protocol_press(m))
         print(f"| {name} | {len(ms)} | {share:.3f} | {kinds} | {pp} |")
-    worst = max((sum(1 for m in v if machine(m)) / len(v), u) for u, v in people.items())
-    pairs = [(v[i], v[i + 1]) for v in people.values() for i in range(0, len(v) - 1, 2)]
+    judged_people = {u: [m for m in v if judged(m)] for u, v in people.items()}
+    worst = max((sum(1 for m in v if machine(m)) / len(v), u) for u, v in judged_people.items() if v)
+    pairs = [(v[i], v[i + 1]) for v in judged_people.values() for i in range(0, len(v) - 1, 2)]
     both = sum(1 for a, b in pairs if machine(a) and machine(b))
     print(f"\nworst person: {worst[1]} {worst[0]:.3f} of movements; two in a row of one person: {both} of {len(pairs)} pairs ({both / len(pairs):.4f})")
 

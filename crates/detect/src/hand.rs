@@ -4,13 +4,15 @@
 //! movements; `scripts/hand/`, docs/research/issue-58-acting-scraper.md).
 //!
 //! Three judgements, each pure:
-//! - [`Movement::machine`]: a movement a generator drew. Every humanizer sends one move per
-//!   frame from start to press; a hand that slows to home in on a target skips frames or pauses
-//!   (76% of people's approach movements do). Among the movements that do not, each generator
-//!   leaves its own tell: a final approach that takes no time (ghost-cursor), noise on one axis
-//!   only or on every sample (pyclick, HumanCursor, botasaurus), a flat speed profile
-//!   (WindMouse). 3.7% of people's approach movements are named so, and no two in a row of the
-//!   same person in 0.16% of pairs.
+//! - [`Movement::machine`]: a movement a generator drew. A flat speed profile (peak under 1.5
+//!   times the mean: WindMouse) or, without a pause, a speed surging every few frames (eight or
+//!   more peaks: a path stepped by noise) names it whatever its timing. Otherwise every humanizer
+//!   sends one move per frame from start to press, where a hand that slows to home in on a
+//!   target pauses or skips frames; among the movements with no pause and at most one skipped
+//!   frame, each generator leaves its own tell: a final approach that takes no time
+//!   (ghost-cursor), noise on one axis only or on every few samples (pyclick, HumanCursor,
+//!   botasaurus). 5.4% of people's approach movements are named so; two in a row of the same
+//!   person, 0.28% of pairs.
 //! - [`Hand::protocol`]: input events no device makes: a press held under 20 ms within 60 ms of
 //!   the pointer's arrival (a touchpad's tap is as short, but comes 150 ms or more after the
 //!   pointer stopped), wheel turns with three or more ratios of `wheelDelta` to `delta`, the
@@ -117,9 +119,26 @@ impl Movement {
         self.distance >= 40.0 && self.samples >= 4.0 && self.duration_ms > 0.0
     }
 
-    /// The tell of a generator's path, if it has one (see the module's text for the data).
+    /// The tell of a generator's path, if it has one (see the module's text for the data). A
+    /// flat speed profile is one whatever the timing (0.8% of people's movements); surging speed
+    /// (eight or more peaks) needs a movement without a pause; the other tells also need at most
+    /// one skipped frame (a driver's timer on a busy machine misses one now and then).
     pub fn machine(&self) -> Option<&'static str> {
-        if !self.judged() || self.pauses + self.skips > 0.0 {
+        if !self.judged() {
+            return None;
+        }
+        if self.peak_ratio < 150.0 {
+            return Some("a flat speed profile");
+        }
+        if self.pauses > 0.0 {
+            return None;
+        }
+        // A hand's speed rises and falls a few times a movement (p99: 7 peaks); a generator
+        // stepping by noise surges every few frames, however late its events arrive.
+        if self.speed_peaks >= 8.0 {
+            return Some("speed surging every few frames");
+        }
+        if self.skips > 1.0 {
             return None;
         }
         let turns = (self.samples - 2.0).max(1.0);
@@ -131,15 +150,13 @@ impl Movement {
             Some("noise on one axis only")
         } else if (self.reversals_x + self.reversals_y) / turns > 0.12 {
             Some("noise on every few samples")
-        } else if self.peak_ratio < 150.0 {
-            Some("a flat speed profile")
         } else {
             None
         }
     }
 
-    /// A press a protocol made: held under 20 ms, within 60 ms of the pointer's arrival (2 of
-    /// 10,105 people's presses; a touchpad's tap is as short, but 150 ms or more after the stop).
+    /// A press a protocol made: held under 20 ms, within 60 ms of the pointer's arrival (3 of
+    /// 11,047 people's presses; a touchpad's tap is as short, but 150 ms or more after the stop).
     pub fn protocol_press(&self) -> bool {
         self.press_gap >= 0.0 && self.press_gap < 60.0 && self.hold.is_some_and(|h| h < 20.0)
     }
@@ -289,10 +306,24 @@ mod tests {
             Movement::of(&DISTORTED).unwrap().machine(),
             Some("noise on one axis only")
         );
-        // The same smooth path with one skipped frame is a hand's.
+        // The same smooth path with two skipped frames, or a pause, is a hand's; one skipped
+        // frame is a busy driver's.
         let mut skipped = GHOST;
         skipped[7] = 1.0;
+        assert!(Movement::of(&skipped).unwrap().machine().is_some());
+        skipped[7] = 2.0;
         assert_eq!(Movement::of(&skipped).unwrap().machine(), None);
+        let mut surging = PERSON;
+        surging[3] = 12.0;
+        surging[6] = 0.0;
+        surging[7] = 3.0;
+        assert_eq!(
+            Movement::of(&surging).unwrap().machine(),
+            Some("speed surging every few frames")
+        );
+        let mut paused = GHOST;
+        paused[6] = 1.0;
+        assert_eq!(Movement::of(&paused).unwrap().machine(), None);
     }
 
     #[test]
