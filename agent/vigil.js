@@ -290,7 +290,9 @@
     var p = pts, n = p.length, a = p[0], z = p[n - 1], dur, dist, i, d, c, v = [], len = 0, top = 0,
       k = [0, 0, 0, 0, 0, 0, 0, 0], sx = 0, sy = 0, sign = 0;
     pts = [];
-    if (n < 4 || (dist = hyp(z, a)) < 40 || (dur = z[0] - a[0]) <= 0) return;
+    // A movement to a press is kept however short (its press's timing is judged); one that
+    // ended at rest only from 40 px.
+    if (n < 2 || (dur = z[0] - a[0]) <= 0 || ((dist = hyp(z, a)) < 40 && gap < 0)) return;
     // k: speed peaks, flips, turns, pauses, skips, x and y reversals.
     for (i = 1; i < n; i++) {
       var dt = p[i][0] - p[i - 1][0], dx = p[i][1] - p[i - 1][1], dy = p[i][2] - p[i - 1][2];
