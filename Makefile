@@ -62,7 +62,7 @@ $(NODE_BROWSER)/.installed: tests/browser/package.json tests/browser/package-loc
 	cd $(NODE_BROWSER) && PUPPETEER_SKIP_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-test-browser: $(VENV_BROWSER)/.installed ## Real browsers and clients: the detection matrix (bots and people), thirty sessions of one person's Chromium (velocity), the wire matrix over HTTPS, patchright/nodriver/undetected-chromedriver against people at an action, the quiet scraper over the demo shop's pages, the dashboard, and the API reference page
+test-browser: $(VENV_BROWSER)/.installed ## Real browsers and clients: the detection matrix (bots and people), thirty sessions of one person's Chromium (velocity), the wire matrix over HTTPS, patchright/nodriver/undetected-chromedriver against people at an action, the quiet scraper over the demo shop's pages, the acting scraper (humanized cursors, a forged summary) against replayed people, the dashboard, and the API reference page
 	scripts/browser-deps.sh
 	$(MAKE) --no-print-directory $(NODE_BROWSER)/.installed
 	cargo build --bin vigil --locked
@@ -71,6 +71,7 @@ test-browser: $(VENV_BROWSER)/.installed ## Real browsers and clients: the detec
 	$(VENV_BROWSER)/bin/python tests/browser/wire.py
 	$(VENV_BROWSER)/bin/python tests/browser/automation.py
 	$(VENV_BROWSER)/bin/python tests/browser/quiet.py
+	$(VENV_BROWSER)/bin/python tests/browser/acting.py
 	$(VENV_BROWSER)/bin/python tests/browser/dashboard.py
 	$(VENV_BROWSER)/bin/python tests/browser/reference.py
 

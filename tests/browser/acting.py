@@ -1,7 +1,5 @@
 #!/usr/bin/env python3
-"""The acting scraper (issue 58; not yet in make test-browser: HumanCursor, OxyMouse's fourth page,
-the tells-removed WindMouse bot and the forger do not pass yet, see
-docs/research/issue-58-acting-scraper.md; run it by hand): a headful scraper that browses the demo shop
+"""The acting scraper (make test-browser; issue 58): a headful scraper that browses the demo shop
 as a person does, with a humanizer library's cursor (curved paths, overshoot, jittered timing),
 clicking the next link on every page, is a bot by its third page; people, replayed from real
 recordings through the operating system, are not, on any page.
@@ -53,7 +51,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import replay  # noqa: E402
 from automation import session_id, undetected_chrome, wait_events  # noqa: E402
 from demo import CHROMIUM, NODE_MODULES, QUIET, ROOT, Display, Server, codes  # noqa: E402
-from quiet import PAGES, urls  # noqa: E402
+from quiet import PAGES, judged, urls  # noqa: E402
 
 DEBUG = bool(os.environ.get("ACTING_DEBUG"))
 NEXT = "#shop a:first-child"
@@ -117,6 +115,8 @@ def patchright_session(name, act, first=None):
                 if first:
                     first(ctx)
                 page = ctx.pages[0] if ctx.pages else ctx.new_page()
+                if os.environ.get("ACTING_BODIES"):
+                    page.on("request", print_summary)
                 state = {}
                 page.goto(urls(server, session)[0])
                 for i in range(PAGES):
@@ -132,6 +132,13 @@ def patchright_session(name, act, first=None):
                 ctx.close()
         return session
     return visit
+
+
+def print_summary(request):
+    """ACTING_BODIES=1: each load's summary of the page before, as the agent sends it."""
+    if request.url.endswith("/collect") and request.post_data:
+        nav = (json.loads(request.post_data).get("signals") or {}).get("navigation") or {}
+        print("  summary:", json.dumps(nav.get("previous")), flush=True)
 
 
 def link_point(page, rng):
@@ -279,6 +286,8 @@ def forger_visit(server, tmp, display, rng, probe):
             page = ctx.pages[0] if ctx.pages else ctx.new_page()
             for url in urls(server, session):
                 page.goto(url)
+                # The page's collect answered before the next goto leaves it.
+                page.wait_for_selector("body[data-state=done]", timeout=30_000)
                 time.sleep(rng.uniform(1.0, 3.0))
             if probe:
                 stored_reports(page.evaluate(STORED, isolated_context=False))
@@ -444,13 +453,7 @@ def main():
                         continue
                     took = time.time() - started
                     scores = [e["scoreBot"] for e in got]
-                    crossed = next((i for i, s in enumerate(scores, 1) if s >= 0.9), None)
-                    if kind == "bot":
-                        ok = crossed is not None and crossed <= 3 and all(s >= 0.9 for s in scores[2:])
-                        verdict = f"crossed 0.9 on page {crossed}" if crossed else "never crossed 0.9"
-                    else:
-                        ok = max(scores) < 0.5
-                        verdict = f"highest {max(scores)}"
+                    ok, verdict = judged(kind, scores)
                     print(f"{kind:6} {name:30} {'ok  ' if ok else 'FAIL'} {verdict}; scores={scores} "
                           f"last reasons={codes(got[-1])} ({took:.1f}s)", flush=True)
                     rows.append((kind, name, verdict, scores, ok, took))

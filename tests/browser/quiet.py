@@ -290,6 +290,16 @@ PEOPLE = [
 ]
 
 
+def judged(kind, scores):
+    """Whether a session's scores pass, and the verdict in words: a bot at 0.9 or more by its
+    third page and on every page after; a person under 0.5 on every page."""
+    crossed = next((i for i, s in enumerate(scores, 1) if s >= 0.9), None)
+    if kind == "bot":
+        ok = crossed is not None and crossed <= 3 and all(s >= 0.9 for s in scores[2:])
+        return ok, f"crossed 0.9 on page {crossed}" if crossed else "never crossed 0.9"
+    return max(scores) < 0.5, f"highest {max(scores)}"
+
+
 def main():
     only = set(sys.argv[1:])
     rows, failures = [], []
@@ -310,13 +320,7 @@ def main():
                         print(f"{kind:6} {name:30} FAILED ({e})", flush=True)
                         continue
                     scores = [e["scoreBot"] for e in got]
-                    crossed = next((i for i, s in enumerate(scores, 1) if s >= 0.9), None)
-                    if kind == "bot":
-                        ok = crossed is not None and crossed <= 3 and all(s >= 0.9 for s in scores[2:])
-                        verdict = f"crossed 0.9 on page {crossed}" if crossed else "never crossed 0.9"
-                    else:
-                        ok = max(scores) < 0.5
-                        verdict = f"highest {max(scores)}"
+                    ok, verdict = judged(kind, scores)
                     last = got[-1]
                     print(f"{kind:6} {name:30} {'ok  ' if ok else 'FAIL'} {verdict}; scores={scores} "
                           f"last reasons={codes(last)} ({time.time() - started:.1f}s)", flush=True)
