@@ -205,7 +205,7 @@ impl PageSummary {
     /// turn, a touch or a click from a device. Pointer moves alone are not counted: a resting
     /// mouse under a page that loads, and a driver's protocol moves, make them too.
     pub fn had_input(&self) -> bool {
-        self.claim().any() || self.clicks.unwrap_or(0) > 0
+        self.claim().any()
     }
 
     /// The input the summary claims, as [`crate::hand::Hand::backs`] checks it. A click counts
@@ -232,6 +232,13 @@ impl PageSummary {
     pub fn backed_input(&self) -> bool {
         let claim = self.claim();
         claim.any() && self.input.kin.as_ref().is_some_and(|h| h.backs(&claim))
+    }
+
+    /// Whether the summary claims input that its own record of events contradicts. A summary
+    /// with no record at all (an agent before version 6, still cached in a browser) contradicts
+    /// nothing: its page only counts as reached without input.
+    pub fn contradicted(&self) -> bool {
+        self.input.kin.is_some() && self.had_input() && !self.backed_input()
     }
 }
 

@@ -60,7 +60,7 @@ impl Page {
                 let input = p.backed_input();
                 Before {
                     input,
-                    unbacked: !input && p.had_input(),
+                    unbacked: p.contradicted(),
                     visible_ms: p.visible_ms.unwrap_or(0).min(MAX_PAGE_MS),
                     dwell_ms: p.dwell_ms.unwrap_or(0).min(MAX_PAGE_MS),
                     strokes: p
@@ -294,13 +294,19 @@ mod tests {
         // The agent's record shows no press: the counts were edited (or the record dropped).
         let claimed = serde_json::json!({"presses": 1, "clicks": 1, "left": "link", "dwellMs": 2000,
             "kin": {"m": [], "holds": [], "keys": 0, "wheels": 0}});
-        let bare = serde_json::json!({"clicks": 1, "left": "link", "dwellMs": 2000});
-        for previous in [claimed, bare] {
+        let clicked = serde_json::json!({"clicks": 1, "left": "link", "dwellMs": 2000,
+            "kin": {"holds": []}});
+        for previous in [claimed.clone(), clicked] {
             let b = summary(previous).before.unwrap();
             assert!(!b.input && b.unbacked);
         }
+        // An agent before version 6 keeps no record: its page is reached without input, and
+        // its summary is not called forged (a browser may keep the old script for a day).
+        let old = summary(serde_json::json!({"presses": 1, "clicks": 1, "dwellMs": 2000}));
+        let b = old.before.unwrap();
+        assert!(!b.input && !b.unbacked);
         let first = summary(serde_json::Value::Null);
-        let forged = summary(serde_json::json!({"presses": 1, "clicks": 1, "dwellMs": 2000}));
+        let forged = summary(claimed);
         let p = walk(&[first, forged, forged]);
         assert_eq!((p.unprompted, p.forged, p.last_forged), (2, 2, true));
         // Keys are backed by their keydowns: the Enter that follows a link is released later.
