@@ -534,8 +534,6 @@
     });
     read(s, "timezoneOffset", function () { return new Date().getTimezoneOffset(); });
     read(s, "plugins", function () { return nav.plugins ? nav.plugins.length : undefined; });
-    read(s, "outerWidth", function () { return global.outerWidth; });
-    read(s, "outerHeight", function () { return global.outerHeight; });
     read(s, "innerWidth", function () { return global.innerWidth; });
     read(s, "innerHeight", function () { return global.innerHeight; });
     read(s, "screenWidth", function () { return global.screen.width; });
@@ -548,6 +546,10 @@
     try { webgl(s); } catch (e) { /* no WebGL */ }
     integrity(s);
     return Promise.all(pending).then(function (a) {
+      // The window's outer size once the probes are back: just after a navigation, a browser
+      // without a window manager may report 0 for a moment.
+      read(s, "outerWidth", function () { return global.outerWidth; });
+      read(s, "outerHeight", function () { return global.outerHeight; });
       if (a[0]) s.contextMismatch = contextMismatch(s, a[0]);
       if (a[1]) s.highEntropy = a[1];
       if (a[2]) s.webrtcIps = a[2];
