@@ -22,8 +22,8 @@ const PINGS: u8 = 4;
 const CLIENT_PREFACE: usize = 24;
 const PING: u8 = 0x6;
 const ACK: u8 = 0x1;
-/// Our PINGs' opaque data starts with this; the last byte counts them.
-const TAG: [u8; 7] = *b"vigil\0\0";
+/// hyper's own PINGs remembered until answered (it keeps one or two in flight).
+const HYPER_PINGS: usize = 4;
 
 /// Where a frame parser is in its stream.
 #[derive(Debug, Default)]
@@ -50,9 +50,17 @@ pub struct Pinger<S> {
     settings_sent: bool,
     /// A PING of ours and how much of it is written.
     pending: Option<([u8; 17], usize)>,
-    /// The PING in flight: its opaque data and when it left.
+    /// The PING in flight: its opaque data (random: a client cannot answer it before it
+    /// arrives) and when it left.
     in_flight: Option<([u8; 8], Instant)>,
     sent: u8,
+    /// hyper's own PINGs as written (their opaque data), so that only their ACKs reach it, and
+    /// the one being written.
+    hyper_pings: Vec<[u8; 8]>,
+    out_ping: Option<Vec<u8>>,
+    /// ACKs of PINGs nobody sent: dropped, counted, and logged once when the connection ends
+    /// (h2 would log a warning for each).
+    unsolicited: u64,
     /// The client's bytes: preface left to pass, the frame parser, a held PING ACK's payload.
     preface_left: usize,
     incoming: Frames,
@@ -72,6 +80,9 @@ impl<S> Pinger<S> {
             pending: None,
             in_flight: None,
             sent: 0,
+            hyper_pings: Vec::new(),
+            out_ping: None,
+            unsolicited: 0,
             preface_left: CLIENT_PREFACE,
             incoming: Frames::default(),
             held: Vec::new(),
@@ -91,8 +102,7 @@ impl<S> Pinger<S> {
             let mut frame = [0u8; 17];
             frame[2] = 8; // length 8
             frame[3] = PING;
-            frame[9..16].copy_from_slice(&TAG);
-            frame[16] = self.sent;
+            frame[9..17].copy_from_slice(&rand::random::<[u8; 8]>());
             self.pending = Some((frame, 0));
         }
     }
@@ -104,6 +114,19 @@ impl<S> Pinger<S> {
             if f.left > 0 {
                 let n = f.left.min(written.len());
                 f.left -= n;
+                if let Some(p) = self.out_ping.as_mut() {
+                    p.extend_from_slice(&written[..n]);
+                    if f.left == 0 {
+                        let data = <[u8; 8]>::try_from(&p[..]).ok();
+                        self.out_ping = None;
+                        if let Some(d) = data {
+                            if self.hyper_pings.len() == HYPER_PINGS {
+                                self.hyper_pings.remove(0);
+                            }
+                            self.hyper_pings.push(d);
+                        }
+                    }
+                }
                 written = &written[n..];
             } else {
                 let n = (9 - f.head_len).min(written.len());
@@ -113,6 +136,10 @@ impl<S> Pinger<S> {
                 if f.head_len == 9 {
                     f.left = u32::from_be_bytes([0, f.head[0], f.head[1], f.head[2]]) as usize;
                     f.head_len = 0;
+                    // One of hyper's own PINGs: its ACK is hyper's.
+                    if f.head[3] == PING && f.head[4] & ACK == 0 && f.left == 8 {
+                        self.out_ping = Some(Vec::with_capacity(8));
+                    }
                 }
             }
             if self.out.at_boundary() && !self.settings_sent {
@@ -173,20 +200,36 @@ impl<S> Pinger<S> {
         }
     }
 
-    /// A whole PING ACK is held: ours is timed and dropped, any other goes on to hyper.
+    /// A whole PING ACK is held: ours is timed and dropped, hyper's goes on to hyper, one that
+    /// answers no PING is dropped and counted.
     fn ack_or_pass(&mut self) {
         let ours = self
             .in_flight
             .is_some_and(|(data, _)| self.held[9..] == data);
+        let hyper = self.hyper_pings.iter().position(|d| self.held[9..] == *d);
         if ours {
             if let Some((_, at)) = self.in_flight.take() {
                 self.physics.end_to_end(at.elapsed());
             }
             self.want_ping();
-        } else {
+        } else if let Some(i) = hyper {
+            self.hyper_pings.remove(i);
             self.ready.extend_from_slice(&self.held);
+        } else {
+            self.unsolicited += 1;
         }
         self.held.clear();
+    }
+}
+
+impl<S> Drop for Pinger<S> {
+    fn drop(&mut self) {
+        if self.unsolicited > 0 {
+            tracing::debug!(
+                acks = self.unsolicited,
+                "dropped PING ACKs that answered no PING on this connection"
+            );
+        }
     }
 }
 
@@ -318,7 +361,8 @@ mod tests {
     }
 
     /// A client that answers every PING at once, as HTTP/2 stacks do: the server side sees
-    /// every other frame, never our PINGs' ACKs, and the physics gets one sample per PING.
+    /// every other frame and the ACK of its own PING, never our PINGs' ACKs nor ACKs of PINGs
+    /// nobody sent, and the physics gets one sample per PING.
     #[tokio::test]
     async fn pings_go_between_frames_and_their_answers_are_taken_out() {
         let (server_io, mut client) = tokio::io::duplex(1 << 16);
@@ -332,11 +376,13 @@ mod tests {
             let mut acks = 0;
             while let Some((head, payload)) = read_frame(&mut client).await {
                 seen.push(head[3]);
-                if head[3] == PING && head[4] & ACK == 0 {
+                if head[3] == PING && head[4] & ACK == 0 && payload == b"hyper123" {
+                    client.write_all(&frame(PING, ACK, &payload)).await.unwrap();
+                } else if head[3] == PING && head[4] & ACK == 0 {
                     tokio::time::sleep(Duration::from_millis(3)).await;
-                    // Someone else's ACK first (a PING hyper sent), then ours.
+                    // An ACK of a PING nobody sent first, then ours.
                     client
-                        .write_all(&frame(PING, ACK, b"hyper123"))
+                        .write_all(&frame(PING, ACK, b"stranger"))
                         .await
                         .unwrap();
                     client.write_all(&frame(PING, ACK, &payload)).await.unwrap();
@@ -362,27 +408,73 @@ mod tests {
             .await
             .unwrap();
         server.flush().await.unwrap();
+        // hyper's own PING, then a large DATA frame.
+        server
+            .write_all(&frame(PING, 0, b"hyper123"))
+            .await
+            .unwrap();
         server
             .write_all(&frame(0x0, 0, &[7u8; 5000]))
             .await
             .unwrap();
         server.flush().await.unwrap();
-        // What hyper reads: the preface, SETTINGS, four foreign ACKs, the RST_STREAM.
+        // What hyper reads: the preface, SETTINGS, its PING's ACK, the RST_STREAM.
         let mut want = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
         want.extend(frame(0x4, 0, &[]));
-        for _ in 0..PINGS {
-            want.extend(frame(PING, ACK, b"hyper123"));
-        }
+        want.extend(frame(PING, ACK, b"hyper123"));
         want.extend(frame(0x3, 0, &[0, 0, 0, 8]));
         let mut got = vec![0u8; want.len()];
         server.read_exact(&mut got).await.unwrap();
         assert_eq!(got, want);
         let seen = client_task.await.unwrap();
         assert_eq!(seen[0], 0x4, "SETTINGS first: {seen:?}");
-        assert_eq!(seen.iter().filter(|k| **k == PING).count(), PINGS as usize);
+        assert_eq!(
+            seen.iter().filter(|k| **k == PING).count(),
+            PINGS as usize + 1
+        );
         assert_eq!(seen.iter().filter(|k| **k == 0x0).count(), 1, "{seen:?}");
         let t = physics.transport().unwrap();
         assert_eq!(t.end_to_end_samples, Some(u16::from(PINGS)));
         assert!(t.end_to_end_rtt_ms.unwrap() >= 3.0, "{t:?}");
+    }
+
+    /// A client behind a relay that answers PINGs before they arrive (with the payloads of
+    /// earlier builds, `vigil\0\0` and a counter, or any guess) times nothing, and a flood of
+    /// such ACKs reaches neither hyper nor the log line by line.
+    #[tokio::test]
+    async fn acks_sent_before_the_ping_count_for_nothing() {
+        let (server_io, mut client) = tokio::io::duplex(1 << 20);
+        let physics = Physics::new(None);
+        let mut server = Pinger::new(server_io, physics.clone());
+        let mut flood = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+        flood.extend(frame(0x4, 0, &[]));
+        for n in 0..2_000u32 {
+            let mut guess = *b"vigil\0\0\0";
+            guess[7] = (n % 5) as u8;
+            if n % 2 == 1 {
+                guess = rand::random();
+            }
+            flood.extend(frame(PING, ACK, &guess));
+        }
+        flood.extend(frame(0x3, 0, &[0, 0, 0, 8]));
+        server
+            .write_all(&frame(0x4, 0, &[0, 3, 0, 0, 0, 100]))
+            .await
+            .unwrap();
+        server.flush().await.unwrap();
+        client.write_all(&flood).await.unwrap();
+        let mut want = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+        want.extend(frame(0x4, 0, &[]));
+        want.extend(frame(0x3, 0, &[0, 0, 0, 8]));
+        let mut got = vec![0u8; want.len()];
+        server.read_exact(&mut got).await.unwrap();
+        assert_eq!(got, want);
+        assert_eq!(server.unsolicited, 2_000);
+        assert!(
+            physics
+                .transport()
+                .and_then(|t| t.end_to_end_samples)
+                .is_none()
+        );
     }
 }
