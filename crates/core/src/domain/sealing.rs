@@ -19,6 +19,10 @@ use super::time::Timestamp;
 /// The longest a sealed verdict is valid: long enough for a page to post it with its form, short
 /// enough that a verdict copied from one visit is of no use for long.
 pub const MAX_SEALED_LIFETIME_SECS: i64 = 600;
+/// The claims are padded with spaces (which every JSON parser skips) to a multiple of this many
+/// bytes, so that a sealed verdict's length says nothing of the verdict: a person's, a bot's
+/// and a proxy's are all one size (a verdict naming more reasons than fit takes the next).
+pub const SEALED_BUCKET: usize = 1024;
 /// Earlier keys kept during their overlap beside the current one (as webhook secrets are).
 pub const MAX_EARLIER_KEYS: usize = 2;
 
@@ -178,6 +182,10 @@ pub fn seal(key: &SealingKey, verdict: &Verdict) -> Result<String, SealError> {
     let header = B64.encode(header.to_string());
     let iv: [u8; 12] = rand::random();
     let mut data = serde_json::to_vec(verdict).map_err(|_| SealError::Crypto)?;
+    data.resize(
+        data.len().div_ceil(SEALED_BUCKET).max(1) * SEALED_BUCKET,
+        b' ',
+    );
     let aead =
         LessSafeKey::new(UnboundKey::new(&AES_256_GCM, &bytes).map_err(|_| SealError::BadKey)?);
     // RFC 7516 5.1: the additional data is the ASCII of the encoded protected header.
@@ -242,6 +250,45 @@ mod tests {
             iat: 1_800_000_000,
             exp: 1_800_000_600,
         }
+    }
+
+    #[test]
+    fn a_person_a_webdriver_and_a_proxy_are_sealed_to_one_length() {
+        let key = SealingKey::generate();
+        let person = Verdict {
+            score_bot: 0.018,
+            reasons: vec![],
+            agent: Some("unsigned".into()),
+            ..verdict()
+        };
+        let webdriver = Verdict {
+            score_bot: 1.0,
+            reasons: [
+                "webdriver",
+                "automation_framework",
+                "cdp_automation",
+                "synthetic_pointer",
+            ]
+            .map(String::from)
+            .to_vec(),
+            device: Some("dev_0123456789abcdefghij".into()),
+            ..verdict()
+        };
+        let proxy = Verdict {
+            score_proxy_vpn: 0.9997,
+            reasons: ["vpn_range", "timezone_mismatch", "webrtc_ip_mismatch"]
+                .map(String::from)
+                .to_vec(),
+            ..verdict()
+        };
+        let lengths: Vec<usize> = [&person, &webdriver, &proxy]
+            .iter()
+            .map(|v| seal(&key, v).unwrap().len())
+            .collect();
+        assert!(lengths.iter().all(|l| *l == lengths[0]), "{lengths:?}");
+        // The padding is whitespace: the verdict opens as it was.
+        let sealed = seal(&key, &webdriver).unwrap();
+        assert_eq!(open(std::slice::from_ref(&key), &sealed), Some(webdriver));
     }
 
     #[test]
