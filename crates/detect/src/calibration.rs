@@ -31,9 +31,14 @@ pub const BIAS_PRIOR: f64 = 10.0 * PRIOR;
 /// more than the 5 % the shared engine promises.
 pub const BIAS_RANGE: (f64, f64) = (BIAS - 2.0, BIAS + 1.0);
 
-/// Reasons that are proof rather than signs: a label cannot weaken them.
+/// Reasons that are proof rather than signs, and bots that say what they are: a label cannot
+/// weaken them (a project allows a declared agent with `agents.allow`, not with labels).
 pub const HARD: &[Code] = &[
     Code::TorExit,
+    Code::BotUserAgent,
+    Code::AiAgent,
+    Code::VerifiedBot,
+    Code::SignedAgent,
     Code::SpoofedAgent,
     Code::SpoofedBot,
     Code::TlsFingerprintMismatch,
@@ -469,6 +474,24 @@ mod tests {
         // The harmless signs lost weight; the proof kept its own.
         assert!(w.weight(Code::SoftwareRenderer) < 2.5);
         assert!(w.weight(Code::Webdriver) >= 9.0);
+    }
+
+    #[test]
+    fn labels_cannot_unlearn_a_declared_bot() {
+        // 200 labels a day calling curl's visits people, against a handful of real bots.
+        let mut hostile = vec![Example::new([(Code::BotUserAgent, 6.5)], false); 400];
+        hostile.extend(vec![Example::new([(Code::Webdriver, 9.0)], true); 100]);
+        hostile.extend(vec![Example::new([(Code::NoPlugins, 1.0)], false); 400]);
+        let w = fit(&hostile);
+        for code in [
+            Code::BotUserAgent,
+            Code::AiAgent,
+            Code::VerifiedBot,
+            Code::SignedAgent,
+        ] {
+            let alone = logistic(w.bias() + w.weight(code));
+            assert!(alone >= logistic(BIAS + code.weight()) - 1e-9, "{code:?}");
+        }
     }
 
     #[test]
