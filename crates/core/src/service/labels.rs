@@ -121,25 +121,82 @@ impl<S: ProjectStore + ResultStore + LabelStore, D> Vigil<S, D> {
 }
 
 impl<S: LabelStore, D> Vigil<S, D> {
-    /// The project's labels that `keep` accepts, by session id, at most about `most` of them
-    /// (read a page of 100 at a time).
+    /// The project's labels that `keep` accepts, by session id, among at most about `most` of
+    /// them read (a page of 100 at a time): a filter that matches none still stops there.
     pub(super) async fn labels_where(
         &self,
         project: &ProjectId,
         keep: impl Fn(&Label) -> bool,
         most: usize,
     ) -> ServiceResult<Vec<Label>> {
-        let mut all = Vec::new();
-        let mut after: Option<SessionId> = None;
-        while all.len() < most {
-            let page = self.store.labels(project, after.as_ref(), 100).await?;
-            let done = page.len() < 100;
-            after = page.last().map(|l| l.session_id.clone());
-            all.extend(page.into_iter().filter(&keep));
-            if done {
-                break;
-            }
+        read_where(
+            |after| async move { self.store.labels(project, after.as_ref(), LABEL_PAGE).await },
+            keep,
+            most,
+        )
+        .await
+    }
+}
+
+/// Labels read per store call.
+const LABEL_PAGE: usize = 100;
+
+/// Pages of labels from `page(after)` until one comes back short or `most` were read, keeping
+/// those `keep` accepts.
+async fn read_where<F, Fut>(
+    mut page: F,
+    keep: impl Fn(&Label) -> bool,
+    most: usize,
+) -> ServiceResult<Vec<Label>>
+where
+    F: FnMut(Option<SessionId>) -> Fut,
+    Fut: std::future::Future<Output = Result<Vec<Label>, crate::store::StoreError>>,
+{
+    let mut all = Vec::new();
+    let (mut after, mut read) = (None, 0);
+    while read < most {
+        let got = page(after).await?;
+        let done = got.len() < LABEL_PAGE;
+        read += got.len();
+        after = got.last().map(|l| l.session_id.clone());
+        all.extend(got.into_iter().filter(&keep));
+        if done {
+            break;
         }
-        Ok(all)
+    }
+    Ok(all)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A project with 5,000 labels, none in the range asked: reading stops at the bound (two
+    /// pages for 200) instead of paging through all of them.
+    #[tokio::test]
+    async fn a_range_that_matches_none_reads_at_most_the_bound() {
+        let calls = std::cell::Cell::new(0);
+        let label = |i: usize| Label {
+            session_id: SessionId::parse(format!("s{i:05}")).unwrap(),
+            label: crate::domain::label::Truth::Bot,
+            reason: None,
+            note: None,
+            labelled_at: Timestamp::from_unix_millis(0).unwrap(),
+            score_bot: crate::domain::Score::new(0.5).unwrap(),
+            reasons: Vec::new(),
+        };
+        let got = read_where(
+            |after: Option<SessionId>| {
+                calls.set(calls.get() + 1);
+                let from = after.map_or(0, |a| a.as_str()[1..].parse::<usize>().unwrap() + 1);
+                async move { Ok((from..(from + LABEL_PAGE).min(5_000)).map(label).collect()) }
+            },
+            |_| false,
+            200,
+        )
+        .await
+        .unwrap();
+        assert!(got.is_empty());
+        assert_eq!(calls.get(), 2);
     }
 }
