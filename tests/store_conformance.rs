@@ -1801,6 +1801,36 @@ async fn test_events_have_a_budget_per_account<S: Store>(store: S) {
     assert!(app.test_webhook(&acc, &p, &hooks[4]).await.is_ok());
 }
 
+/// Forty test events sent at once to a fresh webhook: its cap of five holds (it is counted in
+/// the write that queues each, as the account's budget is), and exactly five are queued.
+async fn a_webhooks_test_cap_holds_under_concurrency<S: Store>(store: S) {
+    let (app, _clock) = detecting(store, "2026-11-24T13:00:10.000Z").await;
+    let (acc, p) = (AccountId::parse("acc_v").unwrap(), pid("pv"));
+    let url = WebhookUrl::parse("https://receiver.example/hook", UrlPolicy::default()).unwrap();
+    let w = app
+        .create_webhook(&acc, &p, WebhookType::BotDetect, url)
+        .await
+        .unwrap();
+    let outcomes =
+        futures_util::future::join_all((0..40).map(|_| app.test_webhook(&acc, &p, &w.id))).await;
+    let accepted = outcomes.iter().filter(|o| o.is_ok()).count();
+    assert_eq!(accepted, vigil::service::TEST_BUDGET, "{outcomes:?}");
+    for refused in outcomes.iter().filter(|o| o.is_err()) {
+        assert!(
+            matches!(
+                refused,
+                Err(ServiceError::TestBudget(
+                    vigil::service::TestBudget::Webhook,
+                    _
+                ))
+            ),
+            "{refused:?}"
+        );
+    }
+    let queued = app.deliveries(&acc, &p, &w.id).await.unwrap();
+    assert_eq!(queued.len(), vigil::service::TEST_BUDGET);
+}
+
 /// What a JOSE library makes of a sealed verdict (tests/open_sealed.py, tests/node/open_sealed.js):
 /// its claims, or why it was refused.
 fn opened(
@@ -2242,6 +2272,7 @@ conformance!(
     one_device_over_many_addresses_is_address_churn,
     velocity_is_judged_by_the_visit_s_own_share,
     test_events_have_a_budget_per_account,
+    a_webhooks_test_cap_holds_under_concurrency,
     sealed_verdicts_open_with_the_projects_keys_only,
     labels_are_kept_paged_and_removed,
     calibration_learns_a_kiosk_shop_and_leaves_others_alone,

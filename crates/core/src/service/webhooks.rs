@@ -6,6 +6,7 @@ use super::error::{ServiceError, ServiceResult, TestBudget};
 use super::vigil::Vigil;
 use crate::domain::webhook::{WebhookType, WebhookUrl};
 use crate::domain::{AccountId, ProjectId, SessionId, Timestamp, Webhook, WebhookId};
+use crate::store::write::{TestAdmission, TestCaps};
 use crate::store::{DeliveryStore, ProjectStore, WebhookStore};
 
 /// The session a test event's delivery is listed under in the delivery log.
@@ -162,15 +163,17 @@ impl<S: ProjectStore + WebhookStore + DeliveryStore, D> Vigil<S, D> {
             next_attempt_at: Some(now),
             created_at: now,
         };
-        if !self
-            .store
-            .create_test_delivery(account, &d, ACCOUNT_TEST_BUDGET)
-            .await?
-        {
-            // The account's budget is counted by the minute: its next one.
-            let wait = 60 - now.unix_seconds().rem_euclid(60);
-            return Err(ServiceError::TestBudget(TestBudget::Account, wait as u64));
+        let caps = TestCaps {
+            account: ACCOUNT_TEST_BUDGET,
+            webhook: TEST_BUDGET as u64,
+        };
+        // Both budgets are counted by the minute, in the write that queues the delivery: a full
+        // one has room again the next minute.
+        let wait = (60 - now.unix_seconds().rem_euclid(60)) as u64;
+        match self.store.create_test_delivery(account, &d, caps).await? {
+            TestAdmission::Queued => Ok(d.id),
+            TestAdmission::AccountFull => Err(ServiceError::TestBudget(TestBudget::Account, wait)),
+            TestAdmission::WebhookFull => Err(ServiceError::TestBudget(TestBudget::Webhook, wait)),
         }
-        Ok(d.id)
     }
 }

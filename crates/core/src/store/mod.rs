@@ -480,8 +480,8 @@ pub trait DeliveryStore: ItemStore {
         &self,
         account: &AccountId,
         delivery: &Delivery,
-        max: u64,
-    ) -> impl Future<Output = Res<bool>> + Send {
+        max: write::TestCaps,
+    ) -> impl Future<Output = Res<write::TestAdmission>> + Send {
         write::create_test_delivery(self, account, delivery, max)
     }
 

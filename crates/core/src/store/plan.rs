@@ -131,6 +131,7 @@ step_names! {
     Delivery => "delivery",
     DeliveryRef => "delivery's reference",
     TestBudget => "account's test budget",
+    WebhookTestBudget => "webhook's test budget",
     FirstUse => "first use",
     Directory => "directory",
     Label => "label",

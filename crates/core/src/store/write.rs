@@ -507,15 +507,24 @@ pub async fn create_test_delivery<S: ItemStore + ?Sized>(
     s: &S,
     account: &AccountId,
     delivery: &Delivery,
-    max: u64,
-) -> Res<bool> {
+    max: TestCaps,
+) -> Res<TestAdmission> {
     let minute = delivery.created_at.unix_seconds().div_euclid(60);
     let sk = format!("TESTS#{minute}");
+    // The webhook's own cap is a counter in the same write as the delivery it admits, as the
+    // account's is: concurrent test events cannot all read a log with room and all be queued.
+    let webhook_sk = format!("TESTS#{}#{minute}", delivery.webhook_id);
     let plan = WritePlan::new()
         .count_until(
             StepName::TestBudget,
             (account_pk(account), &sk),
-            max,
+            max.account,
+            (minute + 2) * 60,
+        )
+        .count_until(
+            StepName::WebhookTestBudget,
+            (project_pk(&delivery.project_id), &webhook_sk),
+            max.webhook,
             (minute + 2) * 60,
         )
         .put(
@@ -529,13 +538,32 @@ pub async fn create_test_delivery<S: ItemStore + ?Sized>(
             When::Always,
         )?;
     match s.apply(plan).await?.recognised()? {
-        Outcome::Done => Ok(true),
+        Outcome::Done => Ok(TestAdmission::Queued),
         Outcome::Refused {
             step: StepName::TestBudget,
             ..
-        } => Ok(false),
+        } => Ok(TestAdmission::AccountFull),
+        Outcome::Refused {
+            step: StepName::WebhookTestBudget,
+            ..
+        } => Ok(TestAdmission::WebhookFull),
         Outcome::Refused { step, .. } => Err(refused("a test delivery", step.name())),
     }
+}
+
+/// The test events a calendar minute admits: per account, and per webhook.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TestCaps {
+    pub account: u64,
+    pub webhook: u64,
+}
+
+/// Whether a test delivery was queued, or which budget of its minute was full.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TestAdmission {
+    Queued,
+    AccountFull,
+    WebhookFull,
 }
 
 /// A delivery's new state if its due time is still `expected` (None: not due).
