@@ -283,9 +283,10 @@ pub struct Activity {
     /// Milliseconds from load to the first press or key; -1 for none.
     #[serde(default, deserialize_with = "integral")]
     pub first_input_ms: Option<i64>,
-    /// The page's movements, presses, wheel and keys, as numbers (`crate::hand`).
+    /// The page's movements, presses, wheel and keys, as numbers (`crate::hand`); boxed, as
+    /// most visits carry none and evidence is moved through deep futures.
     #[serde(default, deserialize_with = "object")]
-    pub kin: Option<crate::hand::Hand>,
+    pub kin: Option<Box<crate::hand::Hand>>,
     /// Getters a humanizer patched and the cursor it drew, found when the page was summarised.
     pub foreign: Option<Vec<String>>,
 }
