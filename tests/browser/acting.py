@@ -360,7 +360,17 @@ def humancursor_visit(server, tmp, display, rng, probe):
             ActionChains(driver).scroll_by_amount(0, 100).perform()
             time.sleep(rng.uniform(0.3, 0.8))
             before = driver.current_url
-            cursor.click_on(driver.find_element(By.CSS_SELECTOR, NEXT))
+            # HumanCursor's curve draws its knots from range(int(a), int(b)), which is
+            # empty when the cursor already rests on the same pixel column or row as
+            # the point it picked near a viewport edge (a ValueError about 1 click in
+            # 30): its user would click again, and another point is picked.
+            for attempt in range(5):
+                try:
+                    cursor.click_on(driver.find_element(By.CSS_SELECTOR, NEXT))
+                    break
+                except ValueError:
+                    if attempt == 4:
+                        raise
             WebDriverWait(driver, 30).until(lambda d: d.current_url != before)
         if probe:
             stored_reports(driver.execute_script(f"return {STORED}"))
