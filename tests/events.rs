@@ -713,6 +713,78 @@ mod black_box {
         );
     }
 
+    /// Issue 59: behind a `--trust-proxy` peer speaking TLS, the proxy's own connection (a
+    /// rustls ClientHello, Linux's SYN, its round trips) is never judged as the Windows Chrome
+    /// visitor's; what the proxy forwards of its client is. The same fields from a peer that is
+    /// not trusted are the client's own word and not read.
+    #[tokio::test]
+    async fn behind_a_trusted_proxy_the_visitor_is_judged_on_what_it_forwards() {
+        const CHROMIUM_JA4: &str = "t13d1517h2_8daaf6152771_cb7bf5808d99";
+        let dir = tempfile::tempdir().unwrap();
+        let seed = dir.path().join("seed.json");
+        std::fs::write(&seed, fixture(vec![]).to_string()).unwrap();
+        let start = |db: &str, trusted: &str| {
+            Server::start_with(
+                &dir.path().join(db),
+                Some(&seed),
+                &["--tls-self-signed", "--trust-proxy", trusted],
+            )
+        };
+        let behind = start("behind.db", "127.0.0.0/8,::1/128");
+        async fn post(srv: &Server, session: &str, forwarded: bool) {
+            let chrome = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/142.0.0.0 Safari/537.36";
+            let mut headers = vec![
+                ("content-type", "text/plain;charset=UTF-8"),
+                ("origin", SHOP),
+                ("user-agent", chrome),
+                ("x-forwarded-for", "81.2.69.160"),
+            ];
+            if forwarded {
+                headers.extend([
+                    ("cloudfront-viewer-ja4-fingerprint", CHROMIUM_JA4),
+                    ("cloudfront-viewer-http-version", "2.0"),
+                ]);
+            }
+            let body = json!({"publicKey": "pk_shop", "sessionId": session}).to_string();
+            let r = srv
+                .anonymous(Method::POST, "/v1/collect", &headers, Some(body))
+                .await;
+            assert_eq!(r.status, 202, "{}", r.body);
+        }
+        let connection_reasons = [
+            "tls_fingerprint_mismatch",
+            "http_fingerprint_mismatch",
+            "tcp_os_mismatch",
+            "relay_latency",
+        ];
+        // Forwarding nothing of its client: no wire at all, not the proxy's.
+        post(&behind, "p1", false).await;
+        let bare = &events(&behind, "/v1/projects/prj_1/sessions/p1/events").await[0];
+        assert_eq!(bare["ipAddress"], "81.2.69.160");
+        assert_eq!(bare["ja4"], Value::Null, "{bare}");
+        assert_eq!(bare["transport"], Value::Null, "{bare}");
+        for code in connection_reasons {
+            assert!(!codes(bare).contains(&code), "{code}: {bare}");
+        }
+        assert!(bare["scoreBot"].as_f64().unwrap() < 0.5, "{bare}");
+        assert!(bare["scoreProxyVpn"].as_f64().unwrap() < 0.5, "{bare}");
+        // Forwarding its client's JA4: judged on that one.
+        post(&behind, "p2", true).await;
+        let told = &events(&behind, "/v1/projects/prj_1/sessions/p2/events").await[0];
+        assert_eq!(told["ja4"], CHROMIUM_JA4, "{told}");
+        for code in connection_reasons {
+            assert!(!codes(told).contains(&code), "{code}: {told}");
+        }
+        // A peer that is not trusted: its own connection, whatever it claims to forward.
+        let direct = start("direct.db", "10.0.0.0/8");
+        post(&direct, "d1", true).await;
+        let own = &events(&direct, "/v1/projects/prj_1/sessions/d1/events").await[0];
+        assert_eq!(own["ipAddress"], "127.0.0.1");
+        let ja4 = own["ja4"].as_str().expect("the connection's JA4");
+        assert_ne!(ja4, CHROMIUM_JA4);
+        assert!(codes(own).contains(&"tls_fingerprint_mismatch"), "{own}");
+    }
+
     #[tokio::test]
     async fn the_browser_route_checks_key_and_origin_and_answers_only_an_id() {
         let srv = Server::seeded(&fixture(vec![]));

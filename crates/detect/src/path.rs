@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::evidence::{Evidence, Navigation};
 
 /// What one page's load says of how it was reached.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Page {
     /// When the server received the load (Unix ms), where the caller knows: a page before
     /// cannot have been open longer than the session.
@@ -27,7 +27,7 @@ pub struct Page {
 }
 
 /// The summary of the page before, as far as the path needs it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Before {
     /// A press, key, wheel turn or touch from a device, backed by the events it makes (see
     /// [`crate::evidence::PageSummary::backed_input`]).
@@ -132,7 +132,6 @@ impl Path {
         if let Some(b) = page.before {
             p.summarised = p.summarised.saturating_add(1);
             p.input_pages = p.input_pages.saturating_add(u32::from(b.input));
-            p.visible_ms = p.visible_ms.saturating_add(b.visible_ms);
             p.movements = p.movements.saturating_add(u32::from(b.strokes.judged));
             p.machine = p.machine.saturating_add(u32::from(b.strokes.machine));
             // The clock the server kept: the page before cannot have been open longer than the
@@ -142,6 +141,10 @@ impl Path {
                 _ => None,
             };
             let too_long = span.is_some_and(|s| b.dwell_ms > s + DWELL_SLACK_MS);
+            // The page's visible time is the client's figure: never more than the server's clock
+            // allows it to have been.
+            let visible = span.map_or(b.visible_ms, |s| b.visible_ms.min(s + DWELL_SLACK_MS));
+            p.visible_ms = p.visible_ms.saturating_add(visible);
             p.last_forged = b.unbacked || too_long;
             p.forged = p.forged.saturating_add(u32::from(p.last_forged));
         }
@@ -279,6 +282,28 @@ mod tests {
         let p = Page::of(&huge).unwrap();
         assert!(p.history);
         assert_eq!(p.before.unwrap().visible_ms, MAX_PAGE_MS);
+    }
+
+    #[test]
+    fn a_pages_visible_time_is_bounded_by_the_servers_clock() {
+        let at = |ms: i64, visible: u64| Page {
+            at_ms: Some(ms),
+            before: Some(Before {
+                visible_ms: visible,
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let first = Path::default().after(Page {
+            at_ms: Some(1_000_000),
+            ..Default::default()
+        });
+        // Ten seconds after the first page, a summary claiming an hour's visible time counts
+        // for at most the ten seconds and the slack.
+        let p = first.after(at(1_010_000, 3_600_000));
+        assert_eq!(p.visible_ms, 10_000 + DWELL_SLACK_MS);
+        // Within the clock, the figure stands.
+        assert_eq!(first.after(at(1_010_000, 4_000)).visible_ms, 4_000);
     }
 
     fn summary(previous: serde_json::Value) -> Page {

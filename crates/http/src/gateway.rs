@@ -16,8 +16,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use super::context::Context;
-use vigil_core::detect::Wire;
-use vigil_core::detect::wire::{header_order_of, is_ja4, normalise_http_version};
+use crate::forwarded;
 use vigil_core::domain::AccountId;
 use vigil_core::domain::plan::{Principal, Terms};
 use vigil_core::service::{ServiceResult, Vigil};
@@ -103,37 +102,10 @@ impl Edge {
         if !self.verified(headers) {
             return ctx;
         }
-        let text = |name: &str| {
-            headers
-                .get(name)
-                .and_then(|v| v.to_str().ok())
-                .map(str::trim)
-        };
-        // `198.51.100.10:46532`, or an IPv6 address and its port after the last colon.
-        if let Some(ip) = text("cloudfront-viewer-address")
-            .and_then(|a| a.rsplit_once(':'))
-            .and_then(|(ip, _)| ip.trim_matches(['[', ']']).parse::<IpAddr>().ok())
-        {
+        if let Some(ip) = forwarded::address(headers) {
             ctx.client = Some(ip);
         }
-        let ja4 = text("cloudfront-viewer-ja4-fingerprint")
-            .map(str::to_ascii_lowercase)
-            .filter(|j| is_ja4(j));
-        let http_version = text("cloudfront-viewer-http-version")
-            .and_then(normalise_http_version)
-            .map(str::to_owned);
-        // CloudFront lists the viewer's header names separated by colons, as sent.
-        let header_order = text("cloudfront-viewer-header-order")
-            .and_then(|order| header_order_of(order.split(':').map(str::trim)));
-        let wire = Wire {
-            ja4,
-            http_version,
-            header_order,
-            // CloudFront ends the viewer's TCP at its edge and forwards no round trip or SYN
-            // (docs/detection.md, "What the AWS path measures").
-            transport: None,
-        };
-        ctx.wire = (wire != Wire::default()).then_some(wire);
+        ctx.wire = forwarded::wire(headers);
         ctx
     }
 }

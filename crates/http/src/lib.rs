@@ -6,6 +6,7 @@ pub mod context;
 pub mod demo;
 pub mod error;
 pub mod extract;
+pub mod forwarded;
 pub mod gateway;
 pub mod handlers;
 pub mod ingest;

@@ -625,15 +625,18 @@ async fn context<S: Store, B>(
             .and_then(|v| v.to_str().ok());
         Some(auth::authorize(app, header).await?)
     };
+    let trusted = conn.trust_proxy.trusts(conn.peer);
     Ok(Context {
         principal,
         client: Some(conn.trust_proxy.client(conn.peer, req.headers())),
-        direct: !conn.trust_proxy.trusts(conn.peer),
+        direct: !trusted,
         // Only a visit is judged on its connection (the events route takes a backend's `wire`).
-        wire: if route == Route::Collect {
-            conn.wire(req).await
-        } else {
-            None
+        // A trusted proxy's connection is its own, never its client's: its TLS, SYN, round
+        // trips and PINGs say nothing of the visitor, who is judged on what it forwards.
+        wire: match route {
+            Route::Collect if trusted => crate::forwarded::wire(req.headers()),
+            Route::Collect => conn.wire(req).await,
+            _ => None,
         },
     })
 }
