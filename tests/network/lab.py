@@ -19,7 +19,11 @@ Cases (each asserted):
 - an exit with a Windows-like stack (TTL 128, no timestamps) relaying a Linux user agent:
   tcp_os_mismatch and scoreProxyVpn >= 0.5; a Windows user agent through it: no mismatch;
 - Chromium behind the HTTP proxy with the agent's STUN on: webrtc_ip_mismatch;
-- one browser through a rotating pool's exits: relay_latency and address_churn together.
+- one browser through a rotating pool's exits: relay_latency and address_churn together;
+- visitors behind the site's own edge (edge.py: a TLS-terminating reverse proxy on the exit, whose
+  source address the server trusts): judged on what the edge forwards, never on the edge's own
+  TLS, SYN or round trips; a macOS or Windows browser's claim is not contradicted by the edge's
+  Linux and OpenSSL, and a forwarded JA4 is judged as the visitor's.
 
 Needs root, `ip netns` and /dev/net/tun. Writes target/network/table.md.
 """
@@ -52,6 +56,10 @@ HOST = "shop.lab"
 API_PORT, PAGE_PORT, STUN_PORT, HTTP_PROXY, SOCKS_PROXY = 8443, 8444, 3478, 3128, 1080
 # A rotating pool on the same exit: each connection leaves from the next of these addresses.
 POOL, POOL_HTTP, POOL_SOCKS = [f"89.160.20.{i}" for i in range(113, 118)], 3129, 1081
+# The site's own edge: listens on the exit, reaches the server from an address the server trusts.
+EDGE_PORT, EDGE_SOURCE = 8445, "89.160.20.120"
+EDGE_URL = f"https://{EXIT_A}:{EDGE_PORT}/v1/collect"
+EDGE_FORWARDING_URL = f"https://{EXIT_A}:{EDGE_PORT}/forward/v1/collect"
 ORIGIN = f"https://{HOST}:{PAGE_PORT}"
 COLLECT = f"https://{HOST}:{API_PORT}/v1/collect"
 NEAR = 20  # ms between the exit and the server: the exit is near the site, as pools choose
@@ -59,6 +67,8 @@ JITTER = 0.10
 
 LINUX_CHROME = ("Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) "
                 "Chrome/156.0.0.0 Safari/537.36")
+MAC_SAFARI = ("Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) "
+              "Version/18.0 Safari/605.1.15")
 WINDOWS_CHROME = ("Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) "
                   "Chrome/156.0.0.0 Safari/537.36")
 INSECURE = ssl._create_unverified_context()
@@ -107,7 +117,7 @@ class Lab:
         sh(*ns(NS_V, "ip", "route", "add", "default", "dev", "va"))
         sh(*ns(NS_S, "ip", "route", "add", "default", "dev", "sb"))
         sh(*ns(NS_X, "sysctl", "-qw", "net.ipv4.ip_forward=1"))
-        for a in POOL:
+        for a in (*POOL, EDGE_SOURCE):
             sh(*ns(NS_X, "ip", "addr", "add", f"{a}/32", "dev", "xb"))
         # The harness reaches the API over a link of its own, without delay.
         sh("ip", "link", "add", "vgl-ctl", "type", "veth", "peer", "name", "ctl", "netns", NS_S)
@@ -124,7 +134,16 @@ class Lab:
                    "proxies ready")
         self.serve()
         self.page_server()
+        cert, key = self.certificate("edge")
+        self.start(ns(NS_X, sys.executable, HERE / "edge.py", EDGE_PORT, cert, key, SERVER, API_PORT, EDGE_SOURCE),
+                   "edge ready")
         return self
+
+    def certificate(self, name):
+        cert, key = self.tmp / f"{name}.pem", self.tmp / f"{name}.key"
+        sh("openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+           "-keyout", key, "-out", cert, "-days", "2", "-subj", f"/CN={HOST}")
+        return cert, key
 
     def start(self, cmd, ready, stdout=None):
         p = subprocess.Popen([str(c) for c in cmd], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
@@ -142,7 +161,8 @@ class Lab:
     def serve(self):
         log = open(os.environ.get("VIGIL_LOG", os.devnull), "w")
         p = subprocess.Popen(ns(NS_S, VIGIL, "--db", self.tmp / "lab.db", "serve", "--addr", f"0.0.0.0:{API_PORT}",
-                                "--tls-self-signed", "--stun-port", STUN_PORT),
+                                "--tls-self-signed", "--stun-port", STUN_PORT,
+                                "--trust-proxy", f"{EDGE_SOURCE}/32"),
                              stdout=subprocess.PIPE, stderr=log, text=True)
         self.procs.append(p)
         key, deadline = None, time.time() + 60
@@ -160,9 +180,7 @@ class Lab:
         self.project, self.public_key = project["id"], project["apiKeyPublic"]
 
     def page_server(self):
-        cert, key = self.tmp / "page.pem", self.tmp / "page.key"
-        sh("openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-           "-keyout", key, "-out", cert, "-days", "2", "-subj", f"/CN={HOST}")
+        cert, key = self.certificate("page")
         (self.tmp / "index.html").write_text(PAGE)
         code = ("import http.server, ssl, sys, functools\n"
                 "h = functools.partial(http.server.SimpleHTTPRequestHandler, directory=sys.argv[1])\n"
@@ -223,9 +241,10 @@ def proxy_args(kind):
     return {None: [], "http": ["http", EXIT_A, HTTP_PROXY], "socks5": ["socks5", EXIT_A, SOCKS_PROXY]}[kind]
 
 
-def visit(lab, client, proxy, ua=None, stun=False, port=None):
-    """One visit by `client` (curl, python, chromium) through `proxy` (None, http, socks5).
-    Returns its event."""
+def visit(lab, client, proxy, ua=None, stun=False, port=None, url=COLLECT):
+    """One visit by `client` (curl, python, chromium) through `proxy` (None, http, socks5), to
+    `url` (curl and python; the edge's URLs put the site's trusted edge in front). Returns its
+    event."""
     session = f"{client}-{uuid.uuid4().hex[:10]}"
     if client == "chromium":
         url = f"{ORIGIN}/?session={session}&pk={lab.public_key}"
@@ -253,9 +272,9 @@ def visit(lab, client, proxy, ua=None, stun=False, port=None):
         extra = {None: [], "http": ["-x", f"http://{EXIT_A}:{HTTP_PROXY}"],
                  "socks5": ["--socks5-hostname", f"{EXIT_A}:{SOCKS_PROXY}"]}[proxy]
         cmd = ["curl", "-sk", "--http2", "-o", "/dev/null", "-w", "%{http_code}", "-A", ua, "-H", f"Origin: {ORIGIN}",
-               "-H", "Content-Type: text/plain;charset=UTF-8", "--data-binary", f"@{body}", *extra, COLLECT]
+               "-H", "Content-Type: text/plain;charset=UTF-8", "--data-binary", f"@{body}", *extra, url]
     else:
-        cmd = [sys.executable, HERE / "client.py", COLLECT, body, ua, ORIGIN, *proxy_args(proxy)]
+        cmd = [sys.executable, HERE / "client.py", url, body, ua, ORIGIN, *proxy_args(proxy)]
     out = sh(*ns(NS_V, *cmd), check=False, timeout=60)
     assert out.returncode == 0 and ("202" in out.stdout or "200" in out.stdout), (client, proxy, out.stdout, out.stderr)
     return lab.event(session)
@@ -346,6 +365,24 @@ def main():
         check({"relay_latency", "address_churn"} <= codes(e) and e["scoreProxyVpn"] >= 0.9,
               f"chromium via {len(addresses)} exits of a pool: scoreBot {e['scoreBot']}, scoreProxyVpn "
               f"{e['scoreProxyVpn']}, {sorted(codes(e))}")
+
+        print("== behind the site's trusted edge (TLS both ways; the edge's own stack is Linux and OpenSSL)")
+        lab.links(30, NEAR)
+        connection = {"relay_latency", "tcp_os_mismatch", "tls_fingerprint_mismatch", "http_fingerprint_mismatch"}
+        for client in ("curl", "python"):
+            for ua in (MAC_SAFARI, WINDOWS_CHROME):
+                e = visit(lab, client, None, ua=ua, url=EDGE_URL)
+                check(e["ipAddress"] == VISITOR and e.get("ja4") is None and e.get("transport") is None
+                      and not codes(e) & connection and e["scoreProxyVpn"] < 0.5 and e["scoreBot"] < 0.5,
+                      f"{client} as {ua.split('(')[1].split(';')[0]} behind the edge, nothing forwarded: "
+                      f"{e['ipAddress']}, scoreBot {e['scoreBot']}, scoreProxyVpn {e['scoreProxyVpn']}, "
+                      f"ja4 {e.get('ja4')}, {sorted(codes(e))}")
+            # The edge forwards the JA4 of the visitor's own ClientHello: a script under Chrome's name.
+            e = visit(lab, client, None, ua=WINDOWS_CHROME, url=EDGE_FORWARDING_URL)
+            check(e["ipAddress"] == VISITOR and (e.get("ja4") or "").startswith("t1")
+                  and "tls_fingerprint_mismatch" in codes(e) and not codes(e) & {"relay_latency", "tcp_os_mismatch"},
+                  f"{client} as Windows Chrome behind the edge, its JA4 forwarded: ja4 {e.get('ja4')}, "
+                  f"scoreBot {e['scoreBot']}, {sorted(codes(e))}")
 
     table = ["| relay adds | client | proxy | relay_latency and scoreProxyVpn >= 0.9 |", "|---|---|---|---|"]
     for added, client, proxy, hits, n in rows:
