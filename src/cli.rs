@@ -727,12 +727,33 @@ async fn serve<S: Store + ChangeFeed + Clone>(
     drop(out);
     tokio::spawn(store.follow(crate::dispatch::Following(dispatcher.clone())));
     tokio::spawn(sweep_forever(dispatcher, SWEEP_EVERY));
+    // Ctrl-C, or SIGTERM from a service manager (systemd, a container's runtime): both drain.
     let shutdown = async {
-        let _ = tokio::signal::ctrl_c().await;
+        #[cfg(unix)]
+        let mut term =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+        #[cfg(unix)]
+        let terminated = async {
+            match term.as_mut() {
+                Some(t) => {
+                    t.recv().await;
+                }
+                None => std::future::pending().await,
+            }
+        };
+        #[cfg(not(unix))]
+        let terminated = std::future::pending::<()>();
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            () = terminated => {}
+        }
+        eprintln!("vigil: stopping; answering the requests in flight");
     };
     crate::server::serve(app, listener, limits, shutdown)
         .await
-        .map_err(CliError::Serve)
+        .map_err(CliError::Serve)?;
+    eprintln!("vigil: stopped");
+    Ok(())
 }
 
 fn demo_text(scheme: &str, addr: &SocketAddr, key: &ApiKey, page: bool) -> String {

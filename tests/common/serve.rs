@@ -84,6 +84,22 @@ impl Served {
         let _ = self.child.wait();
     }
 
+    /// Sends SIGTERM (as systemd's stop does) and waits up to `within` for the process to
+    /// exit: its status, or None if it is still running.
+    pub fn terminate(&mut self, within: Duration) -> Option<std::process::ExitStatus> {
+        let _ = std::process::Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let deadline = std::time::Instant::now() + within;
+        while std::time::Instant::now() < deadline {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status);
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+
     /// What the server wrote on stderr so far.
     pub fn stderr(&self) -> String {
         self.stderr.lock().unwrap().clone()

@@ -134,7 +134,13 @@ impl Default for Limits {
     }
 }
 
-/// Serves until `shutdown` resolves. In-flight requests finish on their own connections.
+/// How long a shutdown waits for the open connections' requests in flight to be answered.
+pub const SHUTDOWN_DRAIN: Duration = Duration::from_secs(20);
+
+/// Serves until `shutdown` resolves, then stops accepting, asks every open connection to close
+/// once its requests in flight are answered (HTTP/2: GOAWAY), and returns when they have, or
+/// after [`SHUTDOWN_DRAIN`]: a visit that was answered is stored, and one that was not is
+/// refused by the closed listener, never half-taken.
 pub async fn serve<S: Store>(
     app: Arc<Vigil<S, Detecting>>,
     listener: TcpListener,
@@ -157,6 +163,7 @@ pub async fn serve<S: Store>(
         .header_read_timeout(limits.read_timeout)
         .max_buf_size(MAX_HEAD_BYTES);
     tokio::pin!(shutdown);
+    let (stop, stopping) = tokio::sync::watch::channel(false);
     loop {
         // A slot first: at the cap, new clients wait in the backlog rather than take memory.
         let slot = tokio::select! {
@@ -164,7 +171,7 @@ pub async fn serve<S: Store>(
                 Ok(slot) => slot,
                 Err(_) => return Ok(()),
             },
-            () = &mut shutdown => return Ok(()),
+            () = &mut shutdown => break,
         };
         let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -175,7 +182,7 @@ pub async fn serve<S: Store>(
                     continue;
                 }
             },
-            () = &mut shutdown => return Ok(()),
+            () = &mut shutdown => break,
         };
         // A source at its cap is closed at once; a trusted proxy speaks for many.
         let source = if limits.trust_proxy.trusts(peer.ip()) {
@@ -205,13 +212,14 @@ pub async fn serve<S: Store>(
         };
         let idle = limits.idle_timeout;
         let tls = limits.tls.clone();
+        let stopping = stopping.clone();
         tokio::spawn(async move {
             let activity = conn.activity.clone();
             let served = match tls {
                 None => {
                     let service = service(app, router, conn);
                     let served = http.serve_connection(TokioIo::new(stream), service);
-                    closing_when_idle(served, &activity, idle).await
+                    closing_when_idle(served, &activity, idle, stopping).await
                 }
                 Some(tls) => {
                     let (stream, shook, h2) = match tls.accept(stream, conn.body_timeout).await {
@@ -238,10 +246,10 @@ pub async fn serve<S: Store>(
                             // Each stream may hold a body of MAX_BODY while it is read.
                             .max_concurrent_streams(MAX_STREAMS)
                             .serve_connection(io, service);
-                        closing_when_idle(served, &activity, idle).await
+                        closing_when_idle(served, &activity, idle, stopping).await
                     } else {
                         let served = http.serve_connection(TokioIo::new(stream), service);
-                        closing_when_idle(served, &activity, idle).await
+                        closing_when_idle(served, &activity, idle, stopping).await
                     }
                 }
             };
@@ -252,6 +260,18 @@ pub async fn serve<S: Store>(
             drop(source);
         });
     }
+    drop(listener);
+    let _ = stop.send(true);
+    // Every connection holds a slot until it ends: all of them back means all are closed.
+    let all = u32::try_from(limits.max_connections.max(1)).unwrap_or(u32::MAX);
+    match tokio::time::timeout(SHUTDOWN_DRAIN, slots.acquire_many(all)).await {
+        Ok(_) => tracing::info!("shutdown: every connection closed"),
+        Err(_) => tracing::warn!(
+            available = slots.available_permits(),
+            "shutdown: connections still open after the drain; closing them"
+        ),
+    }
+    Ok(())
 }
 
 /// Open connections per source, for the per-source cap.
@@ -358,10 +378,16 @@ impl Activity {
     }
 }
 
-/// Serves `conn` until it ends. Idle for `idle` (no request in flight), it is shut down
-/// gracefully (HTTP/2: GOAWAY); a request in flight for [`MAX_BUSY`] (its client does not read
-/// the answer) or a shutdown not done within `idle` drops it.
-async fn closing_when_idle<C>(conn: C, activity: &Activity, idle: Duration) -> Result<(), C::Error>
+/// Serves `conn` until it ends. Idle for `idle` (no request in flight), or once the server is
+/// `stopping`, it is shut down gracefully (HTTP/2: GOAWAY; its requests in flight are answered);
+/// a request in flight for [`MAX_BUSY`] (its client does not read the answer) or a shutdown not
+/// done within `idle` drops it.
+async fn closing_when_idle<C>(
+    conn: C,
+    activity: &Activity,
+    idle: Duration,
+    mut stopping: tokio::sync::watch::Receiver<bool>,
+) -> Result<(), C::Error>
 where
     C: hyper_util::server::graceful::GracefulConnection,
 {
@@ -377,6 +403,12 @@ where
         tokio::select! {
             done = conn.as_mut() => return done,
             () = tokio::time::sleep(wait.max(Duration::from_millis(10))) => {}
+            // A closed sender is a server gone too.
+            _ = stopping.wait_for(|s| *s), if shutting.is_none() => {
+                conn.as_mut().graceful_shutdown();
+                shutting = Some(Instant::now());
+                continue;
+            }
         }
         let (since, busy) = activity.state();
         match shutting {
@@ -679,8 +711,9 @@ mod tests {
         let served = http2::Builder::new(TokioExecutor::new())
             .serve_connection(TokioIo::new(server_io), service);
         let activity = Activity::new();
+        let (_stop, stopping) = tokio::sync::watch::channel(false);
         let server = async {
-            closing_when_idle(served, &activity, Duration::from_millis(300))
+            closing_when_idle(served, &activity, Duration::from_millis(300), stopping)
                 .await
                 .ok();
         };
