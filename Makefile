@@ -8,6 +8,8 @@ VENV_TOOLS := $(CACHE)/venv-tools
 VENV_BROWSER := $(CACHE)/venv-browser
 DOCS_LINT  := $(CACHE)/docs-lint
 PY         ?= python3
+# `make production`'s server: a store path and the flags of docs/operations.md's recipe.
+PRODUCTION_ARGS ?= --db vigil.db serve --no-demo-account --addr 127.0.0.1:3000
 
 # The Lambda functions: one binary each (src/bin/), one function each in template.yaml.
 LAMBDAS       := list-results session-score get-plan get-project create-webhook list-webhooks \
@@ -24,13 +26,17 @@ TOOLS_ENV     := PATH="$(CURDIR)/$(VENV_TOOLS)/bin:$$PATH" SAM_CLI_TELEMETRY=0
 # `sam validate` and `sam build` need a region but no account or credentials.
 SAM_OFFLINE   := $(TOOLS_ENV) AWS_REGION=us-east-1 AWS_DEFAULT_REGION=us-east-1
 
-.PHONY: help run test test-unit test-browser test-network test-api test-clients lint agent agent-check fmt build sizes sam-build deploy tools clean bench bench-agent data wire-data eval cost links
+.PHONY: help run production test test-unit test-browser test-network test-api test-clients lint agent agent-check fmt build sizes sam-build deploy tools clean bench bench-agent data wire-data eval cost links
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
 
 run: ## The whole API on http://127.0.0.1:3000/v1 over SQLite (vigil.db), with demo data
 	cargo run --bin vigil -- serve --demo --stun-port 3478
+
+production: ## Build vigil for a long-running server (the `server` profile: opt-level 3, LTO) into target/server/vigil and run it with PRODUCTION_ARGS (docs/operations.md, "Running vigil serve in production")
+	cargo build --profile server --locked --bin vigil
+	target/server/vigil $(PRODUCTION_ARGS)
 
 $(VENV_TEST)/.installed: requirements-test.txt
 	$(PY) -m venv $(VENV_TEST)

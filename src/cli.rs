@@ -140,12 +140,18 @@ pub enum Command {
         idle_timeout: std::time::Duration,
         /// Proxies you run in front of the server (CIDR ranges, comma-separated): for a peer inside
         /// them, the visitor's address is the right-most X-Forwarded-For entry of the last such
-        /// header; for any other peer, and whenever that entry does not parse, it is the peer.
+        /// header; for any other peer, and whenever that entry does not parse, it is the peer. A
+        /// trusted proxy's own connection (TLS, SYN, round trips) is never judged as its visitor's:
+        /// only the CloudFront-Viewer-JA4-Fingerprint, -HTTP-Version and -Header-Order it forwards.
         #[arg(long, value_delimiter = ',', value_name = "CIDR[,CIDR...]")]
         trust_proxy: Vec<ipnet::IpNet>,
         /// Serve the demo page (/demo) for the demo project; `make run` turns it on.
         #[arg(long)]
         demo: bool,
+        /// Never create the demo account and its day of visits on an empty store (production:
+        /// load your accounts with `vigil seed FILE`).
+        #[arg(long, conflicts_with = "demo")]
+        no_demo_account: bool,
         /// Load the detection engine's data from this folder instead of the built-in copy.
         #[arg(long, env = "VIGIL_DATA_DIR")]
         data: Option<PathBuf>,
@@ -402,6 +408,7 @@ async fn run_on<S: Store + ChangeFeed>(
             idle_timeout,
             trust_proxy,
             demo,
+            no_demo_account,
             data,
             tls_cert,
             tls_key,
@@ -441,7 +448,17 @@ async fn run_on<S: Store + ChangeFeed>(
                     .unwrap_or((max_connections / 4).max(max_connections.min(16)))
                     .max(1),
             };
-            serve(app, store, addr, seed, Arc::new(dispatcher), limits).await
+            let demo_account = !no_demo_account;
+            serve(
+                app,
+                store,
+                addr,
+                seed,
+                demo_account,
+                Arc::new(dispatcher),
+                limits,
+            )
+            .await
         }
         Command::Seed {
             file,
@@ -662,6 +679,7 @@ async fn serve<S: Store + ChangeFeed + Clone>(
     store: S,
     addr: SocketAddr,
     seed_file: Option<PathBuf>,
+    demo_account: bool,
     dispatcher: Arc<Dispatcher<S>>,
     limits: crate::server::Limits,
 ) -> Result<(), CliError> {
@@ -672,7 +690,11 @@ async fn serve<S: Store + ChangeFeed + Clone>(
             r.accounts, r.projects, r.webhooks, r.results
         );
     }
-    let demo_key = if seed_file.is_none() && app.is_empty().await? {
+    let empty = seed_file.is_none() && app.is_empty().await?;
+    if empty && !demo_account {
+        eprintln!("the store is empty: load your accounts with `vigil --db FILE seed FILE`");
+    }
+    let demo_key = if empty && demo_account {
         let key = seed::demo(&app).await.map_err(CliError::Demo)?;
         // The day is posted by a service of its own whose clock walks through the last 24
         // hours; the server's clock is never moved.

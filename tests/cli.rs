@@ -73,6 +73,32 @@ async fn serve_without_seed_creates_a_demo_account_once() {
     assert!(!lines.iter().any(|l| l.contains("vgl_")), "{lines:#?}");
 }
 
+/// Production (issue 61): `--no-demo-account` leaves an empty store empty, says how to load
+/// accounts, and still serves; the demo's account and day are never made.
+#[tokio::test]
+async fn serve_with_no_demo_account_leaves_an_empty_store_empty() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("vigil.db");
+    let srv = Server::start_with(&db, None, &["--no-demo-account"]);
+    srv.get("vgl_anything", "/v1/plan")
+        .await
+        .expect_error(401, "Unauthorized");
+    let stderr = srv.served.stderr();
+    let lines = srv.stop();
+    assert!(!lines.iter().any(|l| l.contains("vgl_")), "{lines:#?}");
+    assert!(stderr.contains("the store is empty"), "{stderr}");
+    // Started again without the flag, the store is still empty: the demo account is made then.
+    let srv = Server::start(&db, None);
+    srv.get("vgl_anything", "/v1/plan")
+        .await
+        .expect_error(401, "Unauthorized");
+    let lines = srv.stop();
+    assert!(
+        lines.iter().any(|l| l.trim().starts_with("vgl_")),
+        "{lines:#?}"
+    );
+}
+
 /// A starter that stops reading stdout (a script that took the address and closed the pipe) must
 /// not take the server down: its banner write fails, and it keeps serving.
 #[tokio::test]
