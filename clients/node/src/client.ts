@@ -8,7 +8,13 @@ import {
 } from "./errors.js";
 import { expressMiddleware, type ExpressOptions, type Middleware } from "./express.js";
 import { parseRateLimit, type RateLimit } from "./ratelimit.js";
-import { openSealed, type SealedExpectations, type SealedVerdict, type SealingKeysInput } from "./sealed.js";
+import {
+  checkExpectations,
+  openSealed,
+  type SealedExpectations,
+  type SealedVerdict,
+  type SealingKeysInput,
+} from "./sealed.js";
 import { sessionToken } from "./tokens.js";
 import type {
   Delivery,
@@ -45,7 +51,12 @@ export const VERSION = "1.0.0";
 export interface VigilOptions {
   /** A developer key, `vgl_...`. Default: `process.env.VIGIL_API_KEY`. */
   apiKey?: string;
-  /** The API's origin, without `/v1`. Default: `process.env.VIGIL_BASE_URL` or http://127.0.0.1:3000. */
+  /**
+   * The API's address: its origin (`https://vigil.example`) or the API reference's base with
+   * the version (`https://vigil.example/v1`); a trailing `/v1` or `/v1/` is dropped, since every
+   * route adds it. Anything but an http(s) URL without query, fragment or credentials is a
+   * TypeError here. Default: `process.env.VIGIL_BASE_URL` or http://127.0.0.1:3000.
+   */
   baseUrl?: string;
   /** How many times a 429 is retried after its Retry-After (capped at 30 s). Default 2. */
   maxRetries?: number;
@@ -62,6 +73,41 @@ export interface CreateOptions extends RequestOptions {
   /** Sent as `Idempotency-Key`: a retry with the same key and request writes nothing twice. */
   idempotencyKey?: string;
 }
+
+export interface OpenSealedOptions extends RequestOptions {
+  /**
+   * The longest the project's keys may take to read (one read, shared by concurrent calls, no
+   * 429 wait past it) when the client does not hold them yet. Default 2000: a checkout waits
+   * seconds, not the client's `timeoutMs`. Past it, a TimeoutError: you choose open or closed.
+   */
+  timeoutMs?: number;
+}
+
+/** The default deadline of `openSealed`'s read of the keys, in ms. */
+const SEALING_KEYS_TIMEOUT_MS = 2000;
+
+/** `promise`, unless `signal` aborts first (the work goes on for whoever else waits on it). */
+function unlessAborted<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (signal === undefined) return promise;
+  if (signal.aborted) return Promise.reject(abortError(signal));
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(abortError(signal));
+    signal.addEventListener("abort", onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener("abort", onAbort);
+        resolve(value);
+      },
+      (err: unknown) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(err);
+      },
+    );
+  });
+}
+
+/** `expect` of `vigil.openSealed(projectId, ...)`: the project is the method's own. */
+export type ProjectSealedExpectations = Omit<SealedExpectations, "projectId"> & { projectId?: string };
 
 export interface VerdictOptions<F> {
   /** The whole call's deadline, retries included. Default 1500. */
@@ -119,6 +165,33 @@ function nextLink(header: string | null): string | undefined {
 
 const segment = encodeURIComponent;
 
+/**
+ * The API's base address as the client uses it: no trailing slash and no `/v1` (each route adds
+ * the version itself, so `https://host/v1` would otherwise call `/v1/v1/...` and get a bare 404).
+ * A URL the client cannot use is refused here, with what is wrong, rather than at the first call.
+ */
+export function normalizeBaseUrl(raw: string): string {
+  const given = typeof raw === "string" ? raw.trim() : "";
+  let url: URL;
+  try {
+    url = new URL(given);
+  } catch {
+    throw new TypeError(`baseUrl ${JSON.stringify(raw)} is not a URL; give the API's address, e.g. https://vigil.example`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    throw new TypeError(`baseUrl ${JSON.stringify(raw)} is not http(s); give the API's address, e.g. https://vigil.example`);
+  }
+  if (url.username !== "" || url.password !== "") {
+    throw new TypeError("baseUrl must not carry credentials; the developer key goes in apiKey");
+  }
+  if (url.search !== "" || url.hash !== "" || given.includes("?") || given.includes("#")) {
+    throw new TypeError(`baseUrl ${JSON.stringify(raw)} has a query or fragment; give the API's address only`);
+  }
+  let path = url.pathname.replace(/\/+$/, "");
+  if (path.endsWith("/v1")) path = path.slice(0, -"/v1".length).replace(/\/+$/, "");
+  return `${url.origin}${path}`;
+}
+
 function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason);
@@ -162,7 +235,7 @@ export class Vigil {
     if (!apiKey) throw new TypeError("apiKey is required (a developer key, vgl_...)");
     this.#apiKey = apiKey;
     // The origin only: every route adds /v1 itself, and Link targets are absolute paths.
-    this.baseUrl = (options.baseUrl ?? process.env.VIGIL_BASE_URL ?? "http://127.0.0.1:3000").replace(/\/+$/, "");
+    this.baseUrl = normalizeBaseUrl(options.baseUrl ?? process.env.VIGIL_BASE_URL ?? "http://127.0.0.1:3000");
     this.maxRetries = options.maxRetries ?? 2;
     this.timeoutMs = options.timeoutMs ?? 30_000;
   }
@@ -182,10 +255,11 @@ export class Vigil {
   /**
    * Opens a sealed verdict (the collect route's `sealed`) with the project's keys: `keys` is
    * `sealingKey()`'s answer or its `keys`. Checks the JWE's algorithms, its authenticity, its
-   * `exp` and every claim of `expect` (pass at least `{ sessionId, origin }`); throws a
-   * SealedVerdictError otherwise. No API call.
+   * `exp` and every claim of `expect`, which must name at least the visitor's `sessionId` and
+   * your `projectId` (a TypeError otherwise; add `origin` too); throws a SealedVerdictError when
+   * the verdict is not to be trusted. No API call.
    */
-  static openSealed(sealed: string, keys: SealingKeysInput, expect?: SealedExpectations): SealedVerdict {
+  static openSealed(sealed: string, keys: SealingKeysInput, expect: SealedExpectations): SealedVerdict {
     return openSealed(sealed, keys, expect);
   }
 
@@ -265,20 +339,30 @@ export class Vigil {
   }
 
   /**
-   * Opens a sealed verdict of the project, as `Vigil.openSealed` does (plus `projectId` among the
-   * expected claims), with the project's keys read once and kept. A verdict whose key is not
-   * among them (the key was rotated since) makes the client read them once more, at most once a
-   * second per project, so that forged verdicts cannot spend the API's rate limit.
+   * Opens a sealed verdict of the project, as `Vigil.openSealed` does (`projectId` is expected
+   * too, so `expect` needs only the visitor's `sessionId`, plus `origin` if you can), with the
+   * project's keys read once and kept (concurrent first calls share one read). A verdict whose
+   * key is not among them (the key was rotated since) makes the client read them once more, at
+   * most once a second per project, so that forged verdicts cannot spend the API's rate limit.
    */
   async openSealed(
     projectId: string,
     sealed: string,
-    expect: SealedExpectations = {},
-    options?: RequestOptions,
+    expect: ProjectSealedExpectations,
+    options?: OpenSealedOptions,
   ): Promise<SealedVerdict> {
-    const checks: SealedExpectations = { projectId, ...expect };
-    const used = this.#sealingKeys.get(projectId) ?? this.fetchSealingKeys(projectId, options);
-    const keys = await used.keys;
+    if (typeof expect !== "object" || expect === null) checkExpectations(expect); // throws
+    if (expect.projectId !== undefined && expect.projectId !== projectId) {
+      throw new TypeError(
+        `expect.projectId ${JSON.stringify(expect.projectId)} is not the project ${JSON.stringify(projectId)}`,
+      );
+    }
+    // Checked before the keys are read: a call without the session fails at once, offline.
+    const checks = { ...expect, projectId } as SealedExpectations;
+    checkExpectations(checks);
+    const timeoutMs = options?.timeoutMs ?? SEALING_KEYS_TIMEOUT_MS;
+    const used = this.#sealingKeys.get(projectId) ?? this.fetchSealingKeys(projectId, timeoutMs);
+    const keys = await unlessAborted(used.keys, options?.signal);
     try {
       return openSealed(sealed, keys, checks);
     } catch (err) {
@@ -290,19 +374,22 @@ export class Vigil {
       } else if (Date.now() - used.fetchedAt < SEALING_KEYS_REFETCH_MS) {
         throw err;
       } else {
-        fresh = this.fetchSealingKeys(projectId, options);
+        fresh = this.fetchSealingKeys(projectId, timeoutMs);
       }
-      return openSealed(sealed, await fresh.keys, checks);
+      return openSealed(sealed, await unlessAborted(fresh.keys, options?.signal), checks);
     }
   }
 
-  /** Reads the project's keys into the cache; a failed read is not kept. */
-  private fetchSealingKeys(projectId: string, options: RequestOptions | undefined) {
+  /**
+   * Reads the project's keys into the cache, within `timeoutMs` (its own deadline, not a
+   * caller's signal: concurrent callers share the read); a failed read is not kept.
+   */
+  private fetchSealingKeys(projectId: string, timeoutMs: number) {
     const entry = {
       keys: this.data<SealingKeys>({
         method: "GET",
         path: `/projects/${segment(projectId)}/sealing-key`,
-        signal: options?.signal,
+        signal: AbortSignal.timeout(timeoutMs),
       }),
       fetchedAt: Date.now(),
     };
@@ -521,10 +608,13 @@ export class Vigil {
 
   /**
    * Express middleware that gives each visitor a session (cookie) and a fresh session token,
-   * in `res.locals.vigil` ({ projectId, publicKey, sessionId, sessionToken }).
+   * in `res.locals.vigil` ({ available: true, projectId, publicKey, sessionId, sessionToken }).
+   * The project's keys are read once (within `timeoutMs`, 2000 by default; concurrent requests
+   * share the read). Without them, `onError` decides: "open" (the default) serves the request
+   * with `res.locals.vigil.available === false`, "closed" answers 503 with a JSON message.
    */
   express(options: ExpressOptions): Middleware {
-    return expressMiddleware((id) => this.project(id), options);
+    return expressMiddleware((id, { signal }) => this.project(id, { signal }), options);
   }
 
   // ---- transport ----

@@ -1,5 +1,12 @@
 export { Vigil, Paginated, VERSION } from "./client.js";
-export type { VigilOptions, RequestOptions, CreateOptions, VerdictOptions } from "./client.js";
+export type {
+  VigilOptions,
+  RequestOptions,
+  CreateOptions,
+  VerdictOptions,
+  ProjectSealedExpectations,
+  OpenSealedOptions,
+} from "./client.js";
 export {
   VigilError,
   AuthenticationError,
@@ -16,7 +23,17 @@ export {
 export type { SealedVerdictReason } from "./errors.js";
 export type { SealedVerdict, SealedExpectations, SealingKeyInput, SealingKeysInput } from "./sealed.js";
 export type { RateLimit, RateLimitPolicy } from "./ratelimit.js";
-export type { ExpressOptions, VigilLocals, Middleware, RequestLike, ResponseLike } from "./express.js";
+export type {
+  ExpressOptions,
+  ExpressOnError,
+  ExpressErrorHandler,
+  VigilLocals,
+  VigilUnavailable,
+  VigilPageLocals,
+  Middleware,
+  RequestLike,
+  ResponseLike,
+} from "./express.js";
 export type { HeadersInput } from "./webhooks.js";
 export type * from "./types.js";
 // The full generated schema, for anything the aliases above do not name.

@@ -28,12 +28,16 @@ export interface SealedVerdict {
   exp: number;
 }
 
+/** The claims `expect` may name, compared with `===`. */
+const EXPECTABLE = ["eventId", "sessionId", "projectId", "origin", "device", "agent"] as const;
+
 /**
- * Claims the verdict must carry, compared with `===`: at least the visitor's `sessionId` and
- * your page's `origin`, so that a verdict from another visit or another site is refused.
+ * Claims the verdict must carry, compared with `===`. `sessionId` (the visitor this request
+ * serves) and `projectId` (your project) are required, so that a verdict of another visit or of
+ * another project is refused; `origin` (your page's, e.g. `https://shop.example`) is advised.
  */
-export type SealedExpectations = {
-  [K in "eventId" | "sessionId" | "projectId" | "origin" | "device" | "agent"]?: SealedVerdict[K];
+export type SealedExpectations = { sessionId: string; projectId: string } & {
+  [K in "eventId" | "origin" | "device" | "agent"]?: SealedVerdict[K];
 };
 
 /** A key as `sealingKey()` answers it; only `kid` and `k` are needed (e.g. kept in config). */
@@ -79,7 +83,8 @@ export function parseSealed(sealed: string): {
   if (typeof sealed !== "string") {
     throw new SealedVerdictError("The sealed verdict must be a string (the collect route's `sealed`)", "malformed");
   }
-  const parts = sealed.trim().split(".");
+  // As the API answered it: no whitespace around it or in it (the segments are strict too).
+  const parts = sealed.split(".");
   if (parts.length !== 5) {
     throw new SealedVerdictError("The sealed verdict is not a compact JWE (five parts separated by dots)", "malformed");
   }
@@ -143,16 +148,42 @@ function isVerdict(c: Record<string, unknown>): boolean {
 }
 
 /**
+ * What `openSealed` compares, checked before anything else: a call without the session and the
+ * project it serves is a programming error (a TypeError), never a verdict that opens anyway.
+ */
+export function checkExpectations(expect: unknown): Array<[string, unknown]> {
+  const usage =
+    "openSealed needs expect: { sessionId, projectId } at least (the visitor's session and your project), " +
+    "else another visitor's or another project's verdict would open";
+  if (typeof expect !== "object" || expect === null || Array.isArray(expect)) throw new TypeError(usage);
+  const entries = Object.entries(expect as Record<string, unknown>).filter(([, v]) => v !== undefined);
+  for (const required of ["sessionId", "projectId"]) {
+    const value = (expect as Record<string, unknown>)[required];
+    if (typeof value !== "string" || value === "") {
+      throw new TypeError(`${usage}: ${required} is ${value === undefined ? "missing" : JSON.stringify(value)}`);
+    }
+  }
+  for (const [name] of entries) {
+    if (!(EXPECTABLE as readonly string[]).includes(name)) {
+      throw new TypeError(`openSealed cannot expect ${JSON.stringify(name)}; it compares ${EXPECTABLE.join(", ")}`);
+    }
+  }
+  return entries;
+}
+
+/**
  * Opens a sealed verdict with the project's keys (chosen by the JWE's `kid`), and checks that it
- * is authentic, unexpired and carries every claim of `expect`. Throws a SealedVerdictError
- * otherwise; never returns claims it did not check.
+ * is authentic, unexpired and carries every claim of `expect` (`sessionId` and `projectId`
+ * required). Throws a SealedVerdictError otherwise (a TypeError without `expect`); never returns
+ * claims it did not check.
  */
 export function openSealed(
   sealed: string,
   keys: SealingKeysInput,
-  expect: SealedExpectations = {},
+  expect: SealedExpectations,
   now: number = Date.now(),
 ): SealedVerdict {
+  const expectations = checkExpectations(expect);
   const list = keyList(keys);
   const jwe = parseSealed(sealed);
   const key = list.find((k) => k.kid === jwe.kid);
@@ -206,8 +237,7 @@ export function openSealed(
       "expired",
     );
   }
-  for (const [name, expected] of Object.entries(expect)) {
-    if (expected === undefined) continue;
+  for (const [name, expected] of expectations) {
     const actual = (verdict as unknown as Record<string, unknown>)[name];
     if (actual !== expected) {
       throw new SealedVerdictError(

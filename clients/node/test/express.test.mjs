@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import express from "express";
-import { client, collect, projectId } from "./env.mjs";
+import { baseUrl, client, collect, projectId } from "./env.mjs";
 
 const vigil = client();
 const project = await vigil.project(projectId);
@@ -28,6 +28,7 @@ test("a new visitor gets a session cookie and a token the collect route accepts"
   const setCookie = first.headers.get("set-cookie");
   assert.match(setCookie, /^vigil_session=([^;]+); Path=\/; HttpOnly; SameSite=Lax$/);
   assert.equal(setCookie.split(";")[0], `vigil_session=${locals.sessionId}`);
+  assert.equal(locals.available, true);
   assert.equal(locals.projectId, projectId);
   assert.equal(locals.publicKey, project.apiKeyPublic);
   assert.match(locals.sessionToken, /^\d+\.[0-9a-f]{64}$/);
@@ -59,9 +60,33 @@ test("projectSecret is what the middleware signs with", async (t) => {
   assert.equal((await collect(locals.publicKey, locals.sessionId, locals.sessionToken)).status, 401);
 });
 
-test("an unknown project reaches the app's error handler", async (t) => {
-  const page = await serve(t, vigil.express({ project: "prj_does_not_exist" }));
+test("an unknown project fails open by default, and reaches the app's error handler when asked", async (t) => {
+  // The default: the page is served, without the keys, and says why.
+  const open = await fetch(await serve(t, vigil.express({ project: "prj_does_not_exist" })));
+  assert.equal(open.status, 200);
+  const locals = await open.json();
+  assert.equal(locals.available, false);
+  assert.equal(locals.publicKey, null);
+  assert.equal(locals.sessionToken, null);
+  assert.match(locals.sessionId, /^sess_[0-9a-f]{32}$/);
+
+  const page = await serve(
+    t,
+    vigil.express({ project: "prj_does_not_exist", onError: (err, _req, _res, next) => next(err) }),
+  );
   const answer = await fetch(page);
   assert.equal(answer.status, 500);
   assert.match((await answer.json()).error, /not found/i);
+});
+
+test("a baseUrl with /v1 (the API reference's base) works like the origin", async (t) => {
+  for (const suffix of ["/v1", "/v1/", "/"]) {
+    const withVersion = client({ baseUrl: `${baseUrl}${suffix}` });
+    assert.equal(withVersion.baseUrl, baseUrl);
+    assert.equal((await withVersion.project(projectId)).id, projectId);
+  }
+  const page = await serve(t, client({ baseUrl: `${baseUrl}/v1` }).express({ project: projectId }));
+  const locals = await (await fetch(page)).json();
+  assert.equal(locals.available, true);
+  assert.equal(locals.publicKey, project.apiKeyPublic);
 });

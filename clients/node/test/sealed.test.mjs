@@ -84,8 +84,8 @@ test("a sealed verdict opens with the project's keys and says what the session's
   assert.equal(encryptedKey, "", "alg dir: no encrypted key");
   assert.deepEqual(JSON.parse(Buffer.from(header, "base64url")), { alg: "dir", enc: "A256GCM", kid: current.kid });
 
-  const verdict = Vigil.openSealed(sealed, keys.keys, { sessionId, origin });
-  assert.deepEqual(Vigil.openSealed(sealed, keys), verdict, "the whole answer works as the key set too");
+  const verdict = Vigil.openSealed(sealed, keys.keys, { sessionId, projectId, origin });
+  assert.deepEqual(Vigil.openSealed(sealed, keys, { sessionId, projectId }), verdict, "the whole answer works as the key set too");
 
   const [event] = await vigil.events(projectId, sessionId).toArray();
   assert.deepEqual(verdict, {
@@ -112,48 +112,48 @@ test("a sealed verdict opens with the project's keys and says what the session's
   assert.deepEqual(await fresh.openSealed(projectId, sealed, { sessionId, origin }), verdict);
   assert.deepEqual(await fresh.openSealed(projectId, sealed, { sessionId }), verdict);
   assert.equal(keyReads - reads, 1, "one read of the keys for two verdicts");
-  await assert.rejects(fresh.openSealed("prj_does_not_exist", sealed), NotFoundError);
+  await assert.rejects(fresh.openSealed("prj_does_not_exist", sealed, { sessionId }), NotFoundError);
 });
 
 test("changed, foreign, expired and other sessions' verdicts are refused", async () => {
   const keys = await vigil.sealingKey(projectId);
   const { sessionId, sealed } = await visit("refused");
-  const claims = Vigil.openSealed(sealed, keys, { sessionId, origin });
+  const claims = Vigil.openSealed(sealed, keys, { sessionId, projectId, origin });
 
   // One character of the ciphertext changed: it no longer authenticates.
-  assert.throws(() => Vigil.openSealed(tamper(sealed), keys, { sessionId, origin }), refused("unauthentic"));
+  assert.throws(() => Vigil.openSealed(tamper(sealed), keys, { sessionId, projectId, origin }), refused("unauthentic"));
   const parts = sealed.split(".");
   const otherTag = [...parts.slice(0, 4), randomBytes(16).toString("base64url")].join(".");
-  assert.throws(() => Vigil.openSealed(otherTag, keys), refused("unauthentic"));
+  assert.throws(() => Vigil.openSealed(otherTag, keys, { sessionId, projectId }), refused("unauthentic"));
   await assert.rejects(vigil.openSealed(projectId, tamper(sealed), { sessionId }), refused("unauthentic"));
 
   // Another key set: the same kid with other bytes, or none of its kid.
   const impostor = keys.keys.map((k) => ({ ...k, k: randomBytes(32).toString("base64url") }));
-  assert.throws(() => Vigil.openSealed(sealed, impostor), refused("unauthentic"));
+  assert.throws(() => Vigil.openSealed(sealed, impostor, { sessionId, projectId }), refused("unauthentic"));
   const foreign = [{ ...keys.keys[0], kid: "seal_AAAAAAAAAAAA", k: randomBytes(32).toString("base64url") }];
-  assert.throws(() => Vigil.openSealed(sealed, foreign), refused("unknown_key"));
-  assert.throws(() => Vigil.openSealed(sealed, []), refused("unknown_key"));
+  assert.throws(() => Vigil.openSealed(sealed, foreign, { sessionId, projectId }), refused("unknown_key"));
+  assert.throws(() => Vigil.openSealed(sealed, [], { sessionId, projectId }), refused("unknown_key"));
 
   // Authentic, but not the verdict this request expects.
-  assert.throws(() => Vigil.openSealed(sealed, keys, { sessionId: `${sessionId}-other`, origin }), refused("mismatch"));
-  assert.throws(() => Vigil.openSealed(sealed, keys, { sessionId, origin: "https://evil.example" }), refused("mismatch"));
+  assert.throws(() => Vigil.openSealed(sealed, keys, { sessionId: `${sessionId}-other`, projectId, origin }), refused("mismatch"));
+  assert.throws(() => Vigil.openSealed(sealed, keys, { sessionId, projectId, origin: "https://evil.example" }), refused("mismatch"));
   await assert.rejects(vigil.openSealed(projectId, sealed, { sessionId: "someone-else" }), refused("mismatch"));
 
   // Our own sealing with the API's key opens (the format is the one the server uses), until exp.
   const now = Math.floor(Date.now() / 1000);
   const resealed = seal({ ...claims, iat: now, exp: now + 300 }, keys.keys[0]);
-  assert.deepEqual(Vigil.openSealed(resealed, keys, { sessionId, origin }), { ...claims, iat: now, exp: now + 300 });
+  assert.deepEqual(Vigil.openSealed(resealed, keys, { sessionId, projectId, origin }), { ...claims, iat: now, exp: now + 300 });
   const expired = seal({ ...claims, iat: now - 700, exp: now - 100 }, keys.keys[0]);
-  assert.throws(() => Vigil.openSealed(expired, keys, { sessionId, origin }), refused("expired"));
+  assert.throws(() => Vigil.openSealed(expired, keys, { sessionId, projectId, origin }), refused("expired"));
   await assert.rejects(vigil.openSealed(projectId, expired, { sessionId }), refused("expired"));
   const tooLong = seal({ ...claims, iat: now, exp: now + 3600 }, keys.keys[0]);
-  assert.throws(() => Vigil.openSealed(tooLong, keys), refused("malformed"));
+  assert.throws(() => Vigil.openSealed(tooLong, keys, { sessionId, projectId }), refused("malformed"));
 
   // Not a dir/A256GCM compact JWE at all.
   const none = `${Buffer.from(JSON.stringify({ alg: "none", kid: keys.keys[0].kid })).toString("base64url")}..${parts.slice(2).join(".")}`;
-  assert.throws(() => Vigil.openSealed(none, keys), refused("malformed"));
-  assert.throws(() => Vigil.openSealed("not.a.jwe", keys), refused("malformed"));
-  assert.throws(() => Vigil.openSealed(`${parts[0]}.AAAA.${parts.slice(2).join(".")}`, keys), refused("malformed"));
+  assert.throws(() => Vigil.openSealed(none, keys, { sessionId, projectId }), refused("malformed"));
+  assert.throws(() => Vigil.openSealed("not.a.jwe", keys, { sessionId, projectId }), refused("malformed"));
+  assert.throws(() => Vigil.openSealed(`${parts[0]}.AAAA.${parts.slice(2).join(".")}`, keys, { sessionId, projectId }), refused("malformed"));
 });
 
 test("after a rotation, earlier verdicts still open with the listed keys; an unlisted kid is refused", async () => {
@@ -174,15 +174,15 @@ test("after a rotation, earlier verdicts still open with the listed keys; an unl
   assert.deepEqual(await vigil.sealingKey(projectId), rotated);
 
   // The verdict sealed before the rotation opens with the keys now listed ...
-  assert.equal(Vigil.openSealed(older, rotated, { sessionId, origin }).sessionId, sessionId);
+  assert.equal(Vigil.openSealed(older, rotated, { sessionId, projectId, origin }).sessionId, sessionId);
   // ... and once the replaced key is no longer listed (after the overlap), it is refused.
   const currentOnly = rotated.keys.filter((k) => k.expiresAt === null);
-  assert.throws(() => Vigil.openSealed(older, currentOnly, { sessionId, origin }), refused("unknown_key"));
+  assert.throws(() => Vigil.openSealed(older, currentOnly, { sessionId, projectId, origin }), refused("unknown_key"));
 
   // A verdict sealed after the rotation carries the new kid; the instance reads the keys again.
   const { sessionId: newer, sealed: fresh } = await visit("rotated");
   assert.equal(JSON.parse(Buffer.from(fresh.split(".")[0], "base64url")).kid, rotated.keys[0].kid);
-  assert.throws(() => Vigil.openSealed(fresh, before, { sessionId: newer }), refused("unknown_key"));
+  assert.throws(() => Vigil.openSealed(fresh, before, { sessionId: newer, projectId }), refused("unknown_key"));
   await new Promise((r) => setTimeout(r, Math.max(0, 1100 - (Date.now() - readAt))));
   const reads = keyReads;
   assert.equal((await opener.openSealed(projectId, fresh, { sessionId: newer, origin })).sessionId, newer);

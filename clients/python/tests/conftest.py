@@ -65,6 +65,16 @@ def project_keys(base_url: str, api_key: str, project_id: str) -> Tuple[str, str
     return project["apiKeyPublic"], project["apiKeyPrivate"]
 
 
+def django_configured() -> None:
+    """Django's settings, once per process; each test sets its VIGIL_* with override_settings."""
+    import django
+    from django.conf import settings
+
+    if not settings.configured:
+        settings.configure(SECRET_KEY="test-only", ALLOWED_HOSTS=["testserver"])
+        django.setup()
+
+
 def new_session_id(prefix: str = "pytest") -> str:
     return f"{prefix}_{uuid.uuid4().hex[:16]}"
 

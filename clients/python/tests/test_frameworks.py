@@ -6,7 +6,7 @@ from typing import Callable, Dict, Optional, Union
 
 import httpx
 import pytest
-from conftest import new_session_id
+from conftest import django_configured, new_session_id
 
 from vigil_client import AsyncVigil, Vigil
 
@@ -23,15 +23,17 @@ def test_fastapi_dependency(
     from vigil_client.fastapi import VigilSession, session
 
     client: Union[Vigil, AsyncVigil] = (
-        Vigil(api_key=api_key, base_url=base_url, max_retries=10)
+        # The API reference's base (with /v1) works as well as the origin.
+        Vigil(api_key=api_key, base_url=f"{base_url}/v1", max_retries=10)
         if flavour == "sync"
-        else AsyncVigil(api_key=api_key, base_url=base_url, max_retries=10)
+        else AsyncVigil(api_key=api_key, base_url=f"{base_url}/v1/", max_retries=10)
     )
     app = FastAPI()
     vigil_session = session(client, project=project_id, cookie="vs")
 
     @app.get("/page")
-    async def page(s: VigilSession = Depends(vigil_session)) -> Dict[str, str]:
+    async def page(s: VigilSession = Depends(vigil_session)) -> Dict[str, Optional[str]]:
+        assert s.available, s.error
         return {
             "projectId": s.project_id,
             "publicKey": s.public_key,
@@ -73,7 +75,7 @@ def test_fastapi_dependency_with_given_keys_makes_no_call(collect: Collect) -> N
     dep = session(dead, project="prj_x", project_secret="sk_given", public_key="pk_given")
 
     @app.get("/")
-    async def page(s: VigilSession = Depends(dep)) -> Dict[str, str]:
+    async def page(s: VigilSession = Depends(dep)) -> Dict[str, Optional[str]]:
         return {"publicKey": s.public_key, "token": s.session_token, "sessionId": s.session_id}
 
     with TestClient(app) as browser:
@@ -91,21 +93,10 @@ def test_fastapi_dependency_with_given_keys_makes_no_call(collect: Collect) -> N
 
 
 def test_django_middleware(base_url: str, api_key: str, project_id: str, collect: Collect) -> None:
-    import django
-    from django.conf import settings
     from django.http import HttpRequest, HttpResponse
-    from django.test import RequestFactory
+    from django.test import RequestFactory, override_settings
 
-    if not settings.configured:
-        settings.configure(
-            SECRET_KEY="test-only",
-            ALLOWED_HOSTS=["testserver"],
-            MIDDLEWARE=["vigil_client.django.VigilMiddleware"],
-            VIGIL_API_KEY=api_key,
-            VIGIL_PROJECT=project_id,
-            VIGIL_BASE_URL=base_url,
-        )
-        django.setup()
+    django_configured()
     from vigil_client.django import VigilMiddleware, VigilSession
 
     seen = []
@@ -114,12 +105,16 @@ def test_django_middleware(base_url: str, api_key: str, project_id: str, collect
         seen.append(getattr(request, "vigil"))
         return HttpResponse("ok")
 
-    middleware = VigilMiddleware(view)
+    with override_settings(
+        VIGIL_API_KEY=api_key, VIGIL_PROJECT=project_id, VIGIL_BASE_URL=f"{base_url}/v1/"
+    ):
+        middleware = VigilMiddleware(view)
     factory = RequestFactory()
 
     response = middleware(factory.get("/"))
     first: VigilSession = seen[-1]
-    assert first.project_id == project_id and first.public_key.startswith("pk_")
+    assert first.available and first.error is None
+    assert first.project_id == project_id and (first.public_key or "").startswith("pk_")
     morsel = response.cookies["vigil_session"]
     assert morsel.value == first.session_id
     assert morsel["httponly"] and morsel["samesite"] == "Lax"
@@ -134,6 +129,7 @@ def test_django_middleware(base_url: str, api_key: str, project_id: str, collect
     middleware(forged)
     assert seen[-1].session_id not in ("../../etc", first.session_id)
 
+    assert first.public_key is not None and first.session_token is not None
     answer = collect(first.public_key, first.session_id, first.session_token)
     assert answer.status_code == 202, answer.text
     assert collect(first.public_key, new_session_id(), first.session_token).status_code == 401

@@ -141,7 +141,7 @@ def test_open_sealed_sync(
     keys = vigil.sealing_key(project_id)
     expect = {"sessionId": session, "origin": origin, "projectId": project_id}
     claims = Vigil.open_sealed(sealed, keys, expect=expect)
-    assert Vigil.open_sealed(sealed, keys["keys"]) == claims  # the list alone works too
+    assert Vigil.open_sealed(sealed, keys["keys"], expect=expect) == claims  # the list alone too
     assert claims["origin"] == origin
     assert_claims_are_the_event(claims, next(vigil.events(project_id, session)), project_id)
 
@@ -166,7 +166,7 @@ async def test_open_sealed_async(
 ) -> None:
     session = new_session_id("sealed_async")
     sealed = sealed_visit(collect, project_keys, session)
-    expect = {"sessionId": session, "origin": origin}
+    expect = {"sessionId": session, "origin": origin, "projectId": project_id}
     async with AsyncVigil(api_key=api_key, base_url=base_url, max_retries=10) as vigil:
         keys = await vigil.sealing_key(project_id)
         claims = AsyncVigil.open_sealed(sealed, keys, expect=expect)
@@ -175,10 +175,14 @@ async def test_open_sealed_async(
         assert_claims_are_the_event(claims, event, project_id)
         refused(
             "mismatch",
-            lambda: AsyncVigil.open_sealed(sealed, keys, expect={"sessionId": "someone_else"}),
+            lambda: AsyncVigil.open_sealed(
+                sealed, keys, expect={"sessionId": "someone_else", "projectId": project_id}
+            ),
         )
         with pytest.raises(SealedVerdictError) as caught:
-            await vigil.open_project_sealed(project_id, sealed, {"origin": "https://evil.example"})
+            await vigil.open_project_sealed(
+                project_id, sealed, {"sessionId": session, "origin": "https://evil.example"}
+            )
         assert caught.value.reason == "mismatch"
 
 
@@ -197,37 +201,51 @@ def test_refusals(
     sealed = sealed_visit(collect, project_keys, session)
     keys = vigil.sealing_key(project_id)
     current = keys["keys"][0]
-    claims = Vigil.open_sealed(sealed, keys, expect={"sessionId": session})
+    mine = {"sessionId": session, "projectId": project_id}
+    claims = Vigil.open_sealed(sealed, keys, expect=mine)
 
     # Tampered: one character of the ciphertext changed.
     parts = sealed.split(".")
     parts[3] = ("B" if parts[3][0] == "A" else "A") + parts[3][1:]
-    refused("forged", lambda: Vigil.open_sealed(".".join(parts), keys))
+    refused("forged", lambda: Vigil.open_sealed(".".join(parts), keys, expect=mine))
     # Another key set: the same kid with other bytes, or other kids altogether.
-    refused("forged", lambda: Vigil.open_sealed(sealed, [random_jwk(current["kid"])]))
-    refused("unknown_key", lambda: Vigil.open_sealed(sealed, [random_jwk("seal_000000000000")]))
-    refused("unknown_key", lambda: Vigil.open_sealed(sealed, []))
-    # Another session's verdict (a page replaying someone else's), or another origin's.
-    refused("mismatch", lambda: Vigil.open_sealed(sealed, keys, expect={"sessionId": "sess_x"}))
+    refused("forged", lambda: Vigil.open_sealed(sealed, [random_jwk(current["kid"])], expect=mine))
+    refused(
+        "unknown_key",
+        lambda: Vigil.open_sealed(sealed, [random_jwk("seal_000000000000")], expect=mine),
+    )
+    refused("unknown_key", lambda: Vigil.open_sealed(sealed, [], expect=mine))
+    # Another session's verdict (a page replaying someone else's), another project's or origin's.
     refused(
         "mismatch",
-        lambda: Vigil.open_sealed(sealed, keys, expect={"sessionId": session, "origin": "x"}),
+        lambda: Vigil.open_sealed(sealed, keys, expect={**mine, "sessionId": "sess_x"}),
     )
-    assert Vigil.open_sealed(sealed, keys, expect={"origin": origin}) == claims
+    refused(
+        "mismatch",
+        lambda: Vigil.open_sealed(sealed, keys, expect={**mine, "projectId": "prj_other"}),
+    )
+    refused("mismatch", lambda: Vigil.open_sealed(sealed, keys, expect={**mine, "origin": "x"}))
+    assert Vigil.open_sealed(sealed, keys, expect={**mine, "origin": origin}) == claims
 
     # Built here under the API's key: it opens (the format is the API's), until it expires.
     now = int(time.time())
     fresh = {**claims, "iat": now, "exp": now + 60, "scoreBot": 0.5}
-    assert Vigil.open_sealed(seal(fresh, current), keys, expect={"sessionId": session}) == fresh
+    assert Vigil.open_sealed(seal(fresh, current), keys, expect=mine) == fresh
     expired = {**claims, "iat": now - 700, "exp": now - 100}
-    refused("expired", lambda: Vigil.open_sealed(seal(expired, current), keys))
+    refused("expired", lambda: Vigil.open_sealed(seal(expired, current), keys, expect=mine))
+    too_long = {**claims, "iat": now, "exp": now + 3600}
+    refused("malformed", lambda: Vigil.open_sealed(seal(too_long, current), keys, expect=mine))
     # Any other algorithm is refused before any key is tried, and so is a broken token.
-    refused("unsupported", lambda: Vigil.open_sealed(seal(fresh, current, enc="A128GCM"), keys))
-    refused("unsupported", lambda: Vigil.open_sealed(seal(fresh, current, alg="A256KW"), keys))
-    refused("unsupported", lambda: Vigil.open_sealed(seal(fresh, current, zip="DEF"), keys))
-    refused("malformed", lambda: Vigil.open_sealed("not.a.sealed.verdict", keys))
-    refused("malformed", lambda: Vigil.open_sealed(sealed.replace("..", ".AAAA."), keys))
-    refused("malformed", lambda: Vigil.open_sealed(sealed + "!", keys))
+    for header in ({"enc": "A128GCM"}, {"alg": "A256KW"}, {"zip": "DEF"}):
+        refused(
+            "unsupported",
+            lambda: Vigil.open_sealed(seal(fresh, current, **header), keys, expect=mine),
+        )
+    refused("malformed", lambda: Vigil.open_sealed("not.a.sealed.verdict", keys, expect=mine))
+    refused(
+        "malformed", lambda: Vigil.open_sealed(sealed.replace("..", ".AAAA."), keys, expect=mine)
+    )
+    refused("malformed", lambda: Vigil.open_sealed(sealed + "!", keys, expect=mine))
 
 
 def test_unknown_kid_refetches_once_and_not_for_each_forgery(
@@ -240,23 +258,27 @@ def test_unknown_kid_refetches_once_and_not_for_each_forgery(
     with counting_client(fetches) as http, Vigil(
         api_key=api_key, base_url=base_url, max_retries=10, http_client=http
     ) as reader:
-        claims = reader.open_project_sealed(project_id, sealed)
+        mine = {"sessionId": session}
+        claims = reader.open_project_sealed(project_id, sealed, mine)
         unknown = seal(claims, random_jwk("seal_AAAAAAAAAAAA"))
-        refused("unknown_key", lambda: Vigil.open_sealed(unknown, sealing))
+        refused(
+            "unknown_key",
+            lambda: Vigil.open_sealed(unknown, sealing, expect={**mine, "projectId": project_id}),
+        )
         # Just fetched: an unknown kid is refused without another call.
-        refused("unknown_key", lambda: reader.open_project_sealed(project_id, unknown))
+        refused("unknown_key", lambda: reader.open_project_sealed(project_id, unknown, mine))
         assert len(fetches) == 1
         # Past the interval, one refetch, then refused: the key is not the project's.
         reader.sealing_key_refetch_interval = 0
-        refused("unknown_key", lambda: reader.open_project_sealed(project_id, unknown))
+        refused("unknown_key", lambda: reader.open_project_sealed(project_id, unknown, mine))
         assert len(fetches) == 2
         # A kid the API could never have issued costs no call at all.
         odd = seal(claims, random_jwk("attacker-chosen"))
-        refused("unknown_key", lambda: reader.open_project_sealed(project_id, odd))
+        refused("unknown_key", lambda: reader.open_project_sealed(project_id, odd, mine))
         assert len(fetches) == 2
         # A forgery under a known kid is refused from the cache.
         refused("forged", lambda: reader.open_project_sealed(project_id, seal(claims, random_jwk(
-            sealing["keys"][0]["kid"]))))  # fmt: skip
+            sealing["keys"][0]["kid"])), mine))  # fmt: skip
         assert len(fetches) == 2
 
 
@@ -273,10 +295,12 @@ async def test_rotation_is_picked_up_by_a_cached_reader(
     base_url: str,
     api_key: str,
 ) -> None:
-    before = sealed_visit(collect, project_keys, new_session_id("sealed_before"))
+    before_session = new_session_id("sealed_before")
+    before = sealed_visit(collect, project_keys, before_session)
+    earlier = {"sessionId": before_session}
     async with AsyncVigil(api_key=api_key, base_url=base_url, max_retries=10) as reader:
         reader.sealing_key_refetch_interval = 0  # the rotation follows the first fetch at once
-        old = await reader.open_project_sealed(project_id, before)
+        old = await reader.open_project_sealed(project_id, before, earlier)
 
         rotated = vigil.rotate_sealing_key(project_id)
         old_kid = sealing["keys"][0]["kid"]
@@ -288,7 +312,7 @@ async def test_rotation_is_picked_up_by_a_cached_reader(
         claims = await reader.open_project_sealed(project_id, after, {"sessionId": session})
         assert claims["sessionId"] == session
         # The replaced key stays listed for its overlap: a verdict sealed just before opens.
-        assert Vigil.open_sealed(before, rotated) == old
-        assert await reader.open_project_sealed(project_id, before) == old
+        assert Vigil.open_sealed(before, rotated, expect={**earlier, "projectId": project_id}) == old
+        assert await reader.open_project_sealed(project_id, before, earlier) == old
     # The client that rotated holds the new keys already: no fetch, the new verdict opens.
-    assert vigil.open_project_sealed(project_id, after) == claims
+    assert vigil.open_project_sealed(project_id, after, {"sessionId": session}) == claims

@@ -18,6 +18,8 @@ from typing import (
     overload,
 )
 
+import time
+
 import anyio
 import httpx
 
@@ -108,10 +110,17 @@ class AsyncVigil:
         headers: Optional[Mapping[str, str]] = None,
         timeout: Union[float, httpx.Timeout, None] = None,
         max_retries: Optional[int] = None,
+        deadline: Optional[float] = None,
     ) -> httpx.Response:
+        # `deadline` (time.monotonic()): no attempt or 429 wait starts that would end past it.
         retries = self.max_retries if max_retries is None else max_retries
         attempt = 0
         while True:
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise VigilTimeoutError(f"no answer from {self.base_url} in time")
+                timeout = httpx.Timeout(left)
             try:
                 response = await self._http.request(
                     method,
@@ -126,7 +135,9 @@ class AsyncVigil:
             except httpx.TransportError as exc:
                 raise VigilConnectionError(f"cannot reach {self.base_url}: {exc}") from exc
             self.rate_limit = _base.parse_rate_limit(response.headers) or self.rate_limit
-            if response.status_code == 429 and attempt < retries:
+            if response.status_code == 429 and attempt < retries and (
+                deadline is None or time.monotonic() + _base.retry_delay(response) < deadline
+            ):
                 attempt += 1
                 # anyio, not asyncio: httpx's AsyncClient runs under trio as well.
                 await anyio.sleep(_base.retry_delay(response))
@@ -195,20 +206,43 @@ class AsyncVigil:
         return keys
 
     async def open_project_sealed(
-        self, project_id: str, sealed: str, expect: Optional[Mapping[str, Any]] = None
+        self,
+        project_id: str,
+        sealed: str,
+        expect: Mapping[str, Any],
+        *,
+        timeout: float = _sealed.DEFAULT_KEYS_TIMEOUT,
     ) -> SealedVerdict:
-        """``open_sealed`` with the project's keys, fetched once and cached (see ``Vigil``)."""
+        """``open_sealed`` with the project's keys, fetched once and cached (see ``Vigil``).
+
+        ``expect`` names at least the visitor's ``sessionId``; ``projectId`` is ``project_id``.
+        """
+        checks = _sealed.project_expectations(project_id, expect)  # before any call
         cached = self._sealing_keys.get(project_id)
         if cached is None:
-            return _sealed.open_sealed(sealed, await self.sealing_key(project_id), expect=expect)
+            return _sealed.open_sealed(
+                sealed, await self._read_sealing_keys(project_id, timeout), expect=checks
+            )
         try:
-            return _sealed.open_sealed(sealed, cached.keys, expect=expect)
+            return _sealed.open_sealed(sealed, cached.keys, expect=checks)
         except SealedVerdictError as exc:
             if not _sealed.worth_refetching(
                 exc, sealed, cached, self.sealing_key_refetch_interval
             ):
                 raise
-        return _sealed.open_sealed(sealed, await self.sealing_key(project_id), expect=expect)
+        keys = await self._read_sealing_keys(project_id, timeout)
+        return _sealed.open_sealed(sealed, keys, expect=checks)
+
+    async def _read_sealing_keys(self, project_id: str, timeout: float) -> SealingKeys:
+        """The project's keys for a request path: within ``timeout`` seconds in all (a 429 is
+        retried only if its wait fits), then cached."""
+        path = f"/projects/{seg(project_id)}/sealing-key"
+        deadline = time.monotonic() + timeout
+        with anyio.move_on_after(timeout):
+            keys = cast(SealingKeys, await self._call("GET", path, deadline=deadline))
+            self._sealing_keys[project_id] = _sealed.CachedKeys(keys)
+            return keys
+        raise VigilTimeoutError(f"no sealing keys from {self.base_url} within {timeout:g} s")
 
     # --- events, results, sessions ---
 

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Dict, Mapping, Optional, Union, cast
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import httpx
 from standardwebhooks.webhooks import Webhook as _StandardWebhook
@@ -40,13 +40,39 @@ Params = Dict[str, ParamValue]
 
 
 def resolve_base_url(base_url: Optional[str]) -> str:
-    """The API origin, without a trailing slash or ``/v1`` (the client adds the version)."""
-    url = (base_url or os.environ.get("VIGIL_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+    """The API's base as the client uses it: no trailing slash, no ``/v1`` (each route adds it).
+
+    Both the origin (``https://vigil.example``) and the API reference's base with the version
+    (``https://vigil.example/v1``, with or without a final slash) are accepted; a path prefix
+    before it (``https://example.com/vigil``) is kept. Anything but an http(s) URL without query,
+    fragment or credentials is a ``ValueError`` naming what is wrong, here rather than a bare
+    404 at the first call.
+    """
+    raw = base_url or os.environ.get("VIGIL_BASE_URL") or DEFAULT_BASE_URL
+    text = raw.strip() if isinstance(raw, str) else ""
+    try:
+        parts = urlsplit(text)
+        _ = parts.port  # raises ValueError for a port that is not a number
+    except ValueError:
+        parts = None
+    if parts is None or not parts.scheme or not parts.hostname:
+        raise ValueError(
+            f"base_url {raw!r} is not a URL; give the API's address, e.g. https://vigil.example"
+        )
+    if parts.scheme.lower() not in ("http", "https"):
+        raise ValueError(
+            f"base_url {raw!r} is not http(s); give the API's address, e.g. https://vigil.example"
+        )
+    if parts.username is not None or parts.password is not None:
+        raise ValueError("base_url must not carry credentials; the developer key goes in api_key")
+    if parts.query or parts.fragment or "?" in text or "#" in text:
+        raise ValueError(f"base_url {raw!r} has a query or fragment; give the API's address only")
+    path = parts.path.rstrip("/")
     # The API documents its server as `/v1`; a base URL copied with it would otherwise
     # become `/v1/v1/...` and 404 on every call.
-    if url.endswith("/v1"):
-        url = url[: -len("/v1")]
-    return url
+    if path.endswith("/v1"):
+        path = path[: -len("/v1")].rstrip("/")
+    return f"{parts.scheme.lower()}://{parts.netloc.lower()}{path}"
 
 
 def resolve_api_key(api_key: Optional[str]) -> str:

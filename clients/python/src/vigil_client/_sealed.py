@@ -16,7 +16,7 @@ import re
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, List, Mapping, Optional, Sequence, Union, cast
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Union, cast
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -27,21 +27,64 @@ from .types import SealedVerdict, SealingKey, SealingKeys
 #: What ``open_sealed`` takes as keys: ``sealing_key()``'s answer, or its ``keys`` list.
 KeySet = Union[SealingKeys, Sequence[SealingKey], Mapping[str, Any], Sequence[Mapping[str, Any]]]
 
-_B64URL = re.compile(r"^[A-Za-z0-9_-]*$")
+_B64URL = re.compile(r"[A-Za-z0-9_-]*")
 #: A 32-byte key is 43 base64url characters without padding.
 _KEY_LENGTH = 32
 _IV_LENGTH = 12
 _TAG_LENGTH = 16
+#: The longest a verdict Vigil seals is valid (``exp - iat``).
+MAX_SEALED_LIFETIME = 600
+#: The claims ``expect`` may name; ``sessionId`` and ``projectId`` are required.
+EXPECTABLE = ("eventId", "sessionId", "projectId", "origin", "device", "agent")
+REQUIRED_EXPECTATIONS = ("sessionId", "projectId")
 
 
 def _b64decode(part: str, what: str) -> bytes:
-    # Strict: only the base64url alphabet, no padding (the stdlib decoder would skip strangers).
-    if not _B64URL.match(part) or len(part) % 4 == 1:
+    """Strict base64url (RFC 7515 2): the URL-safe alphabet only, no padding, no whitespace, and
+    canonical: re-encoding gives the same text, so a changed spare bit in the last character (a
+    second spelling of the same bytes) is refused rather than read past."""
+    if not isinstance(part, str) or not _B64URL.fullmatch(part) or len(part) % 4 == 1:
         raise SealedVerdictError(f"the {what} is not base64url", reason="malformed")
     try:
-        return base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))
+        data = base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))
     except (binascii.Error, ValueError) as exc:
         raise SealedVerdictError(f"the {what} is not base64url", reason="malformed") from exc
+    if base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii") != part:
+        raise SealedVerdictError(f"the {what} is not canonical base64url", reason="malformed")
+    return data
+
+
+def _json(data: bytes, what: str) -> Any:
+    """JSON in UTF-8 only (``json.loads`` would also guess UTF-16 and UTF-32 from bytes)."""
+    try:
+        return json.loads(data.decode("utf-8"))
+    except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        raise SealedVerdictError(f"the {what} is not JSON", reason="malformed") from exc
+
+
+def check_expectations(expect: object) -> Dict[str, Any]:
+    """``expect`` as ``open_sealed`` compares it; a ``TypeError`` without the session or project.
+
+    A verdict opened without them would be anyone's: another visitor's (a page replaying a
+    verdict it was handed) or another project's. That is a programming error, raised at once,
+    never a verdict that opens anyway.
+    """
+    usage = (
+        "open_sealed needs expect={'sessionId': ..., 'projectId': ...} at least (the visitor's "
+        "session and your project), else another visitor's or another project's verdict would open"
+    )
+    if not isinstance(expect, Mapping):
+        raise TypeError(usage)
+    for name in REQUIRED_EXPECTATIONS:
+        value = expect.get(name)
+        if not isinstance(value, str) or not value:
+            raise TypeError(f"{usage}: {name} is {'missing' if value is None else repr(value)}")
+    checks: Dict[str, Any] = {}
+    for name, value in expect.items():
+        if name not in EXPECTABLE:
+            raise TypeError(f"open_sealed cannot expect {name!r}; it compares {', '.join(EXPECTABLE)}")
+        checks[name] = value
+    return checks
 
 
 def _parse_time(value: str) -> Optional[float]:
@@ -95,34 +138,34 @@ def _find_key(keys: KeySet, kid: str, now: float) -> Optional[bytes]:
 def header_kid(sealed: str) -> Optional[str]:
     """The ``kid`` of a sealed verdict's protected header, unverified (None if unreadable)."""
     try:
-        header = json.loads(_b64decode(sealed.split(".", 1)[0], "header"))
-    except (SealedVerdictError, ValueError):
+        header = _json(_b64decode(sealed.split(".", 1)[0], "header"), "header")
+    except SealedVerdictError:
         return None
     kid = header.get("kid") if isinstance(header, dict) else None
     return kid if isinstance(kid, str) else None
 
 
-def open_sealed(
-    sealed: str, keys: KeySet, *, expect: Optional[Mapping[str, Any]] = None
-) -> SealedVerdict:
+def open_sealed(sealed: str, keys: KeySet, *, expect: Mapping[str, Any]) -> SealedVerdict:
     """Opens a sealed verdict with the project's keys and returns its claims once trusted.
 
     ``keys`` is ``sealing_key(project_id)``'s answer, or its ``keys`` list; the key is the one
-    the JWE's ``kid`` names. The verdict is trusted only if it is ``dir``/``A256GCM``, opens
-    (authenticated) under that key, has not expired (``exp``, Unix seconds), and every member
-    of ``expect`` (``{"sessionId": ..., "origin": ...}``) equals its claim. Otherwise
-    :class:`SealedVerdictError` is raised, with a ``reason``. No network.
+    the JWE's ``kid`` names. ``expect`` is required and names at least the visitor's
+    ``sessionId`` and your ``projectId`` (add ``origin``: ``https://shop.example``); without them
+    a ``TypeError`` is raised before anything else. The verdict is trusted only if it is
+    ``dir``/``A256GCM`` in strict base64url, opens (authenticated) under that key, has not
+    expired (``exp``, Unix seconds, at most 10 minutes after ``iat``), and every member of
+    ``expect`` equals its claim. Otherwise :class:`SealedVerdictError` is raised, with a
+    ``reason``. No network.
     """
+    checks = check_expectations(expect)
     if not isinstance(sealed, str):
         raise SealedVerdictError("a sealed verdict is a string", reason="malformed")
-    parts = sealed.strip().split(".")
+    # As the API answered it: no whitespace around or inside (each segment is strict too).
+    parts = sealed.split(".")
     if len(parts) != 5:
         raise SealedVerdictError("not a compact JWE (five parts)", reason="malformed")
     header_b64, encrypted_key, iv_b64, ciphertext_b64, tag_b64 = parts
-    try:
-        header = json.loads(_b64decode(header_b64, "header"))
-    except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
-        raise SealedVerdictError("the header is not JSON", reason="malformed") from exc
+    header = _json(_b64decode(header_b64, "header"), "header")
     if not isinstance(header, dict):
         raise SealedVerdictError("the header is not a JSON object", reason="malformed")
     if header.get("alg") != "dir" or header.get("enc") != "A256GCM":
@@ -153,18 +196,23 @@ def open_sealed(
     except InvalidTag as exc:
         raise SealedVerdictError("the verdict does not authenticate", reason="forged") from exc
 
-    try:
-        claims: Any = json.loads(plain)
-    except ValueError as exc:
-        raise SealedVerdictError("the claims are not JSON", reason="malformed") from exc
+    claims = _json(plain, "claims")
     if not isinstance(claims, dict):
         raise SealedVerdictError("the claims are not a JSON object", reason="malformed")
-    exp = claims.get("exp")
+    exp, iat = claims.get("exp"), claims.get("iat")
     if isinstance(exp, bool) or not isinstance(exp, (int, float)):
         raise SealedVerdictError("the verdict has no exp", reason="malformed")
+    if isinstance(iat, bool) or not isinstance(iat, (int, float)) or not iat <= exp:
+        raise SealedVerdictError("the verdict has no iat before its exp", reason="malformed")
+    if exp - iat > MAX_SEALED_LIFETIME:
+        raise SealedVerdictError(
+            f"the verdict claims a lifetime of {exp - iat} s; Vigil seals for at most "
+            f"{MAX_SEALED_LIFETIME} s",
+            reason="malformed",
+        )
     if exp <= now:
         raise SealedVerdictError("the verdict has expired", reason="expired")
-    for name, value in (expect or {}).items():
+    for name, value in checks.items():
         if name not in claims or claims[name] != value:
             raise SealedVerdictError(
                 f"{name} is {claims.get(name)!r}, not {value!r}", reason="mismatch"
@@ -172,10 +220,22 @@ def open_sealed(
     return cast(SealedVerdict, claims)
 
 
+def project_expectations(project_id: str, expect: object) -> Dict[str, Any]:
+    """``expect`` of ``open_project_sealed``: the project is the method's own argument."""
+    if isinstance(expect, Mapping):
+        given = expect.get("projectId")
+        if given is not None and given != project_id:
+            raise TypeError(f"expect['projectId'] {given!r} is not the project {project_id!r}")
+        expect = {**expect, "projectId": project_id}
+    return check_expectations(expect)
+
+
 #: A kid the API could have issued (schema ``SealingKey``); only such a kid is worth a refetch.
 _KID_PATTERN = re.compile(r"^seal_[A-Za-z0-9]{12}$")
 #: ``open_project_sealed`` refetches a project's keys for an unknown kid at most this often.
 DEFAULT_REFETCH_INTERVAL = 5.0
+#: ``open_project_sealed`` waits at most this long for the keys it does not hold (seconds).
+DEFAULT_KEYS_TIMEOUT = 2.0
 
 
 @dataclass(frozen=True)
@@ -204,10 +264,14 @@ def worth_refetching(
 
 
 __all__ = [
+    "DEFAULT_KEYS_TIMEOUT",
     "DEFAULT_REFETCH_INTERVAL",
+    "MAX_SEALED_LIFETIME",
     "CachedKeys",
     "KeySet",
+    "check_expectations",
     "header_kid",
     "open_sealed",
+    "project_expectations",
     "worth_refetching",
 ]

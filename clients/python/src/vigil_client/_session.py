@@ -13,12 +13,24 @@ DEFAULT_COOKIE = "vigil_session"
 
 @dataclass(frozen=True)
 class VigilSession:
-    """What a page template needs for ``Vigil.collect({publicKey, sessionId, sessionToken})``."""
+    """What a page template needs for ``Vigil.collect({publicKey, sessionId, sessionToken})``.
+
+    When the project's keys could not be read (Vigil stopped, slow or refusing) and the helper
+    fails open, ``available`` is false: ``public_key`` and ``session_token`` are ``None`` and
+    ``error`` says why; the page is served without the agent. ``session_id`` is the visitor's
+    all the same.
+    """
 
     project_id: str
-    public_key: str
+    public_key: Optional[str]
     session_id: str
-    session_token: str
+    session_token: Optional[str]
+    error: Optional[Exception] = None
+
+    @property
+    def available(self) -> bool:
+        """Whether the keys were read and the token minted (render the agent only then)."""
+        return self.error is None and self.public_key is not None and self.session_token is not None
 
 
 def new_session_id() -> str:

@@ -53,7 +53,8 @@ T = TypeVar("T")
 class Vigil:
     """A Vigil API client for a backend, holding a developer key.
 
-    ``base_url`` is the API's origin (``https://vigil.example``), without ``/v1``; it defaults to
+    ``base_url`` is the API's origin (``https://vigil.example``); a trailing ``/v1`` (the API
+    reference's base) is dropped, and a URL that is not http(s) is a ``ValueError``. It defaults to
     ``$VIGIL_BASE_URL``, then ``http://127.0.0.1:3000``. A 429 is retried up to ``max_retries``
     times after its ``Retry-After`` (at most 30 s). ``rate_limit`` holds the last answer's
     rate-limit fields. Use it as a context manager, or call ``close()``.
@@ -113,10 +114,17 @@ class Vigil:
         headers: Optional[Mapping[str, str]] = None,
         timeout: Union[float, httpx.Timeout, None] = None,
         max_retries: Optional[int] = None,
+        deadline: Optional[float] = None,
     ) -> httpx.Response:
+        # `deadline` (time.monotonic()): no attempt or 429 wait starts that would end past it.
         retries = self.max_retries if max_retries is None else max_retries
         attempt = 0
         while True:
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise VigilTimeoutError(f"no answer from {self.base_url} in time")
+                timeout = httpx.Timeout(left)
             try:
                 response = self._http.request(
                     method,
@@ -132,7 +140,9 @@ class Vigil:
                 raise VigilConnectionError(f"cannot reach {self.base_url}: {exc}") from exc
             self.rate_limit = _base.parse_rate_limit(response.headers) or self.rate_limit
             # Only 429 is retried: it is never processed, so even a POST is safe to repeat.
-            if response.status_code == 429 and attempt < retries:
+            if response.status_code == 429 and attempt < retries and (
+                deadline is None or time.monotonic() + _base.retry_delay(response) < deadline
+            ):
                 attempt += 1
                 time.sleep(_base.retry_delay(response))
                 continue
@@ -208,25 +218,46 @@ class Vigil:
         return keys
 
     def open_project_sealed(
-        self, project_id: str, sealed: str, expect: Optional[Mapping[str, Any]] = None
+        self,
+        project_id: str,
+        sealed: str,
+        expect: Mapping[str, Any],
+        *,
+        timeout: float = _sealed.DEFAULT_KEYS_TIMEOUT,
     ) -> SealedVerdict:
         """``open_sealed`` with the project's keys, fetched once and cached on this client.
 
-        A verdict under a kid the cache lacks (a rotation since) refetches the keys once, at
+        ``expect`` names at least the visitor's ``sessionId`` (add ``origin``); ``projectId`` is
+        ``project_id``, expected too. Without the session: a ``TypeError``, before any call. A
+        verdict under a kid the cache lacks (a rotation since) refetches the keys once, at
         most every ``sealing_key_refetch_interval`` seconds. Raises ``SealedVerdictError``, or
-        a ``VigilError`` if the keys cannot be fetched.
+        a ``VigilError`` if the keys cannot be fetched: a read waits at most ``timeout``
+        seconds (2; a 429 is retried only if its wait fits), so a checkout decides in seconds.
         """
+        checks = _sealed.project_expectations(project_id, expect)  # before any call
         cached = self._sealing_keys.get(project_id)
         if cached is None:
-            return _sealed.open_sealed(sealed, self.sealing_key(project_id), expect=expect)
+            return _sealed.open_sealed(
+                sealed, self._read_sealing_keys(project_id, timeout), expect=checks
+            )
         try:
-            return _sealed.open_sealed(sealed, cached.keys, expect=expect)
+            return _sealed.open_sealed(sealed, cached.keys, expect=checks)
         except SealedVerdictError as exc:
             if not _sealed.worth_refetching(
                 exc, sealed, cached, self.sealing_key_refetch_interval
             ):
                 raise
-        return _sealed.open_sealed(sealed, self.sealing_key(project_id), expect=expect)
+        keys = self._read_sealing_keys(project_id, timeout)
+        return _sealed.open_sealed(sealed, keys, expect=checks)
+
+    def _read_sealing_keys(self, project_id: str, timeout: float) -> SealingKeys:
+        """The project's keys for a request path: within ``timeout`` seconds in all (a 429 is
+        retried only if its wait fits), then cached."""
+        path = f"/projects/{seg(project_id)}/sealing-key"
+        deadline = time.monotonic() + timeout
+        keys = cast(SealingKeys, self._call("GET", path, deadline=deadline))
+        self._sealing_keys[project_id] = _sealed.CachedKeys(keys)
+        return keys
 
     # --- events, results, sessions ---
 
