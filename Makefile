@@ -204,6 +204,8 @@ cost: ## The cost and capacity model: USD per million visits, reads and deliveri
 eval: ## Accuracy of the detection engine on labelled corpora (fetched into .cache/eval)
 	$(PY) scripts/data.py --corpora
 	cargo run --release --locked --example eval -- .cache/eval
+	cargo build --release --locked --bin vigil
+	$(PY) scripts/old_browsers.py target/release/vigil
 
 fmt: ## Format the code
 	cargo fmt --all

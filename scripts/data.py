@@ -64,7 +64,10 @@ PYPI = {
     "tzdata": ("2026.6", "Apache-2.0 (zone data: public domain)"),
 }
 # Only for measuring (make eval), never shipped.
-EVAL_CRATES = {"isbot": ("0.1.3", "MIT")}
+EVAL_CRATES = {"isbot": ("0.1.3", "MIT"),
+               # uap-core's test corpus of user agents of every era (Apache-2.0), as the
+               # uaparser crate ships it.
+               "uaparser": ("0.6.4", "MIT (uap-core: Apache-2.0)")}
 
 # iporigin providers whose ranges come only from sources without a written licence (its NOTICE,
 # section 3): left out.
@@ -160,13 +163,23 @@ def isbot_patterns(tgz):
 # crawler-user-agents patterns that also match browsers and apps in use (measured on the isbot
 # crate's browsers.txt against npm isbot, benches/evaluate_vs_isbot.sh): narrowed to the crawler's
 # own token, or dropped where the name is a browser's. Blackboard's mobile app, HTC's Butterfly
-# phones, Opera Mini builds ending in 008/ and the Fluid site-specific browser are people.
+# phones, Opera Mini builds ending in 008/ and the Fluid site-specific browser are people; so are
+# Internet Explorer with Ask's TeomaBar toolbar and WIRED's iPad app (`WIRED/3.2`), which the
+# Teoma crawler's and the RED checker's patterns matched (uap-core's all-era corpus, issue 61).
 NARROWED = {
     "Blackboard": "Blackboard Safeassign",
     "Butterfly": "Butterfly\\/",
     "008\\/": "\\b008\\/",
     "Fluid": None,
+    "Teoma": "Teoma(?:[^B]|$)",
+    "RED\\/": "\\bRED\\/",
 }
+
+
+# isbot patterns that name a browser people used, not a bot: Google Chrome Frame, the plug-in that
+# rendered pages in Chrome inside Internet Explorer 6 to 9 (2009-2014), adds `chromeframe` to IE's
+# user agent (uap-core's all-era corpus, issue 61).
+ISBOT_DROPPED = {"chromeframe"}
 
 
 def bot_patterns():
@@ -180,7 +193,8 @@ def bot_patterns():
         if pattern is not None:
             rows.append(("crawler-user-agents", category, pattern))
     for pattern in isbot_patterns(npm_pack("isbot", NPM["isbot"][0])):
-        rows.append(("isbot", "bot", pattern))
+        if pattern not in ISBOT_DROPPED:
+            rows.append(("isbot", "bot", pattern))
     for _, _, p in rows:
         if "\t" in p or "\n" in p:
             raise SystemExit(f"pattern with a tab or newline: {p!r}")
@@ -444,6 +458,8 @@ def corpora():
     src = crate_source("isbot", EVAL_CRATES["isbot"][0])
     for name in ("bots.txt", "browsers.txt"):
         shutil.copy(src / "fixtures" / name, EVAL / f"isbot-crate-{name}")
+    uap = uap_core_user_agents(crate_source("uaparser", EVAL_CRATES["uaparser"][0]))
+    (EVAL / "uap-core-user-agents.tsv").write_text("".join(f"{fam}\t{ua}\n" for fam, ua in uap))
     # Consumer ISP addresses: the first address of ranges announced by large residential ISPs.
     asn_tgz = npm_pack("@ip-location-db/asn", NPM["@ip-location-db/asn"][0])
     rows = list(asn_rows(asn_tgz))
@@ -456,7 +472,38 @@ def corpora():
     hosting = hosting_sample(rows)
     (EVAL / "hosting-networks.tsv").write_text("".join(f"{ip}\t{asn}\t{p}\n" for ip, asn, p in hosting))
     print(f".cache/eval: {len(instances)} crawler-user-agents instances, isbot crate fixtures, "
+          f"{len(uap)} uap-core user agents, "
           f"{len(picked[::step])} consumer ISP addresses, {len(hosting)} hosting-network addresses")
+
+
+def uap_core_user_agents(src):
+    """(family, user agent) of every distinct user agent in uap-core's test files (its browser,
+    the all-era PGTS list, Firefox, Opera Mini and podcast clients), read line by line: the
+    files are flat YAML lists of `user_agent_string:` and `family:` keys."""
+    files = [src / "src" / "core" / "tests" / "test_ua.yaml",
+             *sorted((src / "src" / "core" / "test_resources").glob("*.yaml"))]
+    seen, out = set(), []
+
+    def scalar(text):
+        text = text.strip()
+        if text.startswith("'") and text.endswith("'"):
+            return text[1:-1].replace("''", "'")
+        if text.startswith('"') and text.endswith('"'):
+            return json.loads(text)
+        return text
+
+    for f in files:
+        ua = None
+        for line in f.read_text(encoding="utf-8").splitlines():
+            key, _, value = line.strip().lstrip("- ").partition(":")
+            if key == "user_agent_string":
+                ua = scalar(value)
+            elif key == "family" and ua is not None:
+                if ua.strip() and ua not in seen and "\t" not in ua and "\n" not in ua:
+                    seen.add(ua)
+                    out.append((scalar(value), ua))
+                ua = None
+    return out
 
 
 # Large hosting providers' networks, as the issue measured them: addresses drawn from all that

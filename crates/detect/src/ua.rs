@@ -760,4 +760,30 @@ mod tests {
             Some("HeadlessChrome")
         );
     }
+
+    /// Issue 61: browsers of every era that the shipped patterns once named as bots (uap-core's
+    /// corpus): Internet Explorer with Ask's TeomaBar or with Google Chrome Frame, WIRED's iPad
+    /// app. The crawlers those patterns were for are still named.
+    #[test]
+    fn old_browsers_are_not_bots_and_their_crawlers_still_are() {
+        let bot = |ua: &str| {
+            let e: crate::evidence::Evidence =
+                serde_json::from_value(serde_json::json!({ "userAgent": ua })).unwrap();
+            crate::tests::ENGINE.evaluate(&e).score_bot >= 0.5
+        };
+        for person in [
+            "Mozilla/4.0 (compatible; MSIE 6.0; Windows NT 5.1; SV1; TeomaBar 2.01; .NET CLR 1.1.4322)",
+            "Mozilla/4.0 (compatible; MSIE 8.0; Windows NT 6.1; Trident/4.0; chromeframe/11.0.696.57)",
+            "Mozilla/4.0 (compatible; MSIE 8.0; Windows NT 5.1; Trident/4.0; GTB6; chromeframe; .NET CLR 2.0.50727)",
+            "Mozilla/5.0 (iPad; U; CPU iPhone OS 7_0 like Mac OS X; de-DE) WIRED/3.2.3.11.87970",
+        ] {
+            assert!(!bot(person), "{person}");
+        }
+        for crawler in [
+            "Mozilla/2.0 (compatible; Ask Jeeves/Teoma; +http://sp.ask.com/docs/about/tech_crawling.html)",
+            "RED/2.0.14 (https://redbot.org/)",
+        ] {
+            assert!(bot(crawler), "{crawler}");
+        }
+    }
 }
