@@ -18,7 +18,7 @@ import inspect
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Optional, TypeVar, Union
+from typing import Any, Awaitable, Callable, Generic, Optional, TypeVar, Union
 
 import anyio
 import anyio.to_thread
@@ -33,6 +33,7 @@ DEFAULT_RETRY_INTERVAL = 1.0
 
 Outcome = Union[ProjectKeys, Exception]
 T = TypeVar("T")
+F = TypeVar("F")
 
 
 def check_timing(timeout: object, retry_interval: object) -> None:
@@ -58,7 +59,26 @@ class _Attempt:
     running: bool = True
 
 
-class ThreadedKeys:
+class _Keys(Generic[F]):
+    """What both loaders keep: the read (`fetch`), its bounds, the keys once read and the last
+    attempt."""
+
+    def __init__(
+        self,
+        fetch: F,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        retry_interval: float = DEFAULT_RETRY_INTERVAL,
+    ) -> None:
+        check_timing(timeout, retry_interval)
+        self.fetch = fetch
+        self.timeout = float(timeout)
+        self.retry_interval = float(retry_interval)
+        self._keys: Optional[ProjectKeys] = None
+        self._attempt: Optional[_Attempt] = None
+
+
+class ThreadedKeys(_Keys[Callable[[], ProjectKeys]]):
     """For threaded servers (Django under WSGI): the read runs in a thread of its own, so every
     request, the first included, waits at most until the read's deadline."""
 
@@ -69,13 +89,8 @@ class ThreadedKeys:
         timeout: float = DEFAULT_TIMEOUT,
         retry_interval: float = DEFAULT_RETRY_INTERVAL,
     ) -> None:
-        check_timing(timeout, retry_interval)
-        self.fetch = fetch
-        self.timeout = float(timeout)
-        self.retry_interval = float(retry_interval)
+        super().__init__(fetch, timeout=timeout, retry_interval=retry_interval)
         self._lock = threading.Lock()
-        self._keys: Optional[ProjectKeys] = None
-        self._attempt: Optional[_Attempt] = None
 
     def get(self) -> Outcome:
         with self._lock:  # held for bookkeeping only, never across a wait
@@ -120,23 +135,9 @@ class ThreadedKeys:
             attempt.finished.set()
 
 
-class AsyncKeys:
+class AsyncKeys(_Keys[Callable[[], Awaitable[ProjectKeys]]]):
     """For async servers (FastAPI): the first request of a round reads, under a cancel scope of
     ``timeout``; the others wait on its event, never past the same deadline."""
-
-    def __init__(
-        self,
-        fetch: Callable[[], Awaitable[ProjectKeys]],
-        *,
-        timeout: float = DEFAULT_TIMEOUT,
-        retry_interval: float = DEFAULT_RETRY_INTERVAL,
-    ) -> None:
-        check_timing(timeout, retry_interval)
-        self.fetch = fetch
-        self.timeout = float(timeout)
-        self.retry_interval = float(retry_interval)
-        self._keys: Optional[ProjectKeys] = None
-        self._attempt: Optional[_Attempt] = None
 
     async def get(self) -> Outcome:
         if self._keys is not None:
