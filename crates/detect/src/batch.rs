@@ -3,12 +3,15 @@
 use std::collections::HashMap;
 use std::io::{BufRead, Write};
 use std::net::IpAddr;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde::Serialize;
 
 use crate::engine::Engine;
 use crate::evidence::Evidence;
-use crate::reasons::Code;
+use crate::reasons::{Code, Target};
+use crate::verdict::Verdict;
 
 /// How the input lines are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -28,6 +31,17 @@ struct Bad<'a> {
 fn parse(line: &str, format: Format) -> Result<Evidence, String> {
     match format {
         Format::Json => {
+            // An access log's line, read as serde reads it, without serde.
+            if let Some(e) = plain_line(line) {
+                return Ok(e);
+            }
+            // Nearly every other line is good too: read it without keeping the path to each
+            // member, and read a bad one again with it, for the message.
+            use serde::Deserialize;
+            let de = &mut serde_json::Deserializer::from_str(line);
+            if let Ok(s) = StrictEvidence::deserialize(de) {
+                return Ok(s.0);
+            }
             let de = &mut serde_json::Deserializer::from_str(line);
             serde_path_to_error::deserialize::<_, StrictEvidence>(de)
                 .map(|s| s.0)
@@ -43,6 +57,98 @@ fn parse(line: &str, format: Format) -> Result<Evidence, String> {
         }
         Format::Combined => combined(line),
     }
+}
+
+/// The line an access log makes, `{"ipAddress": "...", "userAgent": "..."}` (either member, both
+/// or none, in either order, each a string without escapes): the evidence serde reads from it
+/// (tested), or none for any other line (another member, an escape, a null, a member twice, an
+/// address that does not parse), which serde reads.
+fn plain_line(line: &str) -> Option<Evidence> {
+    let b = line.as_bytes();
+    let mut i = 0;
+    // JSON's whitespace, as serde_json skips it.
+    let skip = |i: &mut usize| {
+        while b
+            .get(*i)
+            .is_some_and(|c| matches!(c, b' ' | b'\t' | b'\n' | b'\r'))
+        {
+            *i += 1;
+        }
+    };
+    // A string at `i` without escapes or control characters, and past it.
+    let string = |i: &mut usize| -> Option<&str> {
+        if b.get(*i) != Some(&b'"') {
+            return None;
+        }
+        let start = *i + 1;
+        let len = stop(&b[start..])?;
+        if b[start + len] != b'"' {
+            return None;
+        }
+        *i = start + len + 1;
+        // Quotes are ASCII: these are character boundaries.
+        line.get(start..start + len)
+    };
+    skip(&mut i);
+    if b.get(i) != Some(&b'{') {
+        return None;
+    }
+    i += 1;
+    skip(&mut i);
+    let mut e = Evidence::default();
+    if b.get(i) == Some(&b'}') {
+        return Some(e);
+    }
+    loop {
+        let key = string(&mut i)?;
+        skip(&mut i);
+        if b.get(i) != Some(&b':') {
+            return None;
+        }
+        i += 1;
+        skip(&mut i);
+        let value = string(&mut i)?;
+        match key {
+            "ipAddress" if e.ip_address.is_none() => e.ip_address = Some(value.parse().ok()?),
+            "userAgent" if e.user_agent.is_none() => e.user_agent = Some(value.to_owned()),
+            _ => return None,
+        }
+        skip(&mut i);
+        match b.get(i) {
+            Some(b',') => {
+                i += 1;
+                skip(&mut i);
+            }
+            // What follows the object is not read (serde's reading of a line does not either).
+            Some(b'}') => return Some(e),
+            _ => return None,
+        }
+    }
+}
+
+/// Where the first quote, backslash or control character of `b` is (where a JSON string without
+/// escapes ends, or is not one), eight bytes at a time.
+fn stop(b: &[u8]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let (words, _) = b.as_chunks::<8>();
+    for (n, word) in words.iter().enumerate() {
+        let x = u64::from_le_bytes(*word);
+        // A byte's top bit for each byte that is zero after the xor, or below 0x20 (a borrow
+        // only ever marks a byte above one that is: the lowest mark is the first).
+        let zero = |y: u64| y.wrapping_sub(ONES) & !y;
+        let found = (zero(x ^ (ONES * u64::from(b'"')))
+            | zero(x ^ (ONES * u64::from(b'\\')))
+            | (x.wrapping_sub(ONES * 0x20) & !x))
+            & HIGH;
+        if found != 0 {
+            return Some(n * 8 + found.trailing_zeros() as usize / 8);
+        }
+    }
+    let from = words.len() * 8;
+    (b[from..].iter())
+        .position(|&c| c == b'"' || c == b'\\' || c < 0x20)
+        .map(|i| from + i)
 }
 
 /// Evidence whose top-level members are exactly the known ones (signals may hold unknown ones).
@@ -125,6 +231,9 @@ fn truncate(s: &str, n: usize) -> &str {
 /// Lines read, scored and written together; the batch is split between the cores.
 const BATCH: usize = 8192;
 
+/// Lines a thread scores at a time (a 32nd of a batch).
+const PIECE: usize = 256;
+
 /// One input line's answer: the verdict, or why the line is bad.
 /// What a run scored: lines, bad lines, visits at or above 0.5 on each score, and how often each
 /// reason fired.
@@ -183,14 +292,43 @@ impl Summary {
     }
 }
 
+/// What a worker counts as it scores: [`Summary`]'s numbers, each reason's count by its code's
+/// place in [`Code`] (no map entry per reason).
+struct Counts {
+    summary: Summary,
+    reasons: Vec<usize>,
+    numbers: Numbers,
+}
+
+impl Counts {
+    fn new() -> Self {
+        Self {
+            summary: Summary::default(),
+            reasons: vec![0; crate::reasons::TABLE.len()],
+            numbers: Numbers::default(),
+        }
+    }
+
+    fn into_summary(mut self) -> Summary {
+        for (code, ..) in crate::reasons::TABLE {
+            let n = self.reasons[*code as usize];
+            if n > 0 {
+                self.summary.reasons.insert(*code, n);
+            }
+        }
+        self.summary
+    }
+}
+
 fn answer(
     engine: &Engine,
     line: &str,
     line_no: usize,
     format: Format,
     out: &mut Vec<u8>,
-    summary: &mut Summary,
+    counts: &mut Counts,
 ) {
+    let summary = &mut counts.summary;
     summary.lines += 1;
     match parse(line, format) {
         Ok(evidence) => {
@@ -198,9 +336,9 @@ fn answer(
             summary.bots += usize::from(verdict.score_bot >= 0.5);
             summary.proxies += usize::from(verdict.score_proxy_vpn >= 0.5);
             for r in &verdict.reasons {
-                *summary.reasons.entry(r.code).or_default() += 1;
+                counts.reasons[r.code as usize] += 1;
             }
-            let _ = serde_json::to_writer(&mut *out, &verdict);
+            write_verdict(out, &verdict, &mut counts.numbers);
         }
         Err(why) => {
             summary.bad += 1;
@@ -211,17 +349,107 @@ fn answer(
     out.push(b'\n');
 }
 
-/// Up to `BATCH` lines of `input`, without their line ends; none at its end.
-fn read_batch(input: &mut impl BufRead) -> std::io::Result<Vec<String>> {
-    let mut lines = Vec::with_capacity(BATCH);
+/// `verdict` as serde_json writes it (tested byte for byte), without serde's machinery per
+/// member: most of an answer is fixed text, and its strings rarely need an escape.
+fn write_verdict(out: &mut Vec<u8>, verdict: &Verdict, numbers: &mut Numbers) {
+    out.extend_from_slice(b"{\"scoreBot\":");
+    numbers.write(out, verdict.score_bot);
+    out.extend_from_slice(b",\"scoreProxyVpn\":");
+    numbers.write(out, verdict.score_proxy_vpn);
+    out.extend_from_slice(b",\"reasons\":[");
+    for (i, r) in verdict.reasons.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(b"{\"code\":");
+        string(out, r.code.name());
+        out.extend_from_slice(match r.score {
+            Target::Bot => b",\"score\":\"bot\",\"weight\":",
+            Target::ProxyVpn => b",\"score\":\"proxyVpn\",\"weight\":",
+        });
+        numbers.write(out, r.weight);
+        out.extend_from_slice(b",\"detail\":");
+        string(out, &r.detail);
+        out.push(b'}');
+    }
+    out.extend_from_slice(b"]}");
+}
+
+/// Numbers as serde_json writes them, the last few of them kept: the scores and weights of
+/// answers take few values (most visits score 0.018 on both).
+#[derive(Default)]
+struct Numbers {
+    /// By a hash of the number: its bits, and its text's length (0: none yet) and bytes.
+    slots: [(u64, u8, [u8; 24]); 16],
+}
+
+impl Numbers {
+    fn write(&mut self, out: &mut Vec<u8>, x: f64) {
+        let bits = x.to_bits();
+        let slot = &mut self.slots[((bits ^ bits >> 23 ^ bits >> 41) % 16) as usize];
+        let (known, len, text) = slot;
+        if *len > 0 && *known == bits {
+            out.extend_from_slice(&text[..usize::from(*len)]);
+            return;
+        }
+        let start = out.len();
+        let _ = serde_json::to_writer(&mut *out, &x);
+        let written = &out[start..];
+        if let Ok(n) = u8::try_from(written.len())
+            && (1..=24).contains(&n)
+        {
+            text[..written.len()].copy_from_slice(written);
+            (*known, *len) = (bits, n);
+        }
+    }
+}
+
+/// A string as serde_json writes it: quoted, with control characters, quotes and backslashes
+/// escaped (serde_json writes those that have one).
+fn string(out: &mut Vec<u8>, s: &str) {
+    if stop(s.as_bytes()).is_some() {
+        let _ = serde_json::to_writer(&mut *out, s);
+    } else {
+        out.push(b'"');
+        out.extend_from_slice(s.as_bytes());
+        out.push(b'"');
+    }
+}
+
+/// Up to `BATCH` lines of `input`: one text, and where each line lies in it without its line
+/// end (not a string per line); no lines at its end.
+struct Lines {
+    text: String,
+    ends: Vec<(usize, usize)>,
+}
+
+impl Lines {
+    fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    fn get(&self, i: usize) -> &str {
+        let (start, end) = self.ends[i];
+        &self.text[start..end]
+    }
+}
+
+fn read_batch(input: &mut impl BufRead) -> std::io::Result<Lines> {
+    let mut lines = Lines {
+        text: String::new(),
+        ends: Vec::with_capacity(BATCH),
+    };
     for _ in 0..BATCH {
-        let mut buf = String::new();
-        if input.read_line(&mut buf)? == 0 {
+        let start = lines.text.len();
+        if input.read_line(&mut lines.text)? == 0 {
             break;
         }
-        let keep = buf.trim_end_matches(['\n', '\r']).len();
-        buf.truncate(keep);
-        lines.push(buf);
+        let end = start + lines.text[start..].trim_end_matches(['\n', '\r']).len();
+        lines.ends.push((start, end));
     }
     Ok(lines)
 }
@@ -247,9 +475,29 @@ fn write_scored(
 /// (the lines scored before one are answered first).
 ///
 /// The workers score one batch while this thread writes the batch before it and reads the one
-/// after: reading and writing are not left to wait for the scoring, nor the scoring for them.
+/// after, then scores beside them: reading and writing are not left to wait for the scoring,
+/// nor the scoring for them. The threads take the batch's lines 256 at a time.
+///
+/// A run of more than one batch has the engine lay its addresses out in one table
+/// ([`Engine::index_addresses`]): the answers are the same, each address is searched for once
+/// instead of once per table.
 pub fn run(
     engine: &Engine,
+    mut input: impl BufRead,
+    output: impl Write,
+    format: Format,
+) -> std::io::Result<Summary> {
+    let lines = read_batch(&mut input)?;
+    if lines.len() == BATCH {
+        engine.index_addresses();
+    }
+    score(engine, lines, input, output, format)
+}
+
+/// [`run`]'s batches, the first already read.
+fn score(
+    engine: &Engine,
+    mut lines: Lines,
     mut input: impl BufRead,
     mut output: impl Write,
     format: Format,
@@ -259,37 +507,44 @@ pub fn run(
         .clamp(1, 8);
     let mut summary = Summary::default();
     let mut first_line = 1;
-    let mut lines = read_batch(&mut input)?;
     let mut written: Scored = Vec::new();
     while !lines.is_empty() {
-        let chunk = lines.len().div_ceil(workers);
-        let (scored, io) = std::thread::scope(|s| {
-            let handles: Vec<_> = lines
-                .chunks(chunk)
-                .enumerate()
-                .map(|(i, part)| {
-                    let start = first_line + i * chunk;
-                    s.spawn(move || {
-                        let mut out = Vec::with_capacity(part.len() * 160);
-                        let mut summary = Summary::default();
-                        for (j, line) in part.iter().enumerate() {
-                            answer(engine, line, start + j, format, &mut out, &mut summary);
-                        }
-                        (out, summary)
-                    })
-                })
-                .collect();
+        // The batch in pieces that each thread takes in turn as it comes free: a thread the
+        // machine's other work holds back leaves its share to the others instead of keeping
+        // them waiting at the batch's end.
+        let pieces = lines.len().div_ceil(PIECE);
+        let next = AtomicUsize::new(0);
+        let done: Vec<OnceLock<(Vec<u8>, Summary)>> =
+            (0..pieces).map(|_| OnceLock::new()).collect();
+        let work = || {
+            loop {
+                let piece = next.fetch_add(1, Ordering::Relaxed);
+                let Some(slot) = done.get(piece) else { break };
+                let (from, to) = (piece * PIECE, ((piece + 1) * PIECE).min(lines.len()));
+                let mut out = Vec::with_capacity((to - from) * 160);
+                let mut counts = Counts::new();
+                for i in from..to {
+                    let line = lines.get(i);
+                    answer(engine, line, first_line + i, format, &mut out, &mut counts);
+                }
+                let _ = slot.set((out, counts.into_summary()));
+            }
+        };
+        let (joined, io) = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..workers).map(|_| s.spawn(work)).collect();
             let io = write_scored(std::mem::take(&mut written), &mut output, &mut summary)
                 .and_then(|()| read_batch(&mut input));
-            let scored: Vec<std::thread::Result<(Vec<u8>, Summary)>> =
+            // This thread's reading and writing done, it scores too.
+            work();
+            let joined: std::thread::Result<Vec<()>> =
                 handles.into_iter().map(|h| h.join()).collect();
-            (scored, io)
+            (joined, io)
         });
+        let scored: Option<Scored> = joined
+            .ok()
+            .and_then(|_| done.into_iter().map(OnceLock::into_inner).collect());
         // A worker that panicked lost its lines: stop rather than answer out of step.
-        written = scored
-            .into_iter()
-            .collect::<Result<_, _>>()
-            .map_err(|_| std::io::Error::other("evaluation failed"))?;
+        written = scored.ok_or_else(|| std::io::Error::other("evaluation failed"))?;
         first_line += lines.len();
         lines = match io {
             Ok(next) => next,
@@ -369,6 +624,158 @@ mod tests {
                 i + 1
             );
         }
+    }
+
+    /// The serde reading of a line (what `parse` does without its plain path).
+    fn by_serde(line: &str) -> Result<Evidence, String> {
+        use serde::Deserialize;
+        let de = &mut serde_json::Deserializer::from_str(line);
+        StrictEvidence::deserialize(de)
+            .map(|s| s.0)
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_string_stops_where_the_first_byte_does() {
+        let naive = |b: &[u8]| b.iter().position(|&c| c == b'"' || c == b'\\' || c < 0x20);
+        let mut text: Vec<u8> =
+            b"Mozilla/5.0 (X11; Linux x86_64) Firefox/133.0 \xc3\xa9\xe4\xb8\xad".to_vec();
+        text.extend(0x7fu8..=0xff);
+        for special in [
+            b'"', b'\\', 0, 0x1f, b'\n', 0x20, 0x7f, 0x80, 0xff, 0x21, 0x5b, 0x5d,
+        ] {
+            for at in 0..text.len() {
+                for len in [at + 1, text.len()] {
+                    let mut b = text[..len].to_vec();
+                    b[at] = special;
+                    assert_eq!(stop(&b), naive(&b), "{special:#x} at {at} of {len}");
+                }
+            }
+        }
+        assert_eq!(stop(&text), naive(&text));
+        assert_eq!(stop(b""), None);
+    }
+
+    #[test]
+    fn plain_lines_read_as_serde_reads_them() {
+        let plain = [
+            r#"{"ipAddress":"185.220.101.1","userAgent":"curl/8.5.0"}"#,
+            r#"{"userAgent": "Mozilla/5.0 (X11; Linux x86_64) Gecko/20100101 Firefox/133.0", "ipAddress": "2a05:d018::1"}"#,
+            " {\t\"ipAddress\" :\r\n\"::ffff:1.2.3.4\" } ",
+            r#"{}"#,
+            r#"{ }"#,
+            r#"{"userAgent":""}"#,
+            r#"{"userAgent":"Navigateur é 中文"}"#,
+            r#"{"ipAddress":"1.2.3.4"} trailing text, which serde does not read either"#,
+        ];
+        for line in plain {
+            let e = plain_line(line).unwrap_or_else(|| panic!("{line}"));
+            assert_eq!(Ok(e), by_serde(line), "{line}");
+        }
+        // Lines left to serde: each is read (or refused) by it alone.
+        let others = [
+            r#"{"ipAddress":"1.2.3.4","ipAddress":"1.2.3.5"}"#,
+            r#"{"userAgent":"a","userAgent":"b"}"#,
+            r#"{"ipAddress":null}"#,
+            r#"{"ipAddress":"nope"}"#,
+            r#"{"ipAddress":" 1.2.3.4"}"#,
+            r#"{"userAgent":"say \"hi\""}"#,
+            r#"{"user\u0041gent":"x"}"#,
+            "{\"userAgent\":\"tab\there\"}",
+            r#"{"userAgent":"x",}"#,
+            r#"{"userAgent":"x" "ipAddress":"1.2.3.4"}"#,
+            r#"{"userAgent":"x""#,
+            r#"{"userAgent":"x"#,
+            r#"{"userAgent":1}"#,
+            r#"{"ip":"1.2.3.4"}"#,
+            r#"{"headers":{"user-agent":"x"}}"#,
+            r#"["1.2.3.4","x"]"#,
+            r#"{"#,
+            "",
+            "\u{feff}{}",
+        ];
+        for line in others {
+            assert_eq!(plain_line(line), None, "{line}");
+            let _ = by_serde(line);
+        }
+    }
+
+    #[test]
+    fn answers_are_written_as_serde_json_writes_them() {
+        let engine = Engine::embedded().unwrap();
+        let lines = [
+            r#"{"ipAddress":"185.220.101.1","userAgent":"curl/8.5.0"}"#,
+            r#"{"ipAddress":"3.5.140.1","userAgent":"Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)"}"#,
+            r#"{"ipAddress":"84.128.0.1"}"#,
+            r#"{}"#,
+        ];
+        let mut verdicts: Vec<_> = (lines.iter())
+            .map(|l| engine.evaluate(&parse(l, Format::Json).unwrap()))
+            .collect();
+        // Details with every kind of character a string may need escaped, and odd numbers.
+        let mut odd = verdicts[1].clone();
+        for (r, detail) in odd.reasons.iter_mut().zip([
+            "quote \" backslash \\ newline \n tab \t nul \0 bell \u{7} del \u{7f}",
+            "non-ASCII é 中文 \u{2028}",
+        ]) {
+            r.detail = detail.into();
+            r.weight = 1e-7;
+        }
+        odd.score_bot = f64::NAN;
+        odd.score_proxy_vpn = 1e21;
+        verdicts.push(odd);
+        // Twice over with one cache of numbers, as a worker writes them.
+        let mut numbers = Numbers::default();
+        for v in verdicts.iter().chain(&verdicts) {
+            let mut out = Vec::new();
+            write_verdict(&mut out, v, &mut numbers);
+            assert_eq!(
+                String::from_utf8(out).unwrap(),
+                serde_json::to_string(v).unwrap()
+            );
+        }
+        let mut out = Vec::new();
+        for x in [
+            0.018,
+            -0.0,
+            0.0,
+            f64::NAN,
+            f64::INFINITY,
+            1e300,
+            -1.5e-300,
+            0.018,
+            6.5,
+            -0.0,
+        ] {
+            numbers.write(&mut out, x);
+            out.push(b',');
+        }
+        let want: String = [
+            0.018,
+            -0.0,
+            0.0,
+            f64::NAN,
+            f64::INFINITY,
+            1e300,
+            -1.5e-300,
+            0.018,
+            6.5,
+            -0.0,
+        ]
+        .iter()
+        .map(|x| serde_json::to_string(x).unwrap() + ",")
+        .collect();
+        assert_eq!(String::from_utf8(out).unwrap(), want);
+        // The members written are all serde writes: a new one fails here first.
+        let value = serde_json::to_value(&verdicts[1]).unwrap();
+        let keys = |v: &serde_json::Value| -> Vec<String> {
+            v.as_object().unwrap().keys().cloned().collect()
+        };
+        assert_eq!(keys(&value), ["reasons", "scoreBot", "scoreProxyVpn"]);
+        assert_eq!(
+            keys(&value["reasons"][0]),
+            ["code", "detail", "score", "weight"]
+        );
     }
 
     #[test]

@@ -107,7 +107,17 @@ impl Networks {
 
     /// The hosting network `ip` belongs to, if any.
     pub fn lookup(&self, ip: IpAddr) -> Option<Network<'_>> {
-        let asn = self.table.find(ip)?;
+        self.network(self.table.find(ip)?)
+    }
+
+    /// The ranges as laid out, each naming its network's ASN.
+    pub fn table(&self) -> &Table {
+        &self.table
+    }
+
+    /// The hosting network of an ASN that a range names ([`crate::places::Place::network`]);
+    /// none when no `#A` line names it.
+    pub fn network(&self, asn: u32) -> Option<Network<'_>> {
         let records = self.records();
         let i = records
             .binary_search_by_key(&asn, |r| index::read(r).0)

@@ -5,14 +5,17 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::net::IpAddr;
+use std::sync::Arc;
 
 use serde::Deserialize;
 
 use crate::error::DataError;
 use crate::table::{Table, unlabelled};
 
+mod index;
 mod zones;
 
+pub use index::Index;
 pub use zones::Country;
 use zones::country;
 
@@ -34,6 +37,16 @@ pub enum Kind {
 pub struct Label {
     pub kind: Kind,
     pub provider: String,
+}
+
+/// What the address tables hold for one address, found together ([`crate::Engine::place`]): the
+/// operator range's label (its tag; [`Ranges::label`] reads it), the ASN of the hosting network
+/// range it falls in ([`crate::networks::Networks::network`] reads it), and its country.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Place {
+    pub range: Option<u32>,
+    pub network: Option<u32>,
+    pub country: Option<Country>,
 }
 
 /// Operator ranges: their labels (`#L` lines) and the ranges naming them ([`Table`]).
@@ -87,7 +100,17 @@ impl Ranges {
 
     /// The operator range `ip` falls in, if any.
     pub fn lookup(&self, ip: IpAddr) -> Option<&Label> {
-        self.labels.get(&self.table.find(ip)?)
+        self.label(self.table.find(ip)?)
+    }
+
+    /// The label of a range's tag ([`Place::range`]).
+    pub fn label(&self, tag: u32) -> Option<&Label> {
+        self.labels.get(&tag)
+    }
+
+    /// The ranges as laid out.
+    pub fn table(&self) -> &Table {
+        &self.table
     }
 
     pub fn len(&self) -> usize {
@@ -118,8 +141,19 @@ pub struct ZoneInfo {
     pub offsets: [i32; 2],
 }
 
+/// The country database's bytes, shared by its reader and [`Index::build`]'s walk of its tree.
+#[derive(Clone)]
+struct Mmdb(Arc<Cow<'static, [u8]>>);
+
+impl AsRef<[u8]> for Mmdb {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
 pub struct Geo {
-    countries: maxminddb::Reader<Cow<'static, [u8]>>,
+    countries: maxminddb::Reader<Mmdb>,
+    mmdb: Mmdb,
     /// Zones by name, and countries with every offset they use (in January or July), sorted:
     /// borrowed from the binary when built in.
     zones: Cow<'static, [(Cow<'static, str>, ZoneInfo)]>,
@@ -162,10 +196,12 @@ impl Geo {
         zones: Cow<'static, [(Cow<'static, str>, ZoneInfo)]>,
         country_offsets: Cow<'static, [(Country, Cow<'static, [i32]>)]>,
     ) -> Result<Self, DataError> {
-        let countries = maxminddb::Reader::from_source(mmdb)
+        let mmdb = Mmdb(Arc::new(mmdb));
+        let countries = maxminddb::Reader::from_source(mmdb.clone())
             .map_err(|e| DataError::Format(format!("country.mmdb: {e}")))?;
         Ok(Self {
             countries,
+            mmdb,
             zones,
             country_offsets,
         })
@@ -175,6 +211,11 @@ impl Geo {
         let found = self.countries.lookup(ip).ok()?;
         let rec: CountryRecord = found.decode().ok()??;
         country(rec.country_code)
+    }
+
+    /// The country database as read.
+    fn bytes(&self) -> &[u8] {
+        self.mmdb.as_ref()
     }
 
     pub fn zone(&self, name: &str) -> Option<&ZoneInfo> {

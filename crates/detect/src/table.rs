@@ -107,6 +107,19 @@ impl Table {
         self.v4.len() / V4 + self.v6.len() / V6
     }
 
+    /// [`Table::find`] over IPv4 as a step function: each `(from, tag)` holds from its address
+    /// up to the next one's, the first from 0. None when the records are not sorted by start or a
+    /// range ends before it starts (a table only `from_static` could hold), which `find` answers
+    /// in no simple way.
+    pub fn steps_v4(&self) -> Option<Vec<(u32, Option<u32>)>> {
+        steps(&self.v4, V4, v4_record, |x| x.checked_add(1))
+    }
+
+    /// The same over IPv6 (as `find` reads them: an IPv4-mapped address is looked up as IPv4).
+    pub fn steps_v6(&self) -> Option<Vec<(u128, Option<u32>)>> {
+        steps(&self.v6, V6, v6_record, |x| x.checked_add(1))
+    }
+
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -167,6 +180,41 @@ fn bisect<T: Ord + Copy>(
     (x <= end).then_some(tag)
 }
 
+/// See [`Table::steps_v4`]: what [`bisect`] answers, from each address on where it changes.
+fn steps<T: Ord + Copy + Default>(
+    bytes: &[u8],
+    size: usize,
+    read: fn(&[u8]) -> (T, T, u32),
+    after: fn(T) -> Option<T>,
+) -> Option<Vec<(T, Option<u32>)>> {
+    let records: Vec<(T, T, u32)> = bytes.chunks_exact(size).map(read).collect();
+    if records.iter().any(|r| r.0 > r.1) || records.windows(2).any(|w| w[0].0 > w[1].0) {
+        return None;
+    }
+    let mut out = vec![(T::default(), None)];
+    let mut push = |at: T, tag: Option<u32>| match out.last_mut() {
+        Some(last) if last.0 == at => last.1 = tag,
+        Some(last) if last.1 == tag => {}
+        _ => out.push((at, tag)),
+    };
+    for (i, &(start, end, tag)) in records.iter().enumerate() {
+        // Of records with one start, the bisection finds the last.
+        let next = records.get(i + 1).map(|r| r.0);
+        if next == Some(start) {
+            continue;
+        }
+        push(start, Some(tag));
+        if let Some(past) = after(end)
+            && next.is_none_or(|n| past < n)
+        {
+            push(past, None);
+        }
+    }
+    // Two steps with one tag in a row are one (a replaced step may have made them).
+    out.dedup_by(|b, a| a.1 == b.1);
+    Some(out)
+}
+
 fn find_v4(bytes: &[u8], x: u32) -> Option<u32> {
     bisect(bytes, V4, x, v4_record)
 }
@@ -206,6 +254,30 @@ mod tests {
         let (v4, v6): (&'static [u8], &'static [u8]) = (v4.to_vec().leak(), v6.to_vec().leak());
         assert_eq!(Table::from_static(v4, v6), Some(t));
         assert_eq!(Table::from_static(&v4[1..], v6), None);
+    }
+
+    #[test]
+    fn steps_are_what_the_bisection_finds() {
+        // Overlapping and shared starts, a range at 0 and one to the end of the space.
+        let t = Table::parse(
+            "0.0.0.0\t0.0.0.9\t1\n0.0.0.20\t0.0.0.40\t2\n0.0.0.30\t0.0.0.35\t3\n\
+             0.0.0.30\t0.0.0.32\t4\n0.0.0.50\t0.0.0.60\t5\n0.0.0.55\t0.0.0.99\t5\n\
+             255.255.255.0\t255.255.255.255\t6\n",
+        )
+        .unwrap();
+        let steps = t.steps_v4().unwrap();
+        let at = |x: u32| steps[steps.partition_point(|s| s.0 <= x) - 1].1;
+        for x in (0..120).chain([u32::MAX - 300, u32::MAX - 255, u32::MAX - 1, u32::MAX]) {
+            let ip = IpAddr::from(std::net::Ipv4Addr::from(x));
+            assert_eq!(at(x), t.find(ip), "{ip}");
+        }
+        assert_eq!(steps[0], (0, Some(1)));
+        assert!(
+            steps
+                .windows(2)
+                .all(|w| w[0].0 < w[1].0 && w[0].1 != w[1].1)
+        );
+        assert_eq!(t.steps_v6().unwrap(), [(0, None)]);
     }
 
     #[test]

@@ -5,18 +5,30 @@ use crate::calibration::Weights;
 use crate::engine::Engine;
 use crate::evidence::{Evidence, Signals};
 use crate::path::Path;
-use crate::places::Country;
+use crate::places::{Country, Place};
 use crate::signature::SignatureCheck;
 use crate::ua::Claim;
 use crate::velocity::Velocity;
 
-/// `s` in lower case; ASCII (nearly every user agent) without the Unicode tables.
+/// `s` in lower case; ASCII (nearly every user agent) without the Unicode tables, eight bytes at
+/// a time.
 fn lower_case(s: &str) -> String {
-    if s.is_ascii() {
-        s.to_ascii_lowercase()
-    } else {
-        s.to_lowercase()
+    if !s.is_ascii() {
+        return s.to_lowercase();
     }
+    let mut bytes = s.as_bytes().to_vec();
+    let (words, rest) = bytes.as_chunks_mut::<8>();
+    for word in words {
+        let x = u64::from_ne_bytes(*word);
+        // Per byte (all below 0x80): its top bit set from `A` on, and from past `Z` on; no
+        // carry crosses bytes. An upper-case letter gains 0x20.
+        let from_a = x.wrapping_add(0x3f3f_3f3f_3f3f_3f3f);
+        let past_z = x.wrapping_add(0x2525_2525_2525_2525);
+        let upper = from_a & !past_z & 0x8080_8080_8080_8080;
+        *word = (x | upper >> 2).to_ne_bytes();
+    }
+    rest.make_ascii_lowercase();
+    String::from_utf8(bytes).unwrap_or_else(|_| s.to_ascii_lowercase())
 }
 
 /// What the service found out about a visit beyond its evidence, for the engine to judge: the
@@ -46,6 +58,8 @@ pub struct Visit<'a> {
     /// What each user agent claims to be, read once for the rules that ask.
     pub ua_claim: Option<Claim>,
     pub js_claim: Option<Claim>,
+    /// What the address tables hold for the address (nothing without one).
+    pub place: Place,
     /// The address's country.
     pub country: Option<Country>,
     /// What the store counted of the visit's address and device; never from the client.
@@ -70,6 +84,7 @@ impl<'a> Visit<'a> {
             .or_else(|| e.headers.as_ref().and_then(|h| h.get("user-agent")))
             .map(str::trim);
         let js_ua = signals.and_then(|s| s.user_agent.as_deref());
+        let place = e.ip_address.map(|ip| engine.place(ip)).unwrap_or_default();
         Self {
             evidence: e,
             signals,
@@ -78,7 +93,8 @@ impl<'a> Visit<'a> {
             agent_lower: ua.or(js_ua).map(lower_case),
             ua_claim: ua.map(Claim::of),
             js_claim: js_ua.map(Claim::of),
-            country: e.ip_address.and_then(|ip| engine.geo.country(ip)),
+            place,
+            country: place.country,
             velocity: beyond.velocity,
             signature: beyond.signature,
             path: beyond.path,
@@ -88,5 +104,25 @@ impl<'a> Visit<'a> {
     /// The request's own user agent, lower-cased (none when only JavaScript's is known).
     pub fn ua_lower(&self) -> Option<&str> {
         self.ua.and(self.agent_lower.as_deref())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn lower_case_is_the_standard_one() {
+        let all: String = (0u8..0x80).map(char::from).collect();
+        for s in [
+            all.as_str(),
+            "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko)",
+            "@[`{ AZaz",
+            "",
+            "Ünïcödé MOZILLA",
+        ] {
+            for start in 0..s.len().min(9) {
+                let Some(s) = s.get(start..) else { continue };
+                assert_eq!(super::lower_case(s), s.to_lowercase(), "{s:?}");
+            }
+        }
     }
 }

@@ -11,12 +11,14 @@ use crate::visit::Visit;
 pub fn reasons(engine: &Engine, v: &Visit<'_>, out: &mut Vec<Reason>) {
     let (ip, agent_lower) = (v.evidence.ip_address, v.agent_lower.as_deref());
 
-    let label = ip.and_then(|ip| engine.ranges.lookup(ip));
+    // One search of the address's tables (the visit's), not one per table.
+    let label = v.place.range.and_then(|tag| engine.ranges.label(tag));
     // A crawler that names itself, of an operator that publishes its ranges (the catalogue).
-    let claimed = agent_lower
+    // (Only a visit with an address is judged: no scan of the user agent without one.)
+    let claimed = (ip.and(agent_lower))
         .and_then(|lower| engine.agents.range_claim(lower))
         .and_then(|known| known.ranges.as_deref());
-    if let (Some(operator), Some(_)) = (claimed, ip) {
+    if let Some(operator) = claimed {
         match label {
             Some(l) if l.kind == Kind::Crawler && l.provider == operator => {
                 out.push(Reason::new(
@@ -32,8 +34,8 @@ pub fn reasons(engine: &Engine, v: &Visit<'_>, out: &mut Vec<Reason>) {
         }
     }
     // Networks that split TCP are in the same table, and are not hosting.
-    let network = ip
-        .and_then(|ip| engine.networks.lookup(ip))
+    let network = (v.place.network)
+        .and_then(|asn| engine.networks.network(asn))
         .filter(|n| n.is_hosting());
     let Some(label) = label else {
         // Not in an operator's published ranges, but announced by a hosting network.

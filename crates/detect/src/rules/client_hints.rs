@@ -90,7 +90,9 @@ pub fn reasons(_: &Engine, v: &Visit<'_>, out: &mut Vec<Reason>) {
                 )
             })
         });
-    if let (Some(b), Some(u)) = (brand_major, chromium_major(ua.unwrap_or_default()))
+    // (The user agent's version is read only when brands give one: most visits send none.)
+    if let Some(b) = brand_major
+        && let Some(u) = chromium_major(ua.unwrap_or_default())
         && b != u
     {
         why.push(format!("brands say version {b}, the user agent {u}"));
