@@ -1,6 +1,7 @@
 //! The normalised view of one visit that every rule reads: the user agents as received, the one
 //! lower-cased copy the bot patterns and crawler claims share, and the address's country.
 
+use crate::agents::Known;
 use crate::calibration::Weights;
 use crate::engine::Engine;
 use crate::evidence::{Evidence, Signals};
@@ -57,6 +58,9 @@ pub struct Visit<'a> {
     pub agent_lower: Option<String>,
     /// What each user agent claims to be, read once for the rules that ask.
     pub ua_claim: Option<Claim>,
+    /// The catalogue's agent that the user agent (`agent_lower`) names, read once for the
+    /// address rule and the agent verdict.
+    pub named: Option<&'a Known>,
     pub js_claim: Option<Claim>,
     /// What the address tables hold for the address (nothing without one).
     pub place: Place,
@@ -71,12 +75,12 @@ pub struct Visit<'a> {
 }
 
 impl<'a> Visit<'a> {
-    pub fn of(engine: &Engine, e: &'a Evidence) -> Self {
+    pub fn of(engine: &'a Engine, e: &'a Evidence) -> Self {
         Self::with(engine, e, Beyond::default())
     }
 
     /// The visit with what the service found beyond its evidence.
-    pub fn with(engine: &Engine, e: &'a Evidence, beyond: Beyond<'a>) -> Self {
+    pub fn with(engine: &'a Engine, e: &'a Evidence, beyond: Beyond<'a>) -> Self {
         let signals = e.signals.as_ref();
         let ua = e
             .user_agent
@@ -85,13 +89,16 @@ impl<'a> Visit<'a> {
             .map(str::trim);
         let js_ua = signals.and_then(|s| s.user_agent.as_deref());
         let place = e.ip_address.map(|ip| engine.place(ip)).unwrap_or_default();
+        let agent_lower = ua.or(js_ua).map(lower_case);
+        let named = (agent_lower.as_deref()).and_then(|lower| engine.agents.by_user_agent(lower));
         Self {
             evidence: e,
             signals,
             ua,
             js_ua,
-            agent_lower: ua.or(js_ua).map(lower_case),
+            agent_lower,
             ua_claim: ua.map(Claim::of),
+            named,
             js_claim: js_ua.map(Claim::of),
             place,
             country: place.country,
@@ -99,6 +106,14 @@ impl<'a> Visit<'a> {
             signature: beyond.signature,
             path: beyond.path,
         }
+    }
+
+    /// The catalogue's agent with published ranges that the user agent names. Every token of
+    /// such an agent is one of the catalogue's, so a user agent that names no agent (nearly
+    /// every person's) is not scanned again.
+    pub fn range_claim(&self, engine: &'a Engine) -> Option<&'a Known> {
+        let lower = self.named.and(self.agent_lower.as_deref())?;
+        engine.agents.range_claim(lower)
     }
 
     /// The request's own user agent, lower-cased (none when only JavaScript's is known).

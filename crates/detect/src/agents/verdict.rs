@@ -9,11 +9,8 @@ use crate::visit::Visit;
 
 /// The agent verdict, after every rule has run (the address rule's `verified_bot` and
 /// `spoofed_bot` are the range check), and the identity reasons it adds.
-pub fn judge(catalogue: &Catalogue, v: &Visit<'_>, out: &mut Vec<Reason>) -> Agent {
-    let claimed = v
-        .agent_lower
-        .as_deref()
-        .and_then(|lower| catalogue.by_user_agent(lower));
+pub fn judge<'a>(catalogue: &'a Catalogue, v: &Visit<'a>, out: &mut Vec<Reason>) -> Agent {
+    let claimed = v.named;
     if let Some(check) = v.signature {
         return judge_signature(catalogue, check, claimed, out);
     }
@@ -25,8 +22,8 @@ pub fn judge(catalogue: &Catalogue, v: &Visit<'_>, out: &mut Vec<Reason>) -> Age
     });
     if let Some(status) = ranged {
         let known = v
-            .agent_lower
-            .as_deref()
+            .named
+            .and(v.agent_lower.as_deref())
             .and_then(|l| catalogue.range_claim(l));
         return Agent::of(status, known.or(claimed), Via::IpRange);
     }

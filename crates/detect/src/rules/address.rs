@@ -9,14 +9,14 @@ use crate::visit::Visit;
 
 /// The family's reasons for one visit.
 pub fn reasons(engine: &Engine, v: &Visit<'_>, out: &mut Vec<Reason>) {
-    let (ip, agent_lower) = (v.evidence.ip_address, v.agent_lower.as_deref());
+    let ip = v.evidence.ip_address;
 
     // One search of the address's tables (the visit's), not one per table.
     let label = v.place.range.and_then(|tag| engine.ranges.label(tag));
     // A crawler that names itself, of an operator that publishes its ranges (the catalogue).
     // (Only a visit with an address is judged: no scan of the user agent without one.)
-    let claimed = (ip.and(agent_lower))
-        .and_then(|lower| engine.agents.range_claim(lower))
+    let claimed = ip
+        .and_then(|_| v.range_claim(engine))
         .and_then(|known| known.ranges.as_deref());
     if let Some(operator) = claimed {
         match label {
