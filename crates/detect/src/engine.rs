@@ -8,10 +8,11 @@ use std::net::IpAddr;
 use std::path::Path;
 use std::sync::OnceLock;
 
+use crate::address_index::Index;
 use crate::agents::Catalogue;
 use crate::error::DataError;
 use crate::networks::Networks;
-use crate::places::{Geo, Index, Place, Ranges};
+use crate::places::{Geo, Place, Ranges};
 use crate::table::Table;
 use crate::ua::BotPatterns;
 use crate::wire::Fingerprints;

@@ -9,6 +9,7 @@
 //! the scores), `agents` (who a visit says it is), `error` ([`DataError`]). This file only
 //! declares the modules and names the public types; no module imports from it.
 
+mod address_index;
 pub mod agents;
 pub mod batch;
 pub mod calibration;

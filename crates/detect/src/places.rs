@@ -12,10 +12,8 @@ use serde::Deserialize;
 use crate::error::DataError;
 use crate::table::{Table, unlabelled};
 
-mod index;
 mod zones;
 
-pub use index::Index;
 pub use zones::Country;
 use zones::country;
 
@@ -141,9 +139,10 @@ pub struct ZoneInfo {
     pub offsets: [i32; 2],
 }
 
-/// The country database's bytes, shared by its reader and [`Index::build`]'s walk of its tree.
+/// The country database's bytes, shared by its reader and the address index's walk of its tree
+/// ([`crate::address_index::Index::build`]).
 #[derive(Clone)]
-struct Mmdb(Arc<Cow<'static, [u8]>>);
+pub(crate) struct Mmdb(Arc<Cow<'static, [u8]>>);
 
 impl AsRef<[u8]> for Mmdb {
     fn as_ref(&self) -> &[u8] {
@@ -152,8 +151,8 @@ impl AsRef<[u8]> for Mmdb {
 }
 
 pub struct Geo {
-    countries: maxminddb::Reader<Mmdb>,
-    mmdb: Mmdb,
+    pub(crate) countries: maxminddb::Reader<Mmdb>,
+    pub(crate) mmdb: Mmdb,
     /// Zones by name, and countries with every offset they use (in January or July), sorted:
     /// borrowed from the binary when built in.
     zones: Cow<'static, [(Cow<'static, str>, ZoneInfo)]>,
@@ -214,7 +213,7 @@ impl Geo {
     }
 
     /// The country database as read.
-    fn bytes(&self) -> &[u8] {
+    pub(crate) fn bytes(&self) -> &[u8] {
         self.mmdb.as_ref()
     }
 
