@@ -225,7 +225,7 @@ async fn throughput(batches: usize) {
         let started = Instant::now();
         // What the function does with a batch: records to feed events, then deliveries. A budget
         // no batch here comes near: every attempt is awaited and counted.
-        let events = vigil::store::change::feed_events(&records);
+        let events = vigil_store_dynamo::records::feed_events(&records);
         let attempted = dispatcher
             .handle(&events, std::time::Duration::from_secs(600))
             .await

@@ -92,7 +92,7 @@ pub async fn handle_stream_batch<S: ProjectStore + DeliveryStore>(
     event: aws_lambda_events::dynamodb::Event,
 ) -> DynamoDbEventResponse {
     let mut response = DynamoDbEventResponse::default();
-    let events = crate::store::change::feed_events(&event.records);
+    let events = vigil_store_dynamo::records::feed_events(&event.records);
     if let Err((i, e)) = dispatcher
         .handle(&events, crate::dispatch::FIRST_ATTEMPT_BUDGET)
         .await
