@@ -8,7 +8,7 @@ use lambda_http::{Body, Response};
 
 use vigil_core::domain::plan::Refusal;
 use vigil_core::report::Chain;
-use vigil_core::service::{ServiceError, TestBudget};
+use vigil_core::service::error::{ServiceError, TestBudget};
 use vigil_core::store::StoreError;
 
 #[derive(Debug, Clone, PartialEq, Eq)]

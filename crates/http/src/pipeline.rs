@@ -32,7 +32,8 @@ use crate::response::set_header;
 use vigil_core::domain::idempotency::Once;
 use vigil_core::domain::plan::{Principal, Refusal, Standing, Terms, seconds_until};
 use vigil_core::domain::{AccountId, Plan, Timestamp};
-use vigil_core::service::{ServiceError, Vigil};
+use vigil_core::service::error::ServiceError;
+use vigil_core::service::vigil::Vigil;
 use vigil_core::store::{AccountStore, ProjectStore, UsageStore};
 
 /// One route: what it extracts from the request, and its handler. `D` is the service's engine:
@@ -106,7 +107,7 @@ macro_rules! endpoint {
             type Data = $data;
 
             async fn handle(
-                $app: &vigil_core::service::Vigil<S, $engine>,
+                $app: &vigil_core::service::vigil::Vigil<S, $engine>,
                 $call: $crate::pipeline::Call<$path, $body, $query>,
             ) -> Result<$crate::pipeline::Reply<$data>, $crate::error::ApiError> $handler
         }

@@ -6,7 +6,8 @@ use aws_lambda_events::dynamodb::{EventRecord, StreamRecord, StreamViewType};
 use rusqlite::Connection;
 use vigil_core::domain::FeedEvent;
 use vigil_core::store::change::{EntityOnly, feed_event_of_bodies, unreadable};
-use vigil_core::store::items::{Entity, PK, SK};
+use vigil_core::store::items::Entity;
+use vigil_core::store::keys::{PK, SK};
 use vigil_core::store::plan::Attributes;
 
 use crate::error::{Db, corrupt};

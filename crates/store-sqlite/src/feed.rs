@@ -113,7 +113,8 @@ mod tests {
     use rusqlite::Connection;
     use vigil_core::domain::SessionChanged;
     use vigil_core::store::ResultStore;
-    use vigil_core::store::items::{PK, SK, SessionItem};
+    use vigil_core::store::items::SessionItem;
+    use vigil_core::store::keys::{PK, SK};
 
     use crate::testing::visit;
 

@@ -32,8 +32,8 @@ pub enum ServiceError {
     /// The webhook's test events of the last minute are at [`TEST_BUDGET`], or its account's of
     /// this minute at [`ACCOUNT_TEST_BUDGET`]; retry after this many seconds.
     ///
-    /// [`TEST_BUDGET`]: super::TEST_BUDGET
-    /// [`ACCOUNT_TEST_BUDGET`]: super::ACCOUNT_TEST_BUDGET
+    /// [`TEST_BUDGET`]: super::webhooks::TEST_BUDGET
+    /// [`ACCOUNT_TEST_BUDGET`]: super::webhooks::ACCOUNT_TEST_BUDGET
     #[error("the {0:?} test budget is spent")]
     TestBudget(TestBudget, u64),
     #[error("refused by the plan: {0:?}")]

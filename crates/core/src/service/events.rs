@@ -6,8 +6,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::agents::Caller;
+use super::directories::Caller;
 use super::error::{ServiceError, ServiceResult};
+use super::site::Site;
 use super::vigil::{Detecting, Vigil};
 use crate::detect::ENGINE_VERSION;
 use crate::detect::SignatureCheck;
@@ -30,9 +31,6 @@ use crate::store::{
     AccountStore, AgentStore, IdempotencyStore, ProjectStore, ResultPage, ResultStore, UsageStore,
     VelocityStore,
 };
-
-// Moved to `site.rs` (the service caches sites), still named from here as before.
-pub use super::site::Site;
 
 /// How long a warm instance trusts what it read of a project (its domain, whether it is disabled)
 /// and of its account's plan: a change made through the API applies to new visits within this.

@@ -41,8 +41,12 @@ use crate::domain::{
     WebhookType, WebhookUrl,
 };
 
-// The key vocabulary, named here too: adapters read the layout as `items::*`.
-pub use super::keys::*;
+use super::keys::{
+    ACCOUNT_SK, CHECKPOINT_SK, DUE_PARTITION, KEY_SK, PROJECT_COUNT_SK, PROJECT_SK,
+    REASON_ATTR_PREFIX, WEBHOOK_COUNT_SK, account_pk, account_project_sk, checkpoint_pk, device_pk,
+    key_pk, label_sk, project_pk, public_key_pk, result_sk, seen_key, session_sk, stats_sk,
+    webhook_sk,
+};
 
 /// A label, kept beside its session in the project's partition.
 pub type LabelItem = Keyed<crate::domain::label::Label>;
