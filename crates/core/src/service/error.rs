@@ -56,6 +56,9 @@ pub enum ServiceError {
     SessionToken(#[from] crate::domain::session_token::TokenError),
     #[error("the engine gave a score outside [0, 1]: {0}")]
     EngineFault(f64),
+    /// The verdict could not be sealed under the project's key: ours to fix, not the caller's.
+    #[error("cannot seal the verdict")]
+    Sealing(#[source] crate::domain::sealing::SealError),
     #[error(transparent)]
     Store(#[from] StoreError),
 }

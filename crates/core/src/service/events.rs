@@ -445,6 +445,5 @@ fn seal_verdict(
         iat: now.unix_seconds(),
         exp: now.unix_seconds() + MAX_SEALED_LIFETIME_SECS,
     };
-    seal(&keys.current, &verdict)
-        .map_err(|e| ServiceError::Store(crate::store::StoreError::Corrupt(Box::new(e))))
+    seal(&keys.current, &verdict).map_err(ServiceError::Sealing)
 }
