@@ -189,10 +189,8 @@ impl<S: ProjectStore + ResultStore + VelocityStore + AgentStore> Vigil<S, Detect
         let score = |v: f64| Score::new(v).map_err(|_| ServiceError::EngineFault(v));
         let (score_bot, score_proxy_vpn) =
             (score(verdict.score_bot)?, score(verdict.score_proxy_vpn)?);
-        // A verified agent the project allows keeps its scoreBot, but counts as no bot.
         let allowed = p.agents.allows(&verdict.agent);
-        let mut flagged = Flagged::at(self.threshold, score_bot, score_proxy_vpn);
-        flagged.bot &= !allowed;
+        let flagged = Flagged::of_visit(self.threshold, score_bot, score_proxy_vpn, allowed);
         crate::metrics::evaluation(project.as_str(), micros, flagged.bot, flagged.proxy);
         let new = NewResult {
             project_id: project.clone(),

@@ -32,6 +32,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::detect::Reason;
+use crate::domain::evaluation::counted_bot;
 use crate::domain::idempotency::{Created, IdempotencyKey, Once, Used};
 use crate::domain::insight::{Counts, Granularity, SessionSummary};
 use crate::domain::webhook::{Secrets, WebhookSecret};
@@ -362,11 +363,8 @@ impl SessionItem {
             .and_then(|e| e.device.as_ref())
             .map(|d| d.as_str().to_owned())
             .or_else(|| previous.and_then(|p| p.device.clone()));
-        let counted = if r.evaluation.as_ref().is_some_and(|e| e.allowed) {
-            Score::ZERO
-        } else {
-            r.result.score_bot
-        };
+        let allowed = r.evaluation.as_ref().is_some_and(|e| e.allowed);
+        let counted = counted_bot(r.result.score_bot, allowed).unwrap_or(Score::ZERO);
         let score_bot_counted = previous.map_or(counted, |p| p.bot_counted().max(counted));
         let agent = r
             .evaluation
