@@ -6,9 +6,9 @@
 
 use std::time::{Duration, Instant};
 
-use vigil::detect::signature::sign::{AgentForm, Key};
-use vigil::detect::signature::{self, Keys, Outcome, SignatureCheck};
-use vigil::detect::{Beyond, Engine, Evidence, RequestLine};
+use vigil_detect::signature::sign::{AgentForm, Key};
+use vigil_detect::signature::{self, Keys, Outcome, SignatureCheck};
+use vigil_detect::{Beyond, Engine, Evidence, RequestLine};
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]

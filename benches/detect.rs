@@ -6,8 +6,8 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use vigil::detect::path::{Page, Path as SessionPath};
-use vigil::detect::{Beyond, Engine, Evidence};
+use vigil_detect::path::{Page, Path as SessionPath};
+use vigil_detect::{Beyond, Engine, Evidence};
 
 fn rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")

@@ -25,12 +25,15 @@ use std::time::{Duration, Instant};
 
 use receiver::{Receiver, Reply};
 use serde_json::{Value, json};
-use vigil::config::Config;
-use vigil::dispatch::{Dispatcher, Sender, SystemResolver};
-use vigil::domain::{ProjectId, Timestamp, UrlPolicy, Webhook, WebhookId, WebhookType, WebhookUrl};
-use vigil::seed;
-use vigil::service::Vigil;
-use vigil::store::{SqliteStore, WebhookStore};
+use vigil_core::config::Config;
+use vigil_core::domain::{
+    ProjectId, Timestamp, UrlPolicy, Webhook, WebhookId, WebhookType, WebhookUrl,
+};
+use vigil_core::seed;
+use vigil_core::service::vigil::Vigil;
+use vigil_core::store::WebhookStore;
+use vigil_dispatch::{Dispatcher, Sender, SystemResolver};
+use vigil_store_sqlite::SqliteStore;
 
 const LOOPBACK: UrlPolicy = UrlPolicy {
     allow_loopback: true,
@@ -204,7 +207,7 @@ async fn throughput(batches: usize) {
             kind: WebhookType::ProxyVpnDetect,
             url: WebhookUrl::parse(&rx.url(&format!("/h{h}")), LOOPBACK).unwrap(),
             created_at: Timestamp::now(),
-            secrets: vigil::domain::webhook::Secrets::new(),
+            secrets: vigil_core::domain::webhook::Secrets::new(),
         };
         store.insert_webhook(&project, &hook).await.unwrap();
     }
@@ -225,7 +228,7 @@ async fn throughput(batches: usize) {
         let started = Instant::now();
         // What the function does with a batch: records to feed events, then deliveries. A budget
         // no batch here comes near: every attempt is awaited and counted.
-        let events = vigil::store::change::feed_events(&records);
+        let events = vigil_store_dynamo::records::feed_events(&records);
         let attempted = dispatcher
             .handle(&events, std::time::Duration::from_secs(600))
             .await

@@ -10,8 +10,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use vigil::detect::wire::header_order_of;
-use vigil::detect::{Engine, Evidence, Wire};
+use vigil_detect::wire::header_order_of;
+use vigil_detect::{Engine, Evidence, Wire};
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]
@@ -43,7 +43,7 @@ fn client_hello() -> Vec<u8> {
 
 fn main() {
     let hello = client_hello();
-    let ja4 = vigil::http::tls::ja4(&hello).expect("rustls' ClientHello has a JA4");
+    let ja4 = vigil_http::tls::ja4(&hello).expect("rustls' ClientHello has a JA4");
     assert!(
         ja4.starts_with("t13d") && ja4[8..10] == *"h2",
         "unexpected JA4 {ja4}"
@@ -51,7 +51,7 @@ fn main() {
     let mut per_connection = Vec::with_capacity(100_000);
     for _ in 0..100_000 {
         let t = Instant::now();
-        std::hint::black_box(vigil::http::tls::ja4(std::hint::black_box(&hello)));
+        std::hint::black_box(vigil_http::tls::ja4(std::hint::black_box(&hello)));
         per_connection.push(t.elapsed());
     }
     let (p50, p99) = summary(per_connection);
@@ -108,7 +108,7 @@ fn main() {
             .evaluate(v)
             .reasons
             .iter()
-            .any(|r| r.code == vigil::detect::Code::TlsFingerprintMismatch)
+            .any(|r| r.code == vigil_detect::Code::TlsFingerprintMismatch)
     };
     let browser = "t13d1517h2_8daaf6152771_cb7bf5808d99";
     assert!(!code(&with_wire(browser)), "Chromium's own TLS flagged");
@@ -118,13 +118,13 @@ fn main() {
     );
 
     // The physics a relayed connection shows, as `vigil serve` hands it to each request.
-    let physics = vigil::http::tcp::Physics::new(Some(
+    let physics = vigil_http::tcp::Physics::new(Some(
         serde_json::from_value(serde_json::json!({"ttl": 49, "window": 64240, "mss": 1460,
             "windowScale": 7, "options": ["mss", "sackPermitted", "timestamp", "nop", "windowScale"]}))
         .expect("a SYN"),
     ));
     physics.end_to_end(Duration::from_micros(96_500));
-    let relayed = |t: Option<vigil::detect::transport::Transport>| {
+    let relayed = |t: Option<vigil_detect::transport::Transport>| {
         let mut v = visit.clone();
         v.wire = Some(Wire {
             ja4: Some(browser.to_owned()),
@@ -134,7 +134,7 @@ fn main() {
         });
         v
     };
-    let mut tcp = vigil::detect::transport::Transport {
+    let mut tcp = vigil_detect::transport::Transport {
         tcp_rtt_ms: Some(21.0),
         ..physics.transport().expect("measured")
     };
@@ -143,7 +143,7 @@ fn main() {
             .evaluate(&relayed(Some(tcp.clone())))
             .reasons
             .iter()
-            .any(|r| r.code == vigil::detect::Code::RelayLatency),
+            .any(|r| r.code == vigil_detect::Code::RelayLatency),
         "a 75 ms detour not named"
     );
     tcp.end_to_end_rtt_ms = Some(24.0);
@@ -152,7 +152,7 @@ fn main() {
             .evaluate(&relayed(Some(tcp)))
             .reasons
             .iter()
-            .all(|r| r.code != vigil::detect::Code::RelayLatency),
+            .all(|r| r.code != vigil_detect::Code::RelayLatency),
         "a direct connection named a relay"
     );
 
@@ -214,7 +214,7 @@ fn main() {
 /// (2,000 loopback connections through a listener that saves SYNs), then TCP_INFO on each read.
 #[cfg(target_os = "linux")]
 fn connection_physics() {
-    use vigil::http::tcp::{Metered, Physics, min_rtt_us, save_syns, saved_syn};
+    use vigil_http::tcp::{Metered, Physics, min_rtt_us, save_syns, saved_syn};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("listener");
     save_syns(&listener).expect("TCP_SAVE_SYN");
     let at = listener.local_addr().expect("address");

@@ -12,14 +12,15 @@ use std::collections::HashMap;
 use std::time::Instant;
 
 use aws_sdk_dynamodb::types::AttributeValue;
-use vigil::detect::{Engine, Evidence};
-use vigil::domain::Flagged;
-use vigil::domain::insight::{Granularity, Tally};
-use vigil::domain::velocity::Tick;
-use vigil::domain::{
+use vigil_core::domain::Flagged;
+use vigil_core::domain::insight::{Granularity, Tally};
+use vigil_core::domain::velocity::Tick;
+use vigil_core::domain::{
     CheckResult, DeviceKey, Evaluation, NewResult, ProjectId, Score, SessionId, Timestamp,
 };
-use vigil::store::items::{ResultItem, SessionItem, StatsItem, stats_shard};
+use vigil_core::store::items::{ResultItem, SessionItem, StatsItem};
+use vigil_core::store::keys::stats_shard;
+use vigil_detect::{Engine, Evidence};
 
 // Prices, USD (us-east-1, published).
 const API_GATEWAY_PER_M: f64 = 3.50; // REST API, first 333 M requests a month
@@ -116,7 +117,7 @@ fn main() {
         },
         evaluation: Some(Evaluation {
             reasons: verdict.reasons.clone(),
-            engine_version: vigil::detect::ENGINE_VERSION.to_owned(),
+            engine_version: vigil_detect::ENGINE_VERSION.to_owned(),
             model: "shared".into(),
             ja4: None,
             transport: None,

@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use vigil::detect::{Engine, Evidence, Signals};
+use vigil_detect::{Engine, Evidence, Signals};
 
 const CHROME: &str = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36";
 
@@ -80,7 +80,7 @@ fn engine(data: &Path, only_source: Option<&str>) -> Engine {
 fn share(
     e: &Engine,
     evidence: &[Evidence],
-    score: fn(&vigil::detect::Verdict) -> f64,
+    score: fn(&vigil_detect::Verdict) -> f64,
     min: f64,
 ) -> (usize, usize) {
     let hit = evidence
@@ -90,11 +90,11 @@ fn share(
     (hit, evidence.len())
 }
 
-fn bot_score(v: &vigil::detect::Verdict) -> f64 {
+fn bot_score(v: &vigil_detect::Verdict) -> f64 {
     v.score_bot
 }
 
-fn proxy_score(v: &vigil::detect::Verdict) -> f64 {
+fn proxy_score(v: &vigil_detect::Verdict) -> f64 {
     v.score_proxy_vpn
 }
 
@@ -203,7 +203,7 @@ fn main() {
     );
 
     // Proxy side: every range's first address, with a browser's user agent.
-    use vigil::detect::places::Kind;
+    use vigil_detect::places::Kind;
     let mut by_kind: Vec<(&str, Vec<Evidence>, f64, &str)> = vec![
         ("Tor exits", Vec::new(), 0.9, ">= 0.9"),
         ("VPN ranges", Vec::new(), 0.9, ">= 0.9"),

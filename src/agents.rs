@@ -16,8 +16,8 @@ use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use sha2::{Digest, Sha256};
 
-use crate::detect::RequestLine;
-use crate::detect::signature::sign::{AgentForm, Key};
+use vigil_detect::RequestLine;
+use vigil_detect::signature::sign::{AgentForm, Key};
 
 /// The well-known path of a key directory (Web Bot Auth directory draft).
 pub const DIRECTORY_PATH: &str = "/.well-known/http-message-signatures-directory";

@@ -8,21 +8,23 @@ use std::sync::Arc;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::config::{Config, ConfigError};
-use crate::dispatch::{Dispatcher, SWEEP_EVERY, sweep_forever};
-use crate::domain::project::{Domain, ProjectName};
-use crate::domain::token::ApiKey;
-use crate::domain::{
+use vigil_core::config::{Config, ConfigError};
+use vigil_core::domain::project::{Domain, ProjectName};
+use vigil_core::domain::token::ApiKey;
+use vigil_core::domain::{
     AccountId, CheckResult, ManualClock, NewResult, ProjectId, Score, SessionId, Timestamp,
     UrlPolicy,
 };
-use crate::seed::{self, SeedError};
-use crate::service::projects::ProjectSpec;
-use crate::service::{Detecting, ServiceError, Vigil};
-use crate::store::feed::ChangeFeed;
-use crate::store::{SqliteStore, Store, StoreError};
+use vigil_core::seed::{self, SeedError};
+use vigil_core::service::error::ServiceError;
+use vigil_core::service::projects::ProjectSpec;
+use vigil_core::service::vigil::{Detecting, Vigil};
+use vigil_core::store::feed::ChangeFeed;
+use vigil_core::store::{Store, StoreError};
+use vigil_dispatch::{Dispatcher, SWEEP_EVERY, sweep_forever};
+use vigil_store_sqlite::SqliteStore;
 
-/// Why a command failed: printed as one line with its causes ([`crate::report::Chain`]).
+/// Why a command failed: printed as one line with its causes ([`vigil_core::report::Chain`]).
 #[derive(Debug, thiserror::Error)]
 pub enum CliError {
     #[error(transparent)]
@@ -50,7 +52,7 @@ pub enum CliError {
         source: SeedError,
     },
     #[error("cannot serve HTTPS")]
-    Tls(#[source] crate::http::tls::TlsError),
+    Tls(#[source] vigil_http::tls::TlsError),
     #[error("cannot create the demo data")]
     Demo(#[source] SeedError),
     #[error("cannot build the webhook client")]
@@ -64,7 +66,7 @@ pub enum CliError {
     #[error("the server stopped")]
     Serve(#[source] std::io::Error),
     #[error("cannot load the detection data")]
-    DetectionData(#[source] crate::detect::DataError),
+    DetectionData(#[source] vigil_detect::DataError),
     #[error("{0} bad line(s), answered with a message each")]
     BadLines(usize),
     #[error("reading or writing failed")]
@@ -199,7 +201,7 @@ pub enum Command {
     Evaluate {
         file: Option<PathBuf>,
         #[arg(long, value_enum, default_value = "json")]
-        format: crate::detect::batch::Format,
+        format: vigil_detect::batch::Format,
         /// Load the engine's data from this folder (bot patterns, IP ranges, hosting networks,
         /// countries, zones) instead of the copy built into the binary.
         #[arg(long, env = "VIGIL_DATA_DIR")]
@@ -270,7 +272,7 @@ pub enum AgentsAction {
         ip: IpAddr,
         /// `dictionary` (`agent1="https://..."`, the current drafts) or `plain` (older drafts).
         #[arg(long, default_value = "dictionary", value_parser = parse_agent_form)]
-        form: crate::detect::signature::sign::AgentForm,
+        form: vigil_detect::signature::sign::AgentForm,
         /// How long the signature is valid (at most 24h).
         #[arg(long, default_value = "5m", value_parser = humantime::parse_duration)]
         validity: std::time::Duration,
@@ -340,8 +342,8 @@ pub enum ResultsAction {
     },
 }
 
-fn parse_agent_form(s: &str) -> Result<crate::detect::signature::sign::AgentForm, String> {
-    use crate::detect::signature::sign::AgentForm;
+fn parse_agent_form(s: &str) -> Result<vigil_detect::signature::sign::AgentForm, String> {
+    use vigil_detect::signature::sign::AgentForm;
     match s {
         "dictionary" => Ok(AgentForm::Dictionary),
         "plain" => Ok(AgentForm::Plain),
@@ -416,8 +418,8 @@ async fn run_on<S: Store + ChangeFeed>(
             stun_port,
         } => {
             let tls = match (tls_cert, tls_key) {
-                (Some(cert), Some(key)) => Some(crate::http::tls::Tls::from_pem_files(&cert, &key)),
-                _ if tls_self_signed => Some(crate::http::tls::Tls::self_signed()),
+                (Some(cert), Some(key)) => Some(vigil_http::tls::Tls::from_pem_files(&cert, &key)),
+                _ if tls_self_signed => Some(vigil_http::tls::Tls::self_signed()),
                 _ => None,
             }
             .transpose()
@@ -435,7 +437,7 @@ async fn run_on<S: Store + ChangeFeed>(
                 crate::root::detecting(store.clone(), policy, directories, config, engine)
                     .map_err(CliError::WebhookClient)?,
             );
-            let limits = crate::server::Limits {
+            let limits = vigil_http::server::Limits {
                 max_connections,
                 read_timeout,
                 trust_proxy: trust_proxy.into(),
@@ -571,7 +573,7 @@ async fn agents(action: AgentsAction) -> Result<(), CliError> {
             validity,
             key_phrase,
         } => {
-            let request = crate::detect::RequestLine {
+            let request = vigil_detect::RequestLine {
                 method: Some(method),
                 authority: Some(authority),
                 path: Some(path),
@@ -599,7 +601,7 @@ async fn agents(action: AgentsAction) -> Result<(), CliError> {
 /// `vigil evaluate`: needs no store; stdin and stdout are buffered, lines are answered in order.
 fn evaluate(
     file: Option<&Path>,
-    format: crate::detect::batch::Format,
+    format: vigil_detect::batch::Format,
     data: Option<&Path>,
     summary: bool,
 ) -> Result<(), CliError> {
@@ -612,9 +614,9 @@ fn evaluate(
                 path: path.to_owned(),
                 source,
             })?;
-            crate::detect::batch::run(&engine, std::io::BufReader::new(f), out, format)
+            vigil_detect::batch::run(&engine, std::io::BufReader::new(f), out, format)
         }
-        None => crate::detect::batch::run(&engine, std::io::stdin().lock(), out, format),
+        None => vigil_detect::batch::run(&engine, std::io::stdin().lock(), out, format),
     }
     .map_err(CliError::Io)?;
     if summary {
@@ -681,7 +683,7 @@ async fn serve<S: Store + ChangeFeed + Clone>(
     seed_file: Option<PathBuf>,
     demo_account: bool,
     dispatcher: Arc<Dispatcher<S>>,
-    limits: crate::server::Limits,
+    limits: vigil_http::server::Limits,
 ) -> Result<(), CliError> {
     if let Some(file) = &seed_file {
         let r = load_seed(&app, file).await?;
@@ -702,7 +704,7 @@ async fn serve<S: Store + ChangeFeed + Clone>(
         let day = Vigil::new(store.clone(), app.url_policy())
             .with_engine(app.engine().clone())
             .with_clock(clock.clone());
-        crate::demo_day::day(&day, &clock, &store)
+        vigil_core::demo::day(&day, &clock, &store)
             .await
             .map_err(CliError::Demo)?;
         Some(key)
@@ -716,7 +718,7 @@ async fn serve<S: Store + ChangeFeed + Clone>(
     if let Some(port) = limits.stun_port {
         match tokio::net::UdpSocket::bind((addr.ip(), port)).await {
             Ok(socket) => {
-                tokio::spawn(crate::http::stun::serve(socket));
+                tokio::spawn(vigil_http::stun::serve(socket));
             }
             // The API still serves; only the agent's WebRTC address goes unasked.
             Err(e) => {
@@ -747,7 +749,7 @@ async fn serve<S: Store + ChangeFeed + Clone>(
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(banner.as_bytes()).and_then(|()| out.flush());
     drop(out);
-    tokio::spawn(store.follow(crate::dispatch::Following(dispatcher.clone())));
+    tokio::spawn(store.follow(vigil_dispatch::Following(dispatcher.clone())));
     tokio::spawn(sweep_forever(dispatcher, SWEEP_EVERY));
     // Ctrl-C, or SIGTERM from a service manager (systemd, a container's runtime): both drain.
     let shutdown = async {
@@ -771,7 +773,7 @@ async fn serve<S: Store + ChangeFeed + Clone>(
         }
         eprintln!("vigil: stopping; answering the requests in flight");
     };
-    crate::server::serve(app, listener, limits, shutdown)
+    vigil_http::server::serve(app, listener, limits, shutdown)
         .await
         .map_err(CliError::Serve)?;
     eprintln!("vigil: stopped");

@@ -9,14 +9,16 @@ use aws_lambda_events::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse
 use lambda_http::{Body, Request, Response, service_fn};
 use lambda_runtime::LambdaEvent;
 
-use crate::config::Config;
-use crate::dispatch::Dispatcher;
-use crate::domain::UrlPolicy;
-use crate::http::gateway::Edge;
-use crate::http::{ApiError, Endpoint, Resolved, Router, answer, auth, gateway};
-use crate::report::Chain;
-use crate::service::{Detecting, ServiceError, Vigil};
-use crate::store::{DeliveryStore, DynamoStore, ProjectStore};
+use vigil_core::config::Config;
+use vigil_core::domain::UrlPolicy;
+use vigil_core::report::Chain;
+use vigil_core::service::error::ServiceError;
+use vigil_core::service::vigil::{Detecting, Vigil};
+use vigil_core::store::{DeliveryStore, ProjectStore};
+use vigil_dispatch::Dispatcher;
+use vigil_http::gateway::Edge;
+use vigil_http::{ApiError, Endpoint, Resolved, Router, answer, auth, gateway};
+use vigil_store_dynamo::DynamoStore;
 
 pub type Error = lambda_runtime::Error;
 pub type App = Vigil<DynamoStore>;
@@ -24,13 +26,13 @@ pub type App = Vigil<DynamoStore>;
 pub type DetectingApp = Vigil<DynamoStore, Detecting>;
 
 /// Logs as JSON in Lambda (CloudWatch parses it), readable text elsewhere; `RUST_LOG` filters
-/// them. In Lambda, metric events ([`crate::metrics`]) are written to stdout as the EMF lines they
+/// them. In Lambda, metric events ([`vigil_core::metrics`]) are written to stdout as the EMF lines they
 /// carry, whatever `RUST_LOG` says; elsewhere they are dropped.
 pub fn init_tracing() {
     use tracing_subscriber::filter::{EnvFilter, filter_fn};
     use tracing_subscriber::prelude::*;
     let env = || EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    let logs = || filter_fn(|m| m.target() != crate::metrics::TARGET);
+    let logs = || filter_fn(|m| m.target() != vigil_core::metrics::TARGET);
     if std::env::var_os("AWS_LAMBDA_FUNCTION_NAME").is_some() {
         let fmt = tracing_subscriber::fmt::layer()
             .json()
@@ -39,8 +41,8 @@ pub fn init_tracing() {
             .with_target(false)
             .with_filter(env())
             .with_filter(logs());
-        let emf = crate::metrics::EmfLayer::new(std::io::stdout())
-            .with_filter(filter_fn(|m| m.target() == crate::metrics::TARGET));
+        let emf = vigil_core::metrics::EmfLayer::new(std::io::stdout())
+            .with_filter(filter_fn(|m| m.target() == vigil_core::metrics::TARGET));
         tracing_subscriber::registry().with(fmt).with(emf).init();
     } else {
         // Colours for a person at a terminal, plain text for a file or a pipe.
@@ -92,9 +94,9 @@ pub async fn handle_stream_batch<S: ProjectStore + DeliveryStore>(
     event: aws_lambda_events::dynamodb::Event,
 ) -> DynamoDbEventResponse {
     let mut response = DynamoDbEventResponse::default();
-    let events = crate::store::change::feed_events(&event.records);
+    let events = vigil_store_dynamo::records::feed_events(&event.records);
     if let Err((i, e)) = dispatcher
-        .handle(&events, crate::dispatch::FIRST_ATTEMPT_BUDGET)
+        .handle(&events, vigil_dispatch::FIRST_ATTEMPT_BUDGET)
         .await
     {
         tracing::error!(error = %Chain(&e), "dispatch failed; reporting the record for retry");
@@ -113,7 +115,7 @@ pub async fn run_sweep() -> Result<(), Error> {
     lambda_runtime::run(lambda_runtime::service_fn(
         move |event: LambdaEvent<serde_json::Value>| async move {
             let deadline = event.context.deadline();
-            let round = crate::dispatch::deliver::TOTAL_TIMEOUT + std::time::Duration::from_secs(5);
+            let round = vigil_dispatch::deliver::TOTAL_TIMEOUT + std::time::Duration::from_secs(5);
             let mut total = 0;
             loop {
                 let n = dispatcher.sweep().await?;
@@ -184,17 +186,17 @@ pub async fn run_collect() -> Result<(), Error> {
 /// collect route.
 pub async fn collect<S>(app: &Vigil<S, Detecting>, edge: &Edge, req: &Request) -> Response<Body>
 where
-    S: crate::store::AccountStore
+    S: vigil_core::store::AccountStore
         + ProjectStore
-        + crate::store::ResultStore
-        + crate::store::UsageStore
-        + crate::store::VelocityStore
-        + crate::store::AgentStore,
+        + vigil_core::store::ResultStore
+        + vigil_core::store::UsageStore
+        + vigil_core::store::VelocityStore
+        + vigil_core::store::AgentStore,
 {
     match gateway::request_context(app, req).await {
         Ok(ctx) => {
             let ctx = edge.viewer(ctx, req.headers());
-            crate::http::ingest::collect(app, &ctx, req).await
+            vigil_http::ingest::collect(app, &ctx, req).await
         }
         Err(e) => ApiError::from(e).into_response(),
     }
@@ -234,7 +236,7 @@ where
 pub async fn answer_measured<E, S, D>(app: &Vigil<S, D>, req: Request) -> Response<Body>
 where
     E: Endpoint<S, D>,
-    S: crate::store::AccountStore + ProjectStore + crate::store::UsageStore + Sync,
+    S: vigil_core::store::AccountStore + ProjectStore + vigil_core::store::UsageStore + Sync,
     D: Sync,
 {
     let route = std::any::type_name::<E>()
@@ -252,7 +254,7 @@ async fn measured(
     let started = std::time::Instant::now();
     let res = answer.await;
     let ms = started.elapsed().as_secs_f64() * 1000.0;
-    crate::metrics::request(route, res.status().as_u16(), ms);
+    vigil_core::metrics::request(route, res.status().as_u16(), ms);
     res
 }
 
@@ -260,7 +262,7 @@ async fn measured(
 pub async fn run_agent_script() -> Result<(), Error> {
     init_tracing();
     lambda_http::run(service_fn(|req: Request| async move {
-        Ok::<_, std::convert::Infallible>(crate::http::ingest::agent_script(&req))
+        Ok::<_, std::convert::Infallible>(vigil_http::ingest::agent_script(&req))
     }))
     .await
 }
@@ -269,7 +271,7 @@ pub async fn run_agent_script() -> Result<(), Error> {
 pub async fn run_dashboard() -> Result<(), Error> {
     init_tracing();
     lambda_http::run(service_fn(|req: Request| async move {
-        Ok::<_, std::convert::Infallible>(crate::http::insight::dashboard(&req))
+        Ok::<_, std::convert::Infallible>(vigil_http::insight::dashboard(&req))
     }))
     .await
 }
@@ -278,7 +280,7 @@ pub async fn run_dashboard() -> Result<(), Error> {
 pub async fn run_reference() -> Result<(), Error> {
     init_tracing();
     lambda_http::run(service_fn(|req: Request| async move {
-        Ok::<_, std::convert::Infallible>(crate::http::reference::reference(&req))
+        Ok::<_, std::convert::Infallible>(vigil_http::reference::reference(&req))
     }))
     .await
 }
@@ -297,7 +299,7 @@ pub async fn run_authorizer() -> Result<(), Error> {
 }
 
 /// The authorizer's decision for one event.
-pub async fn authorizer<S: crate::store::KeyStore + crate::store::AccountStore, D>(
+pub async fn authorizer<S: vigil_core::store::KeyStore + vigil_core::store::AccountStore, D>(
     app: &Vigil<S, D>,
     event: ApiGatewayCustomAuthorizerRequest,
 ) -> Result<ApiGatewayCustomAuthorizerResponse, Error> {
@@ -317,7 +319,7 @@ pub async fn authorizer<S: crate::store::KeyStore + crate::store::AccountStore, 
 /// Answers requests API Gateway routed to no function: 404, or 405 with `Allow` for known paths.
 pub async fn fallback(req: Request) -> Response<Body> {
     let path = req.uri().path();
-    let path = path.strip_prefix(crate::http::routes::BASE).unwrap_or(path);
+    let path = path.strip_prefix(vigil_http::routes::BASE).unwrap_or(path);
     static ROUTER: std::sync::LazyLock<Router> = std::sync::LazyLock::new(Router::new);
     match ROUTER.resolve(req.method(), path) {
         Resolved::MethodNotAllowed(allow) => ApiError::MethodNotAllowed(allow).into_response(),

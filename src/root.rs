@@ -6,12 +6,12 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::config::Config;
-use crate::detect::{DataError, Engine};
-use crate::dispatch::{Dispatcher, HttpDirectories, Sender, SystemResolver};
-use crate::domain::UrlPolicy;
-use crate::service::{Detecting, Vigil};
-use crate::store::DynamoStore;
+use vigil_core::config::Config;
+use vigil_core::domain::UrlPolicy;
+use vigil_core::service::vigil::{Detecting, Vigil};
+use vigil_detect::{DataError, Engine};
+use vigil_dispatch::{Dispatcher, HttpDirectories, Sender, SystemResolver};
+use vigil_store_dynamo::DynamoStore;
 
 /// The DynamoDB store of the configured table.
 pub async fn dynamo(config: &Config) -> DynamoStore {
@@ -56,7 +56,7 @@ pub fn detecting<S>(
 }
 
 /// The webhook dispatcher over `store`, sending under `policy` with the system's resolver.
-pub fn dispatcher<S: crate::store::ProjectStore + crate::store::DeliveryStore>(
+pub fn dispatcher<S: vigil_core::store::ProjectStore + vigil_core::store::DeliveryStore>(
     store: S,
     policy: UrlPolicy,
     config: &Config,

@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use common::api::*;
 use serde_json::{Value, json};
-use vigil::detect::RequestLine;
-use vigil::detect::signature::sign::{AgentForm, Key};
+use vigil_detect::RequestLine;
+use vigil_detect::signature::sign::{AgentForm, Key};
 
 const EVENTS: &str = "/v1/projects/prj_1/sessions";
 const CLAUDE: &str = "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; Claude-User/1.0; +Claude-User@anthropic.com)";

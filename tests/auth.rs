@@ -12,7 +12,7 @@ mod lambda {
     use aws_lambda_events::apigw::ApiGatewayCustomAuthorizerRequest;
     use http::{StatusCode, header};
     use serde_json::json;
-    use vigil::http::handlers;
+    use vigil_http::handlers;
 
     #[tokio::test]
     async fn list_results_without_authorizer_context_is_401() {
@@ -385,8 +385,8 @@ mod gateway {
 
     use crate::common::lambda::*;
     use serde_json::json;
-    use vigil::domain::PlanStatus;
-    use vigil::http::gateway::request_context;
+    use vigil_core::domain::PlanStatus;
+    use vigil_http::gateway::request_context;
 
     #[tokio::test]
     async fn the_authorizers_context_becomes_a_typed_principal_and_client() {

@@ -14,10 +14,10 @@ use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
 use aws_smithy_runtime_api::box_error::BoxError;
 use http::StatusCode;
 use lambda_http::Body;
-use vigil::domain::UrlPolicy;
-use vigil::http::{answer, handlers};
-use vigil::service::{Detecting, Vigil};
-use vigil::store::DynamoStore;
+use vigil_core::domain::UrlPolicy;
+use vigil_core::service::vigil::{Detecting, Vigil};
+use vigil_http::{answer, handlers};
+use vigil_store_dynamo::DynamoStore;
 
 /// Records the operation of every request the client sends (retries included).
 #[derive(Debug, Clone, Default)]
@@ -75,9 +75,9 @@ async fn app(log: &CallLog) -> (Vigil<DynamoStore, Detecting>, String) {
     store.create_table().await.unwrap();
     // Seeded by another instance, so the one measured starts cold.
     let seeder = Vigil::new(store.clone(), UrlPolicy::default());
-    vigil::seed::load(&seeder, SEED).await.unwrap();
+    vigil_core::seed::load(&seeder, SEED).await.unwrap();
     log.take();
-    let engine = Arc::new(vigil::detect::Engine::embedded().unwrap());
+    let engine = Arc::new(vigil_detect::Engine::embedded().unwrap());
     (
         Vigil::new(store, UrlPolicy::default()).with_engine(engine),
         table,

@@ -5,10 +5,10 @@ mod common;
 
 use http::StatusCode;
 use lambda_http::{Body, Request, Response};
-use vigil::domain::UrlPolicy;
-use vigil::http::{answer, handlers};
-use vigil::service::Vigil;
-use vigil::store::DynamoStore;
+use vigil_core::domain::UrlPolicy;
+use vigil_core::service::vigil::Vigil;
+use vigil_http::{answer, handlers};
+use vigil_store_dynamo::DynamoStore;
 
 async fn store(endpoint: &str, table: &str) -> DynamoStore {
     DynamoStore::new(common::dynamo_client(endpoint, |b| b).await, table)

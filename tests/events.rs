@@ -11,7 +11,7 @@ mod lambda {
     use crate::common::lambda::*;
     use http::{StatusCode, header};
     use serde_json::{Value, json};
-    use vigil::http::handlers;
+    use vigil_http::handlers;
 
     /// The seeded result of sess_1, as an event: no reasons, no engine.
     fn sess_1_event() -> Value {
@@ -141,7 +141,7 @@ mod lambda {
     /// in nothing.
     #[tokio::test]
     async fn collect_believes_cloudfront_viewer_headers_only_behind_the_origin_secret() {
-        use vigil::http::gateway::Edge;
+        use vigil_http::gateway::Edge;
         const SECRET: &str = "test-origin-verify-secret-0123456789";
         let visit = |session: &str| {
             let mut e = event_json("collect-cloudfront.json");
@@ -214,7 +214,7 @@ mod lambda {
 
     #[test]
     fn agent_script_is_served_with_its_etag() {
-        let res = vigil::http::ingest::agent_script(&request("agent-script.json"));
+        let res = vigil_http::ingest::agent_script(&request("agent-script.json"));
         assert_eq!(res.status(), StatusCode::OK);
         assert_eq!(
             res.headers()[header::CONTENT_TYPE],
@@ -229,7 +229,7 @@ mod lambda {
         let mut again = event_json("agent-script.json");
         again["headers"]["If-None-Match"] = json!(etag);
         again["multiValueHeaders"]["If-None-Match"] = json!([etag]);
-        let res = vigil::http::ingest::agent_script(&request_from(&again));
+        let res = vigil_http::ingest::agent_script(&request_from(&again));
         assert_eq!(res.status(), StatusCode::NOT_MODIFIED);
         assert!(res.body().as_ref().is_empty());
     }

@@ -33,7 +33,7 @@ fn documented() -> BTreeSet<String> {
 
 /// The route table's routes.
 fn routed() -> BTreeSet<String> {
-    vigil::http::routes::ROUTES
+    vigil_http::routes::ROUTES
         .iter()
         .map(|(m, p, _)| format!("{m} {p}"))
         .collect()

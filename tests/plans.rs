@@ -10,7 +10,7 @@ mod lambda {
     use crate::common::lambda::*;
     use http::StatusCode;
     use serde_json::json;
-    use vigil::http::handlers;
+    use vigil_http::handlers;
 
     #[tokio::test]
     async fn get_plan_returns_all_ten_fields() {

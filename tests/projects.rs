@@ -11,7 +11,7 @@ mod lambda {
     use crate::common::lambda::*;
     use http::{StatusCode, header};
     use serde_json::json;
-    use vigil::http::{self as http_api, handlers};
+    use vigil_http::{self as http_api, handlers};
 
     #[tokio::test]
     async fn get_project_returns_exactly_nine_fields() {

@@ -10,8 +10,8 @@ mod lambda {
     use crate::common::lambda::*;
     use http::{StatusCode, header};
     use serde_json::json;
-    use vigil::http::handlers;
-    use vigil::seed;
+    use vigil_core::seed;
+    use vigil_http::handlers;
 
     #[tokio::test]
     async fn list_results_returns_the_seeded_result() {
@@ -204,7 +204,7 @@ mod lambda {
 
     #[tokio::test]
     async fn the_dashboard_is_a_static_page_with_a_strict_policy() {
-        let res = vigil::http::insight::dashboard(&request("dashboard.json"));
+        let res = vigil_http::insight::dashboard(&request("dashboard.json"));
         assert_eq!(res.status(), StatusCode::OK);
         let h = res.headers();
         assert_eq!(h[header::CONTENT_TYPE], "text/html; charset=utf-8");

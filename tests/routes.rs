@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use vigil::http::routes::{ROUTES, Route};
+use vigil_http::routes::{ROUTES, Route};
 
 fn read(name: &str) -> String {
     std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(name))

@@ -5,14 +5,14 @@
 mod common;
 
 use common::lambda::fixture;
-use vigil::detect::Evidence;
-use vigil::domain::idempotency::{IdempotencyKey, Once};
-use vigil::domain::plan::Refusal;
-use vigil::domain::project::{Domain, Origin, ProjectName};
-use vigil::domain::token::ApiKey;
-use vigil::domain::{AccountId, AddressedEvidence, PlanStatus, ProjectId, SessionId};
-use vigil::service::ServiceError;
-use vigil::service::projects::{ProjectChanges, ProjectSpec};
+use vigil_core::domain::idempotency::{IdempotencyKey, Once};
+use vigil_core::domain::plan::Refusal;
+use vigil_core::domain::project::{Domain, Origin, ProjectName};
+use vigil_core::domain::token::ApiKey;
+use vigil_core::domain::{AccountId, AddressedEvidence, PlanStatus, ProjectId, SessionId};
+use vigil_core::service::error::ServiceError;
+use vigil_core::service::projects::{ProjectChanges, ProjectSpec};
+use vigil_detect::Evidence;
 
 fn acc() -> AccountId {
     AccountId::parse("acc_1").unwrap()
@@ -192,13 +192,13 @@ mod directories {
 
     use futures_util::future::join_all;
     use serde_json::{Value, json};
-    use vigil::detect::agents::Status;
-    use vigil::detect::signature::sign::{AgentForm, Key};
-    use vigil::detect::{Headers, RequestLine};
-    use vigil::domain::{ManualClock, Timestamp};
-    use vigil::service::agents::{
+    use vigil_core::domain::{ManualClock, Timestamp};
+    use vigil_core::service::directories::{
         DirectoryFetcher, FetchFuture, Fetched, SOURCE_FETCHES_PER_MINUTE,
     };
+    use vigil_detect::agents::Status;
+    use vigil_detect::signature::sign::{AgentForm, Key};
+    use vigil_detect::{Headers, RequestLine};
 
     const WELL_KNOWN: &str = "/.well-known/http-message-signatures-directory";
 
@@ -274,7 +274,10 @@ mod directories {
     }
 
     async fn status(
-        app: &vigil::service::Vigil<vigil::store::SqliteStore, vigil::service::Detecting>,
+        app: &vigil_core::service::vigil::Vigil<
+            vigil_store_sqlite::SqliteStore,
+            vigil_core::service::vigil::Detecting,
+        >,
         session: &str,
         e: &AddressedEvidence,
     ) -> Status {

@@ -9,19 +9,21 @@ use common::{TEN_AM, at};
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use vigil::domain::insight::{Bucket, Granularity, SessionQuery, SessionSummary, StatsRange};
-use vigil::domain::plan::{Counted, Period, Refusal, VisitCount};
-use vigil::domain::webhook::{UrlPolicy, WebhookType, WebhookUrl};
-use vigil::domain::{
+use vigil_core::domain::insight::{Bucket, Granularity, SessionQuery, SessionSummary, StatsRange};
+use vigil_core::domain::plan::{Counted, Period, Refusal, VisitCount};
+use vigil_core::domain::webhook::{UrlPolicy, WebhookType, WebhookUrl};
+use vigil_core::domain::{
     Account, AccountId, CheckResult, NewResult, Plan, PlanStatus, Project, ProjectId, Score,
     SessionId, Timestamp, Webhook, WebhookId,
 };
-use vigil::domain::{Delivery, DeliveryId, DeliveryStatus};
-use vigil::domain::{Flagged, ManualClock};
-use vigil::service::{ServiceError, Vigil};
-use vigil::store::{
-    ProjectInsert, ResultStore, SqliteStore, Store, UsageStore, WebhookInsert, WebhookStore,
+use vigil_core::domain::{Delivery, DeliveryId, DeliveryStatus};
+use vigil_core::domain::{Flagged, ManualClock};
+use vigil_core::service::error::ServiceError;
+use vigil_core::service::vigil::Vigil;
+use vigil_core::store::{
+    ProjectInsert, ResultStore, Store, UsageStore, WebhookInsert, WebhookStore,
 };
+use vigil_store_sqlite::SqliteStore;
 
 fn pid(s: &str) -> ProjectId {
     ProjectId::parse(s).unwrap()
@@ -95,9 +97,9 @@ fn webhook(n: usize, url: &str) -> Webhook {
         url: WebhookUrl::parse(url, UrlPolicy::default()).unwrap(),
         created_at: Timestamp::from_unix_millis(1_795_000_000_000 + n as i64).unwrap(),
         // A fixed secret, so the stored webhook compares equal (and its secret round-trips).
-        secrets: vigil::domain::webhook::Secrets {
+        secrets: vigil_core::domain::webhook::Secrets {
             current: Some(
-                vigil::domain::webhook::WebhookSecret::try_from(format!(
+                vigil_core::domain::webhook::WebhookSecret::try_from(format!(
                     "whsec_{}",
                     "A".repeat(32)
                 ))
@@ -928,25 +930,22 @@ async fn events_and_public_keys_round_trip<S: Store>(store: S) {
     );
     assert_eq!(store.project_by_public_key("pk_nope").await.unwrap(), None);
 
-    let reason = vigil::detect::Reason::new(
-        vigil::detect::Code::Webdriver,
-        "navigator.webdriver is true",
-    );
+    let reason =
+        vigil_detect::Reason::new(vigil_detect::Code::Webdriver, "navigator.webdriver is true");
     let mut evaluated = result("p", "s", 0.99, 0.1, "2026-11-21T10:00:00Z");
-    let signals: vigil::detect::Signals = serde_json::from_value(serde_json::json!({
+    let signals: vigil_detect::Signals = serde_json::from_value(serde_json::json!({
         "userAgent": "Mozilla/5.0 Chrome/156.0.0.0", "webglRenderer": "ANGLE", "timeZone": "Etc/UTC",
         "languages": ["en"], "hardwareConcurrency": 8, "evalLength": 33, "productSub": "20030107"
     }))
     .unwrap();
-    let device = vigil::domain::DeviceKey::of("sk_test", &signals).expect("enough signals");
-    let transport: vigil::detect::transport::Transport =
-        serde_json::from_value(serde_json::json!({
-            "tcpRttMs": 20.5, "endToEndRttMs": 131.2, "endToEndSamples": 3,
-            "syn": {"ttl": 117, "window": 64240, "mss": 1460, "windowScale": 8,
-                    "options": ["mss", "nop", "windowScale", "nop", "nop", "sackPermitted"]}
-        }))
-        .unwrap();
-    evaluated.evaluation = Some(vigil::domain::Evaluation {
+    let device = vigil_core::domain::DeviceKey::of("sk_test", &signals).expect("enough signals");
+    let transport: vigil_detect::transport::Transport = serde_json::from_value(serde_json::json!({
+        "tcpRttMs": 20.5, "endToEndRttMs": 131.2, "endToEndSamples": 3,
+        "syn": {"ttl": 117, "window": 64240, "mss": 1460, "windowScale": 8,
+                "options": ["mss", "nop", "windowScale", "nop", "nop", "sackPermitted"]}
+    }))
+    .unwrap();
+    evaluated.evaluation = Some(vigil_core::domain::Evaluation {
         reasons: vec![reason.clone()],
         engine_version: "vigil-detect/test".into(),
         model: "shared".into(),
@@ -954,7 +953,7 @@ async fn events_and_public_keys_round_trip<S: Store>(store: S) {
         transport: Some(transport.clone()),
         device: Some(device.clone()),
         flagged: Default::default(),
-        agent: vigil::detect::Agent::NONE,
+        agent: vigil_detect::Agent::NONE,
         allowed: false,
         page: None,
     });
@@ -967,7 +966,7 @@ async fn events_and_public_keys_round_trip<S: Store>(store: S) {
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(e.id, vigil::domain::EventId::new(at));
+    assert_eq!(e.id, vigil_core::domain::EventId::new(at));
     assert_eq!(e.reasons, vec![reason]);
     assert_eq!(e.engine_version.as_deref(), Some("vigil-detect/test"));
     assert_eq!(
@@ -1006,7 +1005,7 @@ async fn events_and_public_keys_round_trip<S: Store>(store: S) {
         at.seq + 1,
         "same createdAt, told apart by the write count"
     );
-    let missing = vigil::domain::ResultPosition {
+    let missing = vigil_core::domain::ResultPosition {
         created_at: at.created_at,
         seq: 99,
     };
@@ -1022,7 +1021,7 @@ async fn events_and_public_keys_round_trip<S: Store>(store: S) {
 
 /// A key's use is written with what it created, and a second use writes nothing, until it expires.
 async fn idempotency_keys_make_writes_happen_once<S: Store>(store: S) {
-    use vigil::domain::idempotency::{Created, IdempotencyKey, Once, Written};
+    use vigil_core::domain::idempotency::{Created, IdempotencyKey, Once, Written};
     store.put_account(&account("acc_1")).await.unwrap();
     store.put_project(&project("p", "acc_1")).await.unwrap();
     let acc = AccountId::parse("acc_1").unwrap();
@@ -1079,13 +1078,13 @@ fn evaluated(
     bot: f64,
     pv: f64,
     at: &str,
-    codes: &[vigil::detect::Code],
+    codes: &[vigil_detect::Code],
 ) -> NewResult {
     let mut r = result(project, session, bot, pv, at);
-    r.evaluation = Some(vigil::domain::Evaluation {
+    r.evaluation = Some(vigil_core::domain::Evaluation {
         reasons: codes
             .iter()
-            .map(|c| vigil::detect::Reason::new(*c, "test"))
+            .map(|c| vigil_detect::Reason::new(*c, "test"))
             .collect(),
         engine_version: "vigil-detect/test".into(),
         model: "shared".into(),
@@ -1093,7 +1092,7 @@ fn evaluated(
         transport: None,
         device: None,
         flagged: Flagged::at(Score::HALF, score(bot), score(pv)),
-        agent: vigil::detect::Agent::NONE,
+        agent: vigil_detect::Agent::NONE,
         allowed: false,
         page: None,
     });
@@ -1205,7 +1204,7 @@ async fn sessions_are_listed_by_last_activity_paged_and_filtered<S: Store>(store
 }
 
 async fn stats_buckets_equal_the_events_written<S: Store>(store: S) {
-    use vigil::detect::Code::{CdpAutomation, HostingIp, Webdriver};
+    use vigil_detect::Code::{CdpAutomation, HostingIp, Webdriver};
     let writes = [
         evaluated(
             "p",
@@ -1297,7 +1296,7 @@ async fn concurrent_events_are_all_counted<S: Store>(store: S) {
                 0.9,
                 0.1,
                 "2026-11-21T10:00:00Z",
-                &[vigil::detect::Code::Webdriver],
+                &[vigil_detect::Code::Webdriver],
             );
             store.add_result(&r).await.unwrap();
         }));
@@ -1499,11 +1498,11 @@ async fn large_plans_spread_counters_and_stay_exact<S: Store>(store: S) {
 async fn detecting<S: Store>(
     store: S,
     at: &str,
-) -> (Vigil<S, vigil::service::Detecting>, ManualClock) {
+) -> (Vigil<S, vigil_core::service::vigil::Detecting>, ManualClock) {
     store.put_account(&account("acc_v")).await.unwrap();
     store.put_project(&project("pv", "acc_v")).await.unwrap();
     let clock = ManualClock::at(ts(at));
-    let engine = Arc::new(vigil::detect::Engine::embedded().unwrap());
+    let engine = Arc::new(vigil_detect::Engine::embedded().unwrap());
     let app = Vigil::new(store, UrlPolicy::default())
         .with_clock(clock.clone())
         .with_engine(engine);
@@ -1511,9 +1510,9 @@ async fn detecting<S: Store>(
 }
 
 /// A visit of the browser of `events/collect.json`'s signals (one device key) from `ip`.
-fn browser_visit(ip: &str, zone: &str) -> vigil::domain::AddressedEvidence {
+fn browser_visit(ip: &str, zone: &str) -> vigil_core::domain::AddressedEvidence {
     let chrome = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0.0.0 Safari/537.36";
-    let evidence: vigil::detect::Evidence = serde_json::from_value(serde_json::json!({
+    let evidence: vigil_detect::Evidence = serde_json::from_value(serde_json::json!({
         "userAgent": chrome,
         "signals": {"userAgent": chrome, "webglVendor": "Google Inc. (Intel)",
             "webglRenderer": "ANGLE (Intel)", "screenWidth": 1920, "screenHeight": 1080,
@@ -1521,7 +1520,7 @@ fn browser_visit(ip: &str, zone: &str) -> vigil::domain::AddressedEvidence {
             "languages": ["en-US", "en"], "evalLength": 33, "productSub": "20030107"}
     }))
     .unwrap();
-    vigil::domain::AddressedEvidence::new(ip.parse().unwrap(), evidence)
+    vigil_core::domain::AddressedEvidence::new(ip.parse().unwrap(), evidence)
 }
 
 fn secs(epoch: i64) -> Timestamp {
@@ -1536,7 +1535,7 @@ fn leading_count(detail: &str) -> (u64, &str) {
     (detail[..end].parse().expect("a count"), &detail[end..])
 }
 
-fn reason<'a>(e: &'a vigil::domain::Event, code: &str) -> Option<&'a vigil::detect::Reason> {
+fn reason<'a>(e: &'a vigil_core::domain::Event, code: &str) -> Option<&'a vigil_detect::Reason> {
     e.reasons.iter().find(|r| r.code.name() == code)
 }
 
@@ -1586,7 +1585,7 @@ async fn a_burst_of_sessions_from_one_address_is_flagged_and_forgotten<S: Store>
         velocity.detail
     );
     // The device's sessions, newest first, paged by the devices index.
-    let device = vigil::domain::DeviceKey::parse(last.device.as_deref().unwrap()).unwrap();
+    let device = vigil_core::domain::DeviceKey::parse(last.device.as_deref().unwrap()).unwrap();
     let mut q = query(100, None, None);
     q.device = Some(device);
     let page = app.sessions(&acc, &p, &q).await.unwrap();
@@ -1717,11 +1716,11 @@ async fn velocity_is_judged_by_the_visit_s_own_share<S: Store>(store: S) {
 
     // Sessions without a device key, sprayed from one address.
     let bare = |ip: &str| {
-        let e: vigil::detect::Evidence = serde_json::from_value(serde_json::json!({
+        let e: vigil_detect::Evidence = serde_json::from_value(serde_json::json!({
             "userAgent": "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0.0.0 Safari/537.36",
         }))
         .unwrap();
-        vigil::domain::AddressedEvidence::new(ip.parse().unwrap(), e)
+        vigil_core::domain::AddressedEvidence::new(ip.parse().unwrap(), e)
     };
     for i in 0..40 {
         app.record_event(
@@ -1775,18 +1774,18 @@ async fn test_events_have_a_budget_per_account<S: Store>(store: S) {
     }
     let mut outcomes = Vec::new();
     for w in &hooks {
-        for _ in 0..vigil::service::TEST_BUDGET {
+        for _ in 0..vigil_core::service::webhooks::TEST_BUDGET {
             outcomes.push(app.test_webhook(&acc, &p, w).await);
         }
     }
     let accepted = outcomes.iter().filter(|o| o.is_ok()).count() as u64;
-    assert_eq!(accepted, vigil::service::ACCOUNT_TEST_BUDGET);
+    assert_eq!(accepted, vigil_core::service::webhooks::ACCOUNT_TEST_BUDGET);
     for refused in &outcomes[accepted as usize..] {
         assert!(
             matches!(
                 refused,
                 Err(ServiceError::TestBudget(
-                    vigil::service::TestBudget::Account,
+                    vigil_core::service::error::TestBudget::Account,
                     50
                 ))
             ),
@@ -1814,13 +1813,17 @@ async fn a_webhooks_test_cap_holds_under_concurrency<S: Store>(store: S) {
     let outcomes =
         futures_util::future::join_all((0..40).map(|_| app.test_webhook(&acc, &p, &w.id))).await;
     let accepted = outcomes.iter().filter(|o| o.is_ok()).count();
-    assert_eq!(accepted, vigil::service::TEST_BUDGET, "{outcomes:?}");
+    assert_eq!(
+        accepted,
+        vigil_core::service::webhooks::TEST_BUDGET,
+        "{outcomes:?}"
+    );
     for refused in outcomes.iter().filter(|o| o.is_err()) {
         assert!(
             matches!(
                 refused,
                 Err(ServiceError::TestBudget(
-                    vigil::service::TestBudget::Webhook,
+                    vigil_core::service::error::TestBudget::Webhook,
                     _
                 ))
             ),
@@ -1828,7 +1831,7 @@ async fn a_webhooks_test_cap_holds_under_concurrency<S: Store>(store: S) {
         );
     }
     let queued = app.deliveries(&acc, &p, &w.id).await.unwrap();
-    assert_eq!(queued.len(), vigil::service::TEST_BUDGET);
+    assert_eq!(queued.len(), vigil_core::service::webhooks::TEST_BUDGET);
 }
 
 /// What a JOSE library makes of a sealed verdict (tests/open_sealed.py, tests/node/open_sealed.js):
@@ -1885,8 +1888,8 @@ fn open_all(
 /// refuse it changed, expired, under another project's keys, or once its key has been rotated
 /// out past the overlap. A project that does not seal answers as before.
 async fn sealed_verdicts_open_with_the_projects_keys_only<S: Store>(store: S) {
-    use vigil::domain::project::Origin;
-    use vigil::service::projects::ProjectChanges;
+    use vigil_core::domain::project::Origin;
+    use vigil_core::service::projects::ProjectChanges;
     let now = Timestamp::now();
     let (app, clock) = detecting(store, &now.to_string()).await;
     let app = app.with_secret_overlap(std::time::Duration::from_secs(3600));
@@ -2010,16 +2013,16 @@ async fn sealed_verdicts_open_with_the_projects_keys_only<S: Store>(store: S) {
 /// it was judged by, stored scores do not move, another project is untouched, and pinning
 /// `shared` rolls back.
 async fn calibration_learns_a_kiosk_shop_and_leaves_others_alone<S: Store>(store: S) {
-    use vigil::domain::calibration::ModelChoice;
-    use vigil::domain::label::{LabelSpec, Truth};
-    use vigil::service::projects::ProjectChanges;
+    use vigil_core::domain::calibration::ModelChoice;
+    use vigil_core::domain::label::{LabelSpec, Truth};
+    use vigil_core::service::projects::ProjectChanges;
     let (app, _clock) = detecting(store, "2026-11-27T10:00:00.000Z").await;
     app.put_project(&project("po", "acc_v")).await.unwrap();
     let acc = AccountId::parse("acc_v").unwrap();
     const CHROME: &str = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36";
     // Each visitor its own address and screen (its own device key), so velocity stays quiet.
     let kiosk = |n: u32| {
-        let evidence: vigil::detect::Evidence = serde_json::from_value(serde_json::json!({
+        let evidence: vigil_detect::Evidence = serde_json::from_value(serde_json::json!({
             "userAgent": CHROME,
             "headers": {"user-agent": CHROME, "accept-language": "de-DE,de;q=0.9",
                 "sec-ch-ua": "\"Chromium\";v=\"120\"", "sec-ch-ua-mobile": "?0",
@@ -2034,11 +2037,11 @@ async fn calibration_learns_a_kiosk_shop_and_leaves_others_alone<S: Store>(store
         }))
         .unwrap();
         let ip = format!("84.128.{}.{}", n / 200, n % 200 + 1);
-        vigil::domain::AddressedEvidence::new(ip.parse().unwrap(), evidence)
+        vigil_core::domain::AddressedEvidence::new(ip.parse().unwrap(), evidence)
     };
     let headless = |n: u32| {
         let ua = CHROME.replace("Chrome/", "HeadlessChrome/");
-        let evidence: vigil::detect::Evidence = serde_json::from_value(serde_json::json!({
+        let evidence: vigil_detect::Evidence = serde_json::from_value(serde_json::json!({
             "userAgent": ua,
             "headers": {"user-agent": ua, "accept-language": "de-DE"},
             "signals": {"webdriver": true, "userAgent": ua, "languages": ["de-DE"],
@@ -2050,9 +2053,9 @@ async fn calibration_learns_a_kiosk_shop_and_leaves_others_alone<S: Store>(store
         }))
         .unwrap();
         let ip = format!("84.129.{}.{}", n / 200, n % 200 + 1);
-        vigil::domain::AddressedEvidence::new(ip.parse().unwrap(), evidence)
+        vigil_core::domain::AddressedEvidence::new(ip.parse().unwrap(), evidence)
     };
-    let visit = |p: &'static str, session: String, e: vigil::domain::AddressedEvidence| {
+    let visit = |p: &'static str, session: String, e: vigil_core::domain::AddressedEvidence| {
         let (app, acc) = (&app, &acc);
         async move {
             app.record_event(acc, &pid(p), &sid(&session), &e, None)
@@ -2126,7 +2129,7 @@ async fn calibration_learns_a_kiosk_shop_and_leaves_others_alone<S: Store>(store
         let sum: f64 = person
             .reasons
             .iter()
-            .filter(|r| r.score == vigil::detect::Target::Bot)
+            .filter(|r| r.score == vigil_detect::Target::Bot)
             .map(|r| r.weight)
             .sum();
         let expect = 1.0 / (1.0 + (-(c.weights.bias() + sum)).exp());
@@ -2173,7 +2176,7 @@ async fn calibration_learns_a_kiosk_shop_and_leaves_others_alone<S: Store>(store
 
 /// Issue 49: labels are kept one per session, paged by session id, and removed.
 async fn labels_are_kept_paged_and_removed<S: Store>(store: S) {
-    use vigil::domain::label::{Label, Truth};
+    use vigil_core::domain::label::{Label, Truth};
     let p = pid("pl");
     let label = |s: &str, truth| Label {
         session_id: sid(s),
@@ -2283,7 +2286,7 @@ conformance!(
 
 /// A page load of `browser_visit`'s browser saying how it was reached: `previous` is the agent's
 /// summary of the page before (null: none in the tab).
-fn page_load(previous: serde_json::Value, referrer: &str) -> vigil::domain::AddressedEvidence {
+fn page_load(previous: serde_json::Value, referrer: &str) -> vigil_core::domain::AddressedEvidence {
     let visit = browser_visit("198.51.100.20", "Europe/Berlin");
     let mut signals = visit.evidence().signals.clone().unwrap();
     signals.navigation = Some(
@@ -2334,10 +2337,10 @@ async fn a_sessions_path_is_kept_in_its_summary_and_judged_on_its_pages<S: Store
         .collect();
     assert_eq!(named, [false, false, true, true], "{scraper:?}");
     assert!(scraper[2].score_bot.get() >= 0.9, "{:?}", scraper[2]);
-    let bot_reasons = |e: &vigil::domain::Event| {
+    let bot_reasons = |e: &vigil_core::domain::Event| {
         e.reasons
             .iter()
-            .filter(|r| r.score == vigil::detect::Target::Bot)
+            .filter(|r| r.score == vigil_detect::Target::Bot)
             .count()
     };
     assert!(
@@ -2376,8 +2379,8 @@ async fn a_sessions_path_is_kept_in_its_summary_and_judged_on_its_pages<S: Store
 /// shows `agent` and `allowed`, is no bot in the statistics, leaves the session's counted bot
 /// score at zero, and the sessions list filters by the latest event's agent status.
 async fn agents_policies_events_and_the_agent_filter_round_trip<S: Store>(store: S) {
-    use vigil::detect::agents::{Category, Status, Via};
-    use vigil::domain::project::AgentPolicy;
+    use vigil_core::domain::project::AgentPolicy;
+    use vigil_detect::agents::{Category, Status, Via};
     let mut p = project("p", "acc");
     p.agents = AgentPolicy::parse(vec!["ai_agent".into(), "Google".into()]).unwrap();
     store.put_project(&p).await.unwrap();
@@ -2386,7 +2389,7 @@ async fn agents_policies_events_and_the_agent_filter_round_trip<S: Store>(store:
         p.agents
     );
 
-    let verified = vigil::detect::Agent {
+    let verified = vigil_detect::Agent {
         status: Status::Verified,
         operator: Some("OpenAI".into()),
         name: Some("ChatGPT agent".into()),
@@ -2400,7 +2403,7 @@ async fn agents_policies_events_and_the_agent_filter_round_trip<S: Store>(store:
         0.99,
         0.1,
         "2026-11-21T10:00:00Z",
-        &[vigil::detect::Code::SignedAgent],
+        &[vigil_detect::Code::SignedAgent],
     );
     if let Some(e) = agent_event.evaluation.as_mut() {
         e.agent = verified.clone();
@@ -2414,7 +2417,7 @@ async fn agents_policies_events_and_the_agent_filter_round_trip<S: Store>(store:
         0.99,
         0.1,
         "2026-11-21T10:00:01Z",
-        &[vigil::detect::Code::Webdriver],
+        &[vigil_detect::Code::Webdriver],
     );
     store.add_result(&bot).await.unwrap();
 
@@ -2449,10 +2452,10 @@ async fn agents_policies_events_and_the_agent_filter_round_trip<S: Store>(store:
         ["s_bot"]
     );
 
-    let range = vigil::domain::insight::StatsRange::new(
+    let range = vigil_core::domain::insight::StatsRange::new(
         ts("2026-11-21T00:00:00Z"),
         ts("2026-11-22T00:00:00Z"),
-        vigil::domain::insight::Granularity::Day,
+        vigil_core::domain::insight::Granularity::Day,
     )
     .unwrap();
     let buckets = store.stats(&pid("p"), &range).await.unwrap();
@@ -2468,7 +2471,7 @@ async fn agents_policies_events_and_the_agent_filter_round_trip<S: Store>(store:
 /// A signature's first use is recorded once until it expires; a directory's keys are kept until
 /// their lifetime ends.
 async fn signature_uses_and_directories_are_kept<S: Store>(store: S) {
-    use vigil::store::items::DirectoryItem;
+    use vigil_core::store::items::DirectoryItem;
     assert!(store.first_use("n:abc", 1_000, 500).await.unwrap());
     assert!(
         !store.first_use("n:abc", 1_000, 600).await.unwrap(),

@@ -12,10 +12,10 @@ mod lambda {
     use crate::common::lambda::*;
     use http::{StatusCode, header};
     use serde_json::{Value, json};
-    use vigil::domain::{Timestamp, WebhookId};
-    use vigil::http::handlers;
-    use vigil::service::{Detecting, Vigil};
-    use vigil::store::SqliteStore;
+    use vigil_core::domain::{Timestamp, WebhookId};
+    use vigil_core::service::vigil::{Detecting, Vigil};
+    use vigil_http::handlers;
+    use vigil_store_sqlite::SqliteStore;
 
     fn wh_1() -> Value {
         json!({
@@ -548,16 +548,17 @@ mod dispatch {
     use receiver::{Hit, Receiver, Reply};
     use serde_json::{Value, json};
     use tempfile::TempDir;
-    use vigil::config::Config;
-    use vigil::dispatch::{Dispatcher, Sender, SystemResolver};
-    use vigil::domain::{
+    use vigil::lambda::handle_stream_batch;
+    use vigil_core::config::Config;
+    use vigil_core::domain::{
         DeliveryStatus, ManualClock, ProjectId, Timestamp, UrlPolicy, Webhook, WebhookId,
         WebhookType, WebhookUrl,
     };
-    use vigil::lambda::handle_stream_batch;
-    use vigil::seed;
-    use vigil::service::Vigil;
-    use vigil::store::{DeliveryStore, SqliteStore, WebhookInsert, WebhookStore};
+    use vigil_core::seed;
+    use vigil_core::service::vigil::Vigil;
+    use vigil_core::store::{DeliveryStore, WebhookInsert, WebhookStore};
+    use vigil_dispatch::{Dispatcher, Sender, SystemResolver};
+    use vigil_store_sqlite::SqliteStore;
 
     /// events/seed.json's project and its private key.
     const PROJECT: &str = "prj_1";
@@ -614,7 +615,7 @@ mod dispatch {
                 kind: WebhookType::ProxyVpnDetect,
                 url: WebhookUrl::parse(&rx.url(path), LOOPBACK).unwrap(),
                 created_at: Timestamp::now(),
-                secrets: vigil::domain::webhook::Secrets::new(),
+                secrets: vigil_core::domain::webhook::Secrets::new(),
             };
             assert_eq!(
                 store.insert_webhook(&project, &hook).await.unwrap(),
@@ -668,7 +669,7 @@ mod dispatch {
         }
 
         /// The stored deliveries of a webhook.
-        async fn deliveries(&self, hook: &str) -> Vec<vigil::domain::Delivery> {
+        async fn deliveries(&self, hook: &str) -> Vec<vigil_core::domain::Delivery> {
             self.store
                 .deliveries(
                     &ProjectId::parse(PROJECT).unwrap(),
@@ -1031,7 +1032,7 @@ mod delivery {
                 kind,
                 db: dir.path().join("vigil.db"),
                 _dir: dir,
-                table: format!("t_wh_{}", vigil::domain::token::random_base62(10)),
+                table: format!("t_wh_{}", vigil_core::domain::token::random_base62(10)),
                 endpoint,
                 schedule: schedule.to_owned(),
                 seed: seed_file,

@@ -28,7 +28,7 @@ async fn main() -> ExitCode {
     match vigil::cli::run(cli).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {}", vigil::report::Chain(&e));
+            eprintln!("error: {}", vigil_core::report::Chain(&e));
             ExitCode::FAILURE
         }
     }

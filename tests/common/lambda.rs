@@ -55,12 +55,12 @@ use http::{HeaderMap, StatusCode, header};
 use lambda_http::{Body, Request, Response};
 use serde_json::{Value, json};
 use tempfile::TempDir;
-use vigil::detect::Engine;
-use vigil::domain::UrlPolicy;
-use vigil::http::Endpoint;
-use vigil::seed::{self, SeedReport};
-use vigil::service::{Detecting, Vigil};
-use vigil::store::SqliteStore;
+use vigil_core::domain::UrlPolicy;
+use vigil_core::seed::{self, SeedReport};
+use vigil_core::service::vigil::{Detecting, Vigil};
+use vigil_detect::Engine;
+use vigil_http::Endpoint;
+use vigil_store_sqlite::SqliteStore;
 
 /// The function each HTTP event file is meant for.
 pub const HTTP_EVENTS: &[(&str, &str)] = &[
@@ -208,7 +208,7 @@ pub async fn call<E: Endpoint<SqliteStore, Detecting>>(
     app: &Vigil<SqliteStore, Detecting>,
     req: Request,
 ) -> Answer {
-    answer(vigil::http::answer::<E, _, _>(app, req).await)
+    answer(vigil_http::answer::<E, _, _>(app, req).await)
 }
 
 /// Every answer has a JSON body and says so.

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use lambda_http::request::RequestContext;
 use lambda_http::{Body, Request, RequestExt};
 use serde_json::Value;
-use vigil::store::DynamoStore;
+use vigil_store_dynamo::DynamoStore;
 
 /// The emulator's address; the DynamoDB tests fail rather than skip without it.
 pub fn emulator() -> String {
@@ -27,7 +27,7 @@ pub async fn dynamo_client(
     endpoint: &str,
     customise: impl FnOnce(aws_sdk_dynamodb::config::Builder) -> aws_sdk_dynamodb::config::Builder,
 ) -> aws_sdk_dynamodb::Client {
-    let conf = vigil::store::dynamo::sdk_config().await;
+    let conf = vigil_store_dynamo::dynamo::sdk_config().await;
     let builder = aws_sdk_dynamodb::config::Builder::from(&conf).endpoint_url(endpoint);
     aws_sdk_dynamodb::Client::from_conf(customise(builder).build())
 }
@@ -50,8 +50,8 @@ pub async fn fresh_dynamo(name: &str) -> DynamoStore {
 
 /// `2026-11-21T00:00:00.000Z` plus `secs` seconds, as the API writes times.
 pub fn at(secs: impl Into<i64>) -> String {
-    let base = vigil::domain::Timestamp::from_unix_millis(1_795_219_200_000).unwrap();
-    vigil::domain::Timestamp::from_unix_millis(base.unix_millis() + secs.into() * 1000)
+    let base = vigil_core::domain::Timestamp::from_unix_millis(1_795_219_200_000).unwrap();
+    vigil_core::domain::Timestamp::from_unix_millis(base.unix_millis() + secs.into() * 1000)
         .unwrap()
         .to_string()
 }
@@ -61,17 +61,17 @@ pub const TEN_AM: i64 = 36_000;
 
 /// The Standard Webhooks `webhook-id` of one session's crossing delivered to one webhook.
 pub fn delivery_id(project: &str, session: &str, webhook: &str) -> String {
-    vigil::domain::DeliveryId::for_crossing(
-        &vigil::domain::ProjectId::parse(project).unwrap(),
-        &vigil::domain::SessionId::parse(session).unwrap(),
-        &vigil::domain::WebhookId::parse(webhook).unwrap(),
+    vigil_core::domain::DeliveryId::for_crossing(
+        &vigil_core::domain::ProjectId::parse(project).unwrap(),
+        &vigil_core::domain::SessionId::parse(session).unwrap(),
+        &vigil_core::domain::WebhookId::parse(webhook).unwrap(),
     )
     .as_str()
     .to_owned()
 }
 
 pub fn unique_table(name: &str) -> String {
-    format!("t_{name}_{}", vigil::domain::token::random_base62(8))
+    format!("t_{name}_{}", vigil_core::domain::token::random_base62(8))
 }
 
 /// A request as API Gateway hands it to a function after the authorizer allowed `account`.

@@ -6,7 +6,6 @@ use std::time::Duration;
 use crate::domain::Score;
 
 pub const DEFAULT_TABLE: &str = "vigil";
-pub const DEFAULT_THRESHOLD: f64 = 0.5;
 pub const DEFAULT_RETRY_SCHEDULE: &str = "5s,5m,30m,2h,5h,10h,24h";
 /// How long a rotated-out webhook secret keeps signing beside the new one.
 pub const DEFAULT_SECRET_OVERLAP: Duration = Duration::from_secs(24 * 3600);
@@ -49,10 +48,7 @@ impl Config {
             });
         }
         let webhook_threshold = match get("VIGIL_WEBHOOK_THRESHOLD") {
-            None => Score::new(DEFAULT_THRESHOLD).map_err(|e| ConfigError {
-                name: "VIGIL_WEBHOOK_THRESHOLD",
-                reason: e.to_string(),
-            })?,
+            None => crate::domain::webhook::DEFAULT_THRESHOLD,
             Some(v) => v
                 .trim()
                 .parse::<f64>()

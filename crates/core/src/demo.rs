@@ -22,7 +22,7 @@ use crate::domain::{
     AccountId, AddressedEvidence, Clock, ManualClock, ProjectId, SessionId, Timestamp,
 };
 use crate::seed::{DEMO_ACCOUNT, DEMO_PROJECT, SeedError};
-use crate::service::{Detecting, Vigil};
+use crate::service::vigil::{Detecting, Vigil};
 use crate::store::Store;
 use crate::store::items::DirectoryItem;
 

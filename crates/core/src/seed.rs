@@ -13,7 +13,8 @@ use crate::domain::{
     Account, AccountId, CheckResult, NewResult, Plan, PlanId, PlanStatus, Project, ProjectId,
     Score, SessionId, Timestamp, Webhook, WebhookId,
 };
-use crate::service::{ServiceError, Vigil};
+use crate::service::error::ServiceError;
+use crate::service::vigil::Vigil;
 use crate::store::Store;
 
 #[derive(Debug, Deserialize)]

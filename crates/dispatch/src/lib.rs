@@ -287,7 +287,8 @@ impl<S: ProjectStore + DeliveryStore> Dispatcher<S> {
             AttemptOutcome::Failed => "failed",
         };
         // A test event is tried once: retries would make it an amplifier aimed at any URL.
-        let schedule: &[_] = if d.session_id.as_str() == vigil_core::service::TEST_SESSION {
+        let schedule: &[_] = if d.session_id.as_str() == vigil_core::service::webhooks::TEST_SESSION
+        {
             &[]
         } else {
             &self.schedule

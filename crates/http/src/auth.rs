@@ -3,7 +3,8 @@
 
 use vigil_core::domain::plan::Principal;
 use vigil_core::domain::token::ApiKey;
-use vigil_core::service::{ServiceError, ServiceResult, Vigil};
+use vigil_core::service::error::{ServiceError, ServiceResult};
+use vigil_core::service::vigil::Vigil;
 use vigil_core::store::{AccountStore, KeyStore};
 
 /// The key of an `Authorization: Bearer <key>` header, if it has the key format. The scheme word is

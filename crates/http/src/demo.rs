@@ -18,7 +18,8 @@ use crate::error::ApiError;
 use vigil_core::domain::token::random_base62;
 use vigil_core::domain::{AccountId, ProjectId, SessionId};
 use vigil_core::seed::{DEMO_ACCOUNT, DEMO_PROJECT};
-use vigil_core::service::{ServiceError, Vigil};
+use vigil_core::service::error::ServiceError;
+use vigil_core::service::vigil::Vigil;
 use vigil_core::store::Store;
 
 /// The cookie that names the session this browser's demo page created.

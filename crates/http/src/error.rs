@@ -8,7 +8,7 @@ use lambda_http::{Body, Response};
 
 use vigil_core::domain::plan::Refusal;
 use vigil_core::report::Chain;
-use vigil_core::service::{ServiceError, TestBudget};
+use vigil_core::service::error::{ServiceError, TestBudget};
 use vigil_core::store::StoreError;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -166,7 +166,8 @@ impl From<ServiceError> for ApiError {
             ServiceError::SessionToken(_) => {
                 ApiError::BadCredential("`sessionToken` is invalid or expired")
             }
-            e @ ServiceError::EngineFault(_) => {
+            // As a store's corrupt data was answered before sealing had its own error: a 500.
+            e @ (ServiceError::EngineFault(_) | ServiceError::Sealing(_)) => {
                 tracing::error!(error = %Chain(&e), "answering 500");
                 ApiError::Internal
             }
@@ -186,6 +187,15 @@ mod tests {
         ))
         .into();
         let res = e.into_response();
+        assert_eq!(res.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        let body = std::str::from_utf8(res.body().as_ref()).unwrap().to_owned();
+        assert_eq!(body, r#"{"message":"Internal server error"}"#);
+    }
+
+    #[test]
+    fn a_sealing_failure_is_a_plain_500() {
+        let e = ServiceError::Sealing(vigil_core::domain::sealing::SealError::BadKey);
+        let res = ApiError::from(e).into_response();
         assert_eq!(res.status(), StatusCode::INTERNAL_SERVER_ERROR);
         let body = std::str::from_utf8(res.body().as_ref()).unwrap().to_owned();
         assert_eq!(body, r#"{"message":"Internal server error"}"#);

@@ -19,7 +19,8 @@ use super::context::Context;
 use crate::forwarded;
 use vigil_core::domain::AccountId;
 use vigil_core::domain::plan::{Principal, Terms};
-use vigil_core::service::{ServiceResult, Vigil};
+use vigil_core::service::error::ServiceResult;
+use vigil_core::service::vigil::Vigil;
 use vigil_core::store::AccountStore;
 
 /// The typed context of a request API Gateway passed to a function: the principal from the

@@ -19,8 +19,9 @@ use vigil_core::detect::{Evidence, Headers, RequestLine, Signals};
 use vigil_core::domain::plan::Refusal;
 use vigil_core::domain::project::Origin;
 use vigil_core::domain::{AddressedEvidence, Event, EventId, ProjectId, SessionId};
+use vigil_core::service::error::ServiceError;
 use vigil_core::service::events::Visited;
-use vigil_core::service::{Detecting, ServiceError, Vigil};
+use vigil_core::service::vigil::{Detecting, Vigil};
 use vigil_core::store::{
     AccountStore, AgentStore, IdempotencyStore, ProjectStore, ResultStore, UsageStore,
     VelocityStore,

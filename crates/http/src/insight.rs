@@ -82,7 +82,7 @@ endpoint! {
 /// A page of sessions, with the next page's link keeping the client's own parameters and the
 /// new cursor.
 async fn sessions_page<S: ProjectStore + InsightStore, D>(
-    app: &vigil_core::service::Vigil<S, D>,
+    app: &vigil_core::service::vigil::Vigil<S, D>,
     account: &vigil_core::domain::AccountId,
     project: &ProjectId,
     query: &Sessions,

@@ -30,9 +30,10 @@ use crate::error::ApiError;
 use crate::gateway;
 use crate::response::set_header;
 use vigil_core::domain::idempotency::Once;
-use vigil_core::domain::plan::{Principal, Refusal, Standing, Terms, seconds_until};
+use vigil_core::domain::plan::{Period, Principal, Refusal, Standing, Terms, seconds_until};
 use vigil_core::domain::{AccountId, Plan, Timestamp};
-use vigil_core::service::{ServiceError, Vigil};
+use vigil_core::service::error::ServiceError;
+use vigil_core::service::vigil::Vigil;
 use vigil_core::store::{AccountStore, ProjectStore, UsageStore};
 
 /// One route: what it extracts from the request, and its handler. `D` is the service's engine:
@@ -106,7 +107,7 @@ macro_rules! endpoint {
             type Data = $data;
 
             async fn handle(
-                $app: &vigil_core::service::Vigil<S, $engine>,
+                $app: &vigil_core::service::vigil::Vigil<S, $engine>,
                 $call: $crate::pipeline::Call<$path, $body, $query>,
             ) -> Result<$crate::pipeline::Reply<$data>, $crate::error::ApiError> $handler
         }
@@ -161,21 +162,26 @@ where
     else {
         return ApiError::Unauthorized.into_response();
     };
+    // The clock is read once a request: the plan's admission, the inputs and the headers agree.
     let now = app.now();
-    match app.admit(&account, &terms, E::WITHOUT_PLAN_IN_FORCE).await {
+    let period = terms.period(now);
+    match app
+        .admit_at(&account, &terms, E::WITHOUT_PLAN_IN_FORCE, now)
+        .await
+    {
         Ok(standing) => {
             let reply = async {
                 let call = inputs::<E, S, D>(&req, account, terms, plan, now)?;
                 E::handle(app, call).await?.into_response()
             };
             let mut res = reply.await.unwrap_or_else(ApiError::into_response);
-            rate_limit_headers(&mut res, &terms, now, Some(standing.into()));
+            rate_limit_headers(&mut res, &terms, &period, Some(standing.into()));
             res
         }
         Err(e) => {
-            let refused = refused_remaining(&e, &terms, now);
+            let refused = refused_remaining(&e, &period, now);
             let mut res = ApiError::from(e).into_response();
-            rate_limit_headers(&mut res, &terms, now, refused);
+            rate_limit_headers(&mut res, &terms, &period, refused);
             res
         }
     }
@@ -234,11 +240,11 @@ impl From<Standing> for Remaining {
 
 /// What the headers of a refusal can say: nothing remains of the limit that refused it, and the
 /// other limit was not counted.
-fn refused_remaining(e: &ServiceError, terms: &Terms, now: Timestamp) -> Option<Remaining> {
+fn refused_remaining(e: &ServiceError, period: &Period, now: Timestamp) -> Option<Remaining> {
     let ServiceError::Refused(refusal) = e else {
         return None;
     };
-    let reset = seconds_until(now, terms.period(now).end);
+    let reset = seconds_until(now, period.end);
     match refusal {
         Refusal::PlanInactive => None,
         Refusal::RateLimited(_) => Some(Remaining {
@@ -259,10 +265,9 @@ fn refused_remaining(e: &ServiceError, terms: &Terms, now: Timestamp) -> Option<
 fn rate_limit_headers(
     res: &mut Response<Body>,
     terms: &Terms,
-    now: Timestamp,
+    period: &Period,
     remaining: Option<Remaining>,
 ) {
-    let period = terms.period(now);
     let window = (period.end.unix_seconds() - period.start.unix_seconds()).max(1);
     let policy = format!(
         "\"burst\";q={};w=1, \"monthly\";q={};w={window}",

@@ -30,7 +30,7 @@ use crate::tcp::{Metered, Physics};
 use vigil_core::detect::Wire;
 use vigil_core::detect::wire::header_order_of;
 use vigil_core::domain::token::time_ordered_token;
-use vigil_core::service::{Detecting, Vigil};
+use vigil_core::service::vigil::{Detecting, Vigil};
 use vigil_core::store::Store;
 
 /// Largest request body read, bounded while it is read: the largest any route reads (a visit's

@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use crate::dynamo::{DynamoStore, Item, TxOutcome, build, from_item, key, n, sdk_error, to_item};
 use vigil_core::store::StoreError;
-use vigil_core::store::items::{PK, SK, TTL};
+use vigil_core::store::keys::{PK, SK, TTL};
 use vigil_core::store::plan::{Applied, Attributes, ItemStore, Op, Read, Step, When, WritePlan};
 use vigil_core::store::write::{MAX_WRITE_ATTEMPTS, backoff};
 

@@ -11,12 +11,15 @@ use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue};
 use vigil_core::domain::plan::{Counted, MAX_COUNTER_SHARDS, Period, Spread, VisitCount};
 use vigil_core::domain::velocity::{CounterUpdate, CounterWork, Counters, Sketch, is_sketch};
 use vigil_core::domain::{AccountId, ProjectId};
-use vigil_core::store::items::*;
+use vigil_core::store::items::CounterItem;
+use vigil_core::store::keys::{
+    SK, TTL, account_pk, project_pk, rate_sk, shard_sk, usage_sk, visit_rate_sk, visit_source_sk,
+};
 use vigil_core::store::{
     COUNTER_GRACE_SECONDS, RATE_WINDOW_TTL, StoreError, UsageStore, VelocityStore,
 };
 
-use crate::dynamo::*;
+use crate::dynamo::{DynamoStore, Item, build, key, n, s, sdk_error};
 
 impl UsageStore for DynamoStore {
     async fn count_request(

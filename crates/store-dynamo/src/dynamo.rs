@@ -25,7 +25,16 @@ use vigil_core::domain::{
     WebhookId,
 };
 use vigil_core::store::LabelStore;
-use vigil_core::store::items::*;
+use vigil_core::store::items::{
+    CheckpointItem, DeliveryItem, LABELLED_PK, LABELLED_PREFIX, LabelItem, LabelledItem,
+    ProjectItem, SessionItem, StatsItem, WebhookItem, deliveries_prefix, sorted_webhooks,
+};
+use vigil_core::store::keys::{
+    ACCOUNT_PROJECT_PREFIX, CHECKPOINT_SK, DEVICE_PK, DEVICES_INDEX, DUE, DUE_AT, DUE_INDEX,
+    DUE_PARTITION, LABEL_PREFIX, PK, SEEN, SESSIONS_INDEX, SK, TTL, WEBHOOK_PREFIX, account_pk,
+    checkpoint_pk, device_pk, label_sk, project_pk, result_sk, results_prefix, seen_key,
+    stats_sk_bound,
+};
 use vigil_core::store::{
     AccountStore, AdminStore, AgentStore, DeliveryStore, IdempotencyStore, InsightStore, KeyStore,
     OpFailed, ProjectStore, ResultPage, ResultStore, StoreError, WebhookStore,

@@ -4,6 +4,7 @@
 mod apply;
 mod counters;
 pub mod dynamo;
+pub mod records;
 pub mod streams;
 
 pub use dynamo::DynamoStore;

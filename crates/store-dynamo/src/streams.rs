@@ -12,8 +12,8 @@ use aws_sdk_dynamodbstreams::Client as StreamsClient;
 use aws_sdk_dynamodbstreams::types::{Record, Shard, ShardIteratorType};
 
 use crate::dynamo::DynamoStore;
+use crate::records::feed_events;
 use vigil_core::report::Chain;
-use vigil_core::store::change::feed_events;
 use vigil_core::store::feed::{BACKOFF, ChangeFeed, FeedConsumer, POLL};
 use vigil_core::store::{DeliveryStore, OpFailed, StoreError};
 

@@ -7,7 +7,8 @@ use rusqlite::{Connection, OptionalExtension, params};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use vigil_core::store::StoreError;
-use vigil_core::store::items::{DUE_AT, Entity, PK, SK};
+use vigil_core::store::items::Entity;
+use vigil_core::store::keys::{DUE_AT, PK, SK};
 use vigil_core::store::plan::{Applied, Attributes, ItemStore, Op, Read, Step, WritePlan};
 
 use crate::changes::record_change;

@@ -1,11 +1,13 @@
 //! The change feed's records: how a write appends one, and how a stored one is read back, as the
-//! stream record DynamoDB would have sent or as what it says in domain terms.
+//! stream record DynamoDB would have sent (for readers that want that shape) or as what it says
+//! in domain terms (for the follower, read from the item's bodies by core).
 
 use aws_lambda_events::dynamodb::{EventRecord, StreamRecord, StreamViewType};
 use rusqlite::Connection;
 use vigil_core::domain::FeedEvent;
-use vigil_core::store::change::{feed_event, feed_event_of_bodies};
-use vigil_core::store::items::{PK, SK};
+use vigil_core::store::change::{EntityOnly, feed_event_of_bodies, unreadable};
+use vigil_core::store::items::Entity;
+use vigil_core::store::keys::{PK, SK};
 use vigil_core::store::plan::Attributes;
 
 use crate::error::{Db, corrupt};
@@ -105,10 +107,40 @@ pub(crate) fn feed_event_of(seq: i64, text: &str) -> FeedEvent {
         }
     } else {
         match stream_record(seq, text) {
-            Ok(rec) => feed_event(&rec),
+            Ok(rec) => feed_event_of_legacy(&rec),
             Err(e) => FeedEvent::Unreadable(format!("record {seq}: {}", e.0)),
         }
     }
+}
+
+/// What an older, whole stream record says: its typed images back to the bodies they were written
+/// from, read as a compact record's are (only a session summary's: other items may hold values
+/// JSON has no form for).
+pub(crate) fn feed_event_of_legacy(rec: &EventRecord) -> FeedEvent {
+    let change = &rec.change;
+    let entity = serde_dynamo::from_item::<_, EntityOnly>(change.new_image.clone())
+        .ok()
+        .and_then(|e| e.entity);
+    if !matches!(rec.event_name.as_str(), "INSERT" | "MODIFY") || entity != Some(Entity::Session) {
+        return FeedEvent::Other;
+    }
+    let id = &rec.event_id;
+    let body = |image: &serde_dynamo::Item| {
+        serde_dynamo::from_item::<_, serde_json::Value>(image.clone()).map(|v| v.to_string())
+    };
+    let new = match body(&change.new_image) {
+        Ok(text) => text,
+        Err(e) => return unreadable(id, "new", e),
+    };
+    let old = if change.old_image.is_empty() {
+        None
+    } else {
+        match body(&change.old_image) {
+            Ok(text) => Some(text),
+            Err(e) => return unreadable(id, "old", e),
+        }
+    };
+    feed_event_of_bodies(id, old.as_deref(), Some(&new))
 }
 
 fn image(item: &Attributes) -> Result<serde_dynamo::Item, Db> {

@@ -5,7 +5,7 @@
 use rusqlite::{Connection, OptionalExtension, params};
 use vigil_core::domain::AccountId;
 use vigil_core::domain::plan::{Counted, Period, VisitCount};
-use vigil_core::store::items::{
+use vigil_core::store::keys::{
     account_pk, project_pk, rate_sk, usage_sk, visit_rate_sk, visit_source_sk, visits_sk,
 };
 use vigil_core::store::{COUNTER_GRACE_SECONDS, RATE_WINDOW_TTL, StoreError, UsageStore};

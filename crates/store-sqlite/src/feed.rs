@@ -108,12 +108,13 @@ impl ChangeFeed for SqliteStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::changes::feed_event_of_legacy;
     use aws_lambda_events::dynamodb::StreamViewType;
     use rusqlite::Connection;
     use vigil_core::domain::SessionChanged;
     use vigil_core::store::ResultStore;
-    use vigil_core::store::change::feed_event;
-    use vigil_core::store::items::{PK, SK, SessionItem};
+    use vigil_core::store::items::SessionItem;
+    use vigil_core::store::keys::{PK, SK};
 
     use crate::testing::visit;
 
@@ -187,7 +188,7 @@ mod tests {
         assert_eq!(second.after.score_proxy_vpn.get(), 0.9);
         // What the follower read from the compact records is what the stream records say.
         for (i, (_, rec)) in records.iter().enumerate() {
-            assert_eq!(events[i].1, feed_event(rec), "record {i}");
+            assert_eq!(events[i].1, feed_event_of_legacy(rec), "record {i}");
         }
 
         // A record nothing can read is unreadable to the follower, and an error to a reader that

@@ -13,10 +13,12 @@ use vigil_core::domain::{
     WebhookId,
 };
 use vigil_core::store::items::{
-    ACCOUNT_PROJECT_PREFIX, DeliveryItem, LABEL_PREFIX, LABELLED_PK, LABELLED_PREFIX, LabelItem,
-    LabelledItem, ProjectItem, SessionItem, StatsItem, WEBHOOK_PREFIX, WebhookItem, account_pk,
-    deliveries_prefix, device_pk, label_sk, project_pk, result_sk, results_prefix, seen_key,
-    session_sk, sorted_webhooks, stats_sk_bound,
+    DeliveryItem, LABELLED_PK, LABELLED_PREFIX, LabelItem, LabelledItem, ProjectItem, SessionItem,
+    StatsItem, WebhookItem, deliveries_prefix, sorted_webhooks,
+};
+use vigil_core::store::keys::{
+    ACCOUNT_PROJECT_PREFIX, LABEL_PREFIX, WEBHOOK_PREFIX, account_pk, device_pk, label_sk,
+    project_pk, result_sk, results_prefix, seen_key, session_sk, stats_sk_bound,
 };
 use vigil_core::store::write::{PriorSummary, prior_summary};
 use vigil_core::store::{

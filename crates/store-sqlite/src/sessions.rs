@@ -3,7 +3,8 @@
 
 use rusqlite::{Connection, params};
 use vigil_core::domain::{Score, SessionId, Timestamp};
-use vigil_core::store::items::{Entity, seen_key};
+use vigil_core::store::items::Entity;
+use vigil_core::store::keys::seen_key;
 
 use crate::error::Db;
 

@@ -6,6 +6,7 @@ use super::event::EventId;
 use super::ids::{ProjectId, SessionId};
 use super::model::{CheckResult, SessionScore};
 use super::score::Score;
+use super::webhook::reaches;
 use crate::detect::Reason;
 
 /// A write to a session: its overall score before (None for its first result) and after, and the
@@ -39,13 +40,16 @@ impl SessionChanged {
     /// Whether this write made the session's proxy/VPN score reach `threshold`. The maxima only
     /// grow, so a session crosses at most once: `before < threshold <= after`.
     pub fn crosses(&self, threshold: Score) -> bool {
-        let was_below = self.before.is_none_or(|b| b.score_proxy_vpn < threshold);
-        was_below && self.after.score_proxy_vpn >= threshold
+        let was_below = self
+            .before
+            .is_none_or(|b| !reaches(b.score_proxy_vpn, threshold));
+        was_below && reaches(self.after.score_proxy_vpn, threshold)
     }
 
-    /// Whether this write made the session's `scoreBot`, allowed agents' events left out, reach
-    /// `threshold`: once per session, as for the proxy/VPN score.
+    /// Whether this write made the session's `scoreBot`, allowed agents' events left out (their
+    /// scores counted by [`super::evaluation::counted_bot`]), reach `threshold`: once per session,
+    /// as for the proxy/VPN score.
     pub fn crosses_bot(&self, threshold: Score) -> bool {
-        self.bot_before.is_none_or(|b| b < threshold) && self.bot_after >= threshold
+        self.bot_before.is_none_or(|b| !reaches(b, threshold)) && reaches(self.bot_after, threshold)
     }
 }

@@ -2,6 +2,7 @@
 //! model, the API's events and the statistics all read.
 
 use super::score::Score;
+use super::webhook::reaches;
 use std::net::IpAddr;
 
 use crate::detect::{Evidence, Reason};
@@ -42,10 +43,25 @@ pub struct Flagged {
 impl Flagged {
     pub fn at(threshold: Score, bot: Score, proxy_vpn: Score) -> Self {
         Self {
-            bot: bot >= threshold,
-            proxy: proxy_vpn >= threshold,
+            bot: reaches(bot, threshold),
+            proxy: reaches(proxy_vpn, threshold),
         }
     }
+
+    /// As [`Flagged::at`] for a visit that may be an agent the project allows: never a bot then.
+    pub fn of_visit(threshold: Score, bot: Score, proxy_vpn: Score, allowed: bool) -> Self {
+        Self {
+            bot: counted_bot(bot, allowed).is_some_and(|b| reaches(b, threshold)),
+            proxy: reaches(proxy_vpn, threshold),
+        }
+    }
+}
+
+/// A visit's `scoreBot` as it counts towards bots (statistics, its session's bot score,
+/// `bot_detect`): None for a verified agent the project allows, which keeps its score as evidence
+/// but counts as no bot. The one place that rule is written.
+pub fn counted_bot(score_bot: Score, allowed: bool) -> Option<Score> {
+    (!allowed).then_some(score_bot)
 }
 
 /// Evidence of a visit whose address is known, as both ingestion routes evaluate it: an event

@@ -130,6 +130,18 @@ impl DeliveryId {
     }
 }
 
+impl SessionId {
+    /// FNV-1a of the id, stable across processes: what spreads a session's counts over shards
+    /// (the statistics' items, the velocity project counters).
+    pub fn stable_hash(&self) -> u64 {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for b in self.as_str().bytes() {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+        h
+    }
+}
+
 impl ProjectId {
     /// A fresh, unique, opaque project id, time-ordered like webhook ids.
     pub fn generate() -> Self {

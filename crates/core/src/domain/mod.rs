@@ -12,8 +12,6 @@ pub mod ids;
 pub mod insight;
 pub mod label;
 pub mod model;
-/// Special-purpose address ranges, shared with the detection engine, which owns them.
-pub use crate::detect::net;
 pub mod plan;
 pub mod project;
 pub mod score;

@@ -300,7 +300,7 @@ type Members<'a> = (Vec<(char, u16)>, Vec<(char, &'a str)>);
 
 impl Tick<'_> {
     fn subjects(&self) -> Vec<(Kind, String)> {
-        let shard = super::super::store::items::stats_shard(self.session) % PROJECT_SHARDS;
+        let shard = self.session.stable_hash() % PROJECT_SHARDS;
         let mut out = vec![
             (
                 Kind::Address,

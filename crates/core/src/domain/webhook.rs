@@ -7,6 +7,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use url::{Host, Url};
 
 use super::ids::WebhookId;
+use super::score::Score;
 use super::time::Timestamp;
 use crate::detect::net;
 
@@ -14,6 +15,15 @@ use crate::detect::net;
 pub const MAX_URL_LEN: usize = 2048;
 /// Most webhooks one project may have.
 pub const MAX_WEBHOOKS_PER_PROJECT: usize = 10;
+/// The webhook threshold when the deployment sets none (`VIGIL_WEBHOOK_THRESHOLD`): the service
+/// flags visits by it and the dispatcher delivers crossings of it.
+pub const DEFAULT_THRESHOLD: Score = Score::HALF;
+
+/// Whether `score` is at the webhook threshold: what flags a visit, and what a session's score
+/// crosses into.
+pub fn reaches(score: Score, threshold: Score) -> bool {
+    score >= threshold
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum WebhookType {

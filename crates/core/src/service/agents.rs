@@ -21,12 +21,7 @@ use crate::domain::project::authority_allowed;
 use crate::store::AgentStore;
 use crate::store::items::DirectoryItem;
 
-// Moved to `directories.rs` (the service holds them), still named from here as before.
-pub use super::directories::{
-    Caller, DEFAULT_DIRECTORY_TTL, DirectoryCache, DirectoryFetcher, FAILED_DIRECTORY_TTL,
-    FETCHES_PER_MINUTE, FetchBudget, FetchFuture, Fetched, MAX_DIRECTORY_TTL, MIN_DIRECTORY_TTL,
-    NoFetcher, SOURCE_FETCHES_PER_MINUTE, directory_cache, directory_origin, directory_ttl,
-};
+use super::directories::{Caller, FAILED_DIRECTORY_TTL, directory_origin, directory_ttl};
 
 impl<S: AgentStore, D> Vigil<S, D> {
     /// The check of a visit's Web Bot Auth signature; None when it carries none.

@@ -32,8 +32,8 @@ pub enum ServiceError {
     /// The webhook's test events of the last minute are at [`TEST_BUDGET`], or its account's of
     /// this minute at [`ACCOUNT_TEST_BUDGET`]; retry after this many seconds.
     ///
-    /// [`TEST_BUDGET`]: super::TEST_BUDGET
-    /// [`ACCOUNT_TEST_BUDGET`]: super::ACCOUNT_TEST_BUDGET
+    /// [`TEST_BUDGET`]: super::webhooks::TEST_BUDGET
+    /// [`ACCOUNT_TEST_BUDGET`]: super::webhooks::ACCOUNT_TEST_BUDGET
     #[error("the {0:?} test budget is spent")]
     TestBudget(TestBudget, u64),
     #[error("refused by the plan: {0:?}")]
@@ -56,6 +56,9 @@ pub enum ServiceError {
     SessionToken(#[from] crate::domain::session_token::TokenError),
     #[error("the engine gave a score outside [0, 1]: {0}")]
     EngineFault(f64),
+    /// The verdict could not be sealed under the project's key: ours to fix, not the caller's.
+    #[error("cannot seal the verdict")]
+    Sealing(#[source] crate::domain::sealing::SealError),
     #[error(transparent)]
     Store(#[from] StoreError),
 }

@@ -6,8 +6,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::agents::Caller;
+use super::directories::Caller;
 use super::error::{ServiceError, ServiceResult};
+use super::site::Site;
 use super::vigil::{Detecting, Vigil};
 use crate::detect::ENGINE_VERSION;
 use crate::detect::SignatureCheck;
@@ -30,9 +31,6 @@ use crate::store::{
     AccountStore, AgentStore, IdempotencyStore, ProjectStore, ResultPage, ResultStore, UsageStore,
     VelocityStore,
 };
-
-// Moved to `site.rs` (the service caches sites), still named from here as before.
-pub use super::site::Site;
 
 /// How long a warm instance trusts what it read of a project (its domain, whether it is disabled)
 /// and of its account's plan: a change made through the API applies to new visits within this.
@@ -191,10 +189,8 @@ impl<S: ProjectStore + ResultStore + VelocityStore + AgentStore> Vigil<S, Detect
         let score = |v: f64| Score::new(v).map_err(|_| ServiceError::EngineFault(v));
         let (score_bot, score_proxy_vpn) =
             (score(verdict.score_bot)?, score(verdict.score_proxy_vpn)?);
-        // A verified agent the project allows keeps its scoreBot, but counts as no bot.
         let allowed = p.agents.allows(&verdict.agent);
-        let mut flagged = Flagged::at(self.threshold, score_bot, score_proxy_vpn);
-        flagged.bot &= !allowed;
+        let flagged = Flagged::of_visit(self.threshold, score_bot, score_proxy_vpn, allowed);
         crate::metrics::evaluation(project.as_str(), micros, flagged.bot, flagged.proxy);
         let new = NewResult {
             project_id: project.clone(),
@@ -447,6 +443,5 @@ fn seal_verdict(
         iat: now.unix_seconds(),
         exp: now.unix_seconds() + MAX_SEALED_LIFETIME_SECS,
     };
-    seal(&keys.current, &verdict)
-        .map_err(|e| ServiceError::Store(crate::store::StoreError::Corrupt(Box::new(e))))
+    seal(&keys.current, &verdict).map_err(ServiceError::Sealing)
 }

@@ -45,7 +45,18 @@ impl<S: UsageStore, D> Vigil<S, D> {
         terms: &Terms,
         plan_read: bool,
     ) -> ServiceResult<Standing> {
-        let now = self.now();
+        self.admit_at(account, terms, plan_read, self.now()).await
+    }
+
+    /// As [`Vigil::admit`] at `now`, the instant the caller read for the whole request (so that
+    /// its period and its headers agree with what was counted).
+    pub async fn admit_at(
+        &self,
+        account: &AccountId,
+        terms: &Terms,
+        plan_read: bool,
+        now: Timestamp,
+    ) -> ServiceResult<Standing> {
         if !plan_read && !terms.in_force(now) {
             return Err(ServiceError::Refused(Refusal::PlanInactive));
         }

@@ -49,9 +49,6 @@ pub struct Vigil<S, D = ()> {
 /// cannot serve them.
 pub type Detecting = Arc<Engine>;
 
-/// The webhook threshold's default.
-const DEFAULT_THRESHOLD: Score = Score::HALF;
-
 impl<S> Vigil<S> {
     pub fn new(store: S, url_policy: UrlPolicy) -> Self {
         Self {
@@ -63,7 +60,7 @@ impl<S> Vigil<S> {
             projects: Cache::new(OWNER_CACHE_SIZE),
             sites: Cache::new(OWNER_CACHE_SIZE),
             unknown_keys: Cache::new(OWNER_CACHE_SIZE),
-            threshold: DEFAULT_THRESHOLD,
+            threshold: crate::domain::webhook::DEFAULT_THRESHOLD,
             secret_overlap: crate::config::DEFAULT_SECRET_OVERLAP,
             fetcher: Arc::new(NoFetcher),
             directories: directory_cache(),

@@ -32,6 +32,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::detect::Reason;
+use crate::domain::evaluation::counted_bot;
 use crate::domain::idempotency::{Created, IdempotencyKey, Once, Used};
 use crate::domain::insight::{Counts, Granularity, SessionSummary};
 use crate::domain::webhook::{Secrets, WebhookSecret};
@@ -41,8 +42,12 @@ use crate::domain::{
     WebhookType, WebhookUrl,
 };
 
-// The key vocabulary, named here too: adapters read the layout as `items::*`.
-pub use super::keys::*;
+use super::keys::{
+    ACCOUNT_SK, CHECKPOINT_SK, DUE_PARTITION, KEY_SK, PROJECT_COUNT_SK, PROJECT_SK,
+    REASON_ATTR_PREFIX, WEBHOOK_COUNT_SK, account_pk, account_project_sk, checkpoint_pk, device_pk,
+    key_pk, label_sk, project_pk, public_key_pk, result_sk, seen_key, session_sk, stats_sk,
+    webhook_sk,
+};
 
 /// A label, kept beside its session in the project's partition.
 pub type LabelItem = Keyed<crate::domain::label::Label>;
@@ -358,11 +363,8 @@ impl SessionItem {
             .and_then(|e| e.device.as_ref())
             .map(|d| d.as_str().to_owned())
             .or_else(|| previous.and_then(|p| p.device.clone()));
-        let counted = if r.evaluation.as_ref().is_some_and(|e| e.allowed) {
-            Score::ZERO
-        } else {
-            r.result.score_bot
-        };
+        let allowed = r.evaluation.as_ref().is_some_and(|e| e.allowed);
+        let counted = counted_bot(r.result.score_bot, allowed).unwrap_or(Score::ZERO);
         let score_bot_counted = previous.map_or(counted, |p| p.bot_counted().max(counted));
         let agent = r
             .evaluation

@@ -110,13 +110,9 @@ pub fn stats_sk_bound(g: Granularity, start: Timestamp) -> String {
 pub fn stats_sk(g: Granularity, start: Timestamp, shard: u64) -> String {
     format!("{}{start}#{shard}", stats_prefix(g))
 }
-/// The shard a session's events count in: FNV-1a of its id, stable across processes.
+/// The statistics shard a session's events count in.
 pub fn stats_shard(s: &SessionId) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in s.as_str().bytes() {
-        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-    }
-    h % STATS_SHARDS
+    s.stable_hash() % STATS_SHARDS
 }
 /// The prefix of a statistics item's reason counters (top-level attributes, so that DynamoDB can
 /// `ADD` to one that does not exist yet).

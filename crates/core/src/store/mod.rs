@@ -64,7 +64,7 @@ pub trait KeyStore: ItemStore {
     fn key_account(&self, key_hash: &str) -> impl Future<Output = Res<Option<AccountId>>> + Send {
         async move {
             let key: Option<items::KeyItem> = self
-                .item(&items::key_pk(key_hash), items::KEY_SK, Read::Eventual)
+                .item(&keys::key_pk(key_hash), keys::KEY_SK, Read::Eventual)
                 .await?;
             Ok(key.filter(|k| !k.revoked).map(|k| k.account_id))
         }
@@ -112,7 +112,7 @@ pub trait AccountStore: ItemStore {
     fn account(&self, id: &AccountId) -> impl Future<Output = Res<Option<Account>>> + Send {
         async move {
             let item: Option<items::AccountItem> = self
-                .item(&items::account_pk(id), items::ACCOUNT_SK, Read::Eventual)
+                .item(&keys::account_pk(id), keys::ACCOUNT_SK, Read::Eventual)
                 .await?;
             Ok(item.map(Account::from))
         }
@@ -123,7 +123,7 @@ pub trait ProjectStore: ItemStore {
     fn project(&self, id: &ProjectId) -> impl Future<Output = Res<Option<Project>>> + Send {
         async move {
             let item: Option<items::ProjectItem> = self
-                .item(&items::project_pk(id), items::PROJECT_SK, Read::Eventual)
+                .item(&keys::project_pk(id), keys::PROJECT_SK, Read::Eventual)
                 .await?;
             Ok(item.map(Project::from))
         }
@@ -172,9 +172,9 @@ pub trait ProjectStore: ItemStore {
         key: &str,
     ) -> impl Future<Output = Res<Option<Project>>> + Send {
         async move {
-            let pk = items::public_key_pk(key);
+            let pk = keys::public_key_pk(key);
             let item: Option<items::ProjectItem> =
-                self.item(&pk, items::PROJECT_SK, Read::Eventual).await?;
+                self.item(&pk, keys::PROJECT_SK, Read::Eventual).await?;
             // A copy left behind by a key a seed replaced never authenticates.
             Ok(item.map(Project::from).filter(|p| p.api_key_public == key))
         }
@@ -255,7 +255,7 @@ pub trait ResultStore: ItemStore {
         at: ResultPosition,
     ) -> impl Future<Output = Res<Option<Event>>> + Send {
         async move {
-            let (pk, sk) = (items::project_pk(project), items::result_sk(session, at));
+            let (pk, sk) = (keys::project_pk(project), keys::result_sk(session, at));
             let item: Option<items::ResultItem> = self.item(&pk, &sk, Read::Eventual).await?;
             Ok(item.map(items::ResultItem::event))
         }
@@ -268,7 +268,7 @@ pub trait ResultStore: ItemStore {
         session: &SessionId,
     ) -> impl Future<Output = Res<Option<SessionScore>>> + Send {
         async move {
-            let (pk, sk) = (items::project_pk(project), items::session_sk(session));
+            let (pk, sk) = (keys::project_pk(project), keys::session_sk(session));
             let item: Option<items::SessionItem> = self.item(&pk, &sk, Read::Eventual).await?;
             Ok(item.map(|s| s.score()))
         }
@@ -378,7 +378,7 @@ pub trait IdempotencyStore: ItemStore {
         now: Timestamp,
     ) -> impl Future<Output = Res<Option<Used>>> + Send {
         async move {
-            let (pk, sk) = (items::account_pk(account), items::idempotency_sk(key));
+            let (pk, sk) = (keys::account_pk(account), items::idempotency_sk(key));
             let item: Option<items::IdempotencyItem> =
                 self.item(&pk, &sk, Read::Consistent).await?;
             Ok(item.and_then(|i| i.used(now)))
@@ -407,7 +407,7 @@ pub trait WebhookStore: ItemStore {
         id: &WebhookId,
     ) -> impl Future<Output = Res<Option<Webhook>>> + Send {
         async move {
-            let (pk, sk) = (items::project_pk(project), items::webhook_sk(id));
+            let (pk, sk) = (keys::project_pk(project), keys::webhook_sk(id));
             let item: Option<items::WebhookItem> = self.item(&pk, &sk, Read::Consistent).await?;
             Ok(item.map(items::WebhookItem::webhook))
         }
@@ -503,7 +503,7 @@ pub trait DeliveryStore: ItemStore {
         id: &crate::domain::DeliveryId,
     ) -> impl Future<Output = Res<Option<Delivery>>> + Send {
         async move {
-            let pk = items::project_pk(project);
+            let pk = keys::project_pk(project);
             let reference: Option<items::DeliveryRefItem> = self
                 .item(&pk, &items::delivery_ref_sk(id), Read::Consistent)
                 .await?;
@@ -568,7 +568,7 @@ pub trait LabelStore: ItemStore {
         project: &ProjectId,
         session: &SessionId,
     ) -> impl Future<Output = Res<Option<crate::domain::label::Label>>> + Send {
-        let (pk, sk) = (items::project_pk(project), items::label_sk(session));
+        let (pk, sk) = (keys::project_pk(project), keys::label_sk(session));
         async move {
             let item: Option<items::LabelItem> = self.item(&pk, &sk, Read::Consistent).await?;
             Ok(item.map(|i| i.value))
@@ -583,8 +583,8 @@ pub trait LabelStore: ItemStore {
     ) -> impl Future<Output = Res<bool>> + Send {
         let plan = WritePlan::new().delete(
             StepName::Label,
-            items::project_pk(project),
-            items::label_sk(session),
+            keys::project_pk(project),
+            keys::label_sk(session),
             When::Present,
         );
         async move { Ok(self.apply(plan).await? == Applied::Done) }

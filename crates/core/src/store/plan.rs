@@ -11,7 +11,8 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use super::error::StoreError;
-use super::items::{Entity, PK, SK, TTL};
+use super::items::Entity;
+use super::keys::{PK, SK, TTL};
 use crate::domain::insight::Granularity;
 
 /// An item's attributes, `pk` and `sk` included.

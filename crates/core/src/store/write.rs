@@ -7,7 +7,14 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::error::StoreError;
-use super::items::*;
+use super::items::{
+    AccountItem, DeliveryItem, DeliveryRefItem, Entity, IdempotencyItem, KeyItem, ProjectItem,
+    ResultItem, SessionItem, StatsItem, WebhookItem, idempotency_sk,
+};
+use super::keys::{
+    DUE_AT, PROJECT_COUNT_SK, PROJECT_SK, REASON_ATTR_PREFIX, WEBHOOK_COUNT_SK, account_pk,
+    account_project_sk, project_pk, public_key_pk, session_sk, stats_shard, webhook_sk,
+};
 use super::outcome::{ProjectInsert, WebhookInsert};
 use super::plan::{
     Applied, Attributes, ItemStore, Outcome, Read, Step, StepName, When, WritePlan, parse,

@@ -1,6 +1,7 @@
 //! The layout's own tests: keys, items and what reading them back gives.
 
 use super::*;
+use crate::store::keys::results_prefix;
 
 #[test]
 fn project_items_keep_the_owner_in_both_encodings() {
