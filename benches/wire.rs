@@ -43,7 +43,7 @@ fn client_hello() -> Vec<u8> {
 
 fn main() {
     let hello = client_hello();
-    let ja4 = vigil_http::tls::ja4(&hello).expect("rustls' ClientHello has a JA4");
+    let ja4 = vigil_http::server::tls::ja4(&hello).expect("rustls' ClientHello has a JA4");
     assert!(
         ja4.starts_with("t13d") && ja4[8..10] == *"h2",
         "unexpected JA4 {ja4}"
@@ -51,7 +51,7 @@ fn main() {
     let mut per_connection = Vec::with_capacity(100_000);
     for _ in 0..100_000 {
         let t = Instant::now();
-        std::hint::black_box(vigil_http::tls::ja4(std::hint::black_box(&hello)));
+        std::hint::black_box(vigil_http::server::tls::ja4(std::hint::black_box(&hello)));
         per_connection.push(t.elapsed());
     }
     let (p50, p99) = summary(per_connection);
@@ -118,7 +118,7 @@ fn main() {
     );
 
     // The physics a relayed connection shows, as `vigil serve` hands it to each request.
-    let physics = vigil_http::tcp::Physics::new(Some(
+    let physics = vigil_http::server::tcp::Physics::new(Some(
         serde_json::from_value(serde_json::json!({"ttl": 49, "window": 64240, "mss": 1460,
             "windowScale": 7, "options": ["mss", "sackPermitted", "timestamp", "nop", "windowScale"]}))
         .expect("a SYN"),
@@ -214,7 +214,7 @@ fn main() {
 /// (2,000 loopback connections through a listener that saves SYNs), then TCP_INFO on each read.
 #[cfg(target_os = "linux")]
 fn connection_physics() {
-    use vigil_http::tcp::{Metered, Physics, min_rtt_us, save_syns, saved_syn};
+    use vigil_http::server::tcp::{Metered, Physics, min_rtt_us, save_syns, saved_syn};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("listener");
     save_syns(&listener).expect("TCP_SAVE_SYN");
     let at = listener.local_addr().expect("address");

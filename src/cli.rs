@@ -52,7 +52,7 @@ pub enum CliError {
         source: SeedError,
     },
     #[error("cannot serve HTTPS")]
-    Tls(#[source] vigil_http::tls::TlsError),
+    Tls(#[source] vigil_http::server::tls::TlsError),
     #[error("cannot create the demo data")]
     Demo(#[source] SeedError),
     #[error("cannot build the webhook client")]
@@ -418,8 +418,8 @@ async fn run_on<S: Store + ChangeFeed>(
             stun_port,
         } => {
             let tls = match (tls_cert, tls_key) {
-                (Some(cert), Some(key)) => Some(vigil_http::tls::Tls::from_pem_files(&cert, &key)),
-                _ if tls_self_signed => Some(vigil_http::tls::Tls::self_signed()),
+                (Some(cert), Some(key)) => Some(vigil_http::server::tls::Tls::from_pem_files(&cert, &key)),
+                _ if tls_self_signed => Some(vigil_http::server::tls::Tls::self_signed()),
                 _ => None,
             }
             .transpose()
@@ -718,7 +718,7 @@ async fn serve<S: Store + ChangeFeed + Clone>(
     if let Some(port) = limits.stun_port {
         match tokio::net::UdpSocket::bind((addr.ip(), port)).await {
             Ok(socket) => {
-                tokio::spawn(vigil_http::stun::serve(socket));
+                tokio::spawn(vigil_http::server::stun::serve(socket));
             }
             // The API still serves; only the agent's WebRTC address goes unasked.
             Err(e) => {

@@ -358,7 +358,7 @@ pub fn agent_script(req: &Request) -> Response<Body> {
     crate::statics::asset(req, &AGENT.0, &AGENT.1, "text/javascript; charset=utf-8")
 }
 
-/// The agent as `vigil serve` serves it beside its own STUN server ([`crate::stun`]): told the
+/// The agent as `vigil serve` serves it beside its own STUN server ([`crate::server::stun`]): told the
 /// port, it asks that server, on the host it was loaded from, for the browser's public address
 /// (unless the page passes `stun` itself, or `stun: false`).
 #[derive(Debug, Clone)]

@@ -12,7 +12,6 @@ pub mod handlers;
 pub mod ingest;
 pub mod insight;
 pub mod paths;
-pub mod ping;
 pub mod pipeline;
 pub mod reference;
 pub mod reply;
@@ -20,9 +19,6 @@ mod response;
 pub mod routes;
 pub mod server;
 pub mod statics;
-pub mod stun;
-pub mod tcp;
-pub mod tls;
 
 pub use context::Context;
 pub use error::ApiError;

@@ -2,6 +2,13 @@
 //! table, authenticated with the authorizer's code, given the same typed [`Context`] a Lambda
 //! function builds from API Gateway's, and answered by the same pipeline and handler.
 
+// The connection's machinery, each in its own file: TLS and the ClientHello's JA4, the TCP facts
+// (SYN, round trips), HTTP/2 PINGs, and the STUN server beside the port.
+pub mod ping;
+pub mod stun;
+pub mod tcp;
+pub mod tls;
+
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::IpAddr;
@@ -26,7 +33,7 @@ use crate::error::ApiError;
 use crate::extract::UnreadableBody;
 use crate::routes::{Resolved, Router};
 use crate::routes::{Route, with_routes};
-use crate::tcp::{Metered, Physics};
+use crate::server::tcp::{Metered, Physics};
 use vigil_core::detect::Wire;
 use vigil_core::detect::wire::header_order_of;
 use vigil_core::domain::token::time_ordered_token;
@@ -59,7 +66,7 @@ pub struct Limits {
     /// Whether `/demo` is served.
     pub demo: bool,
     /// HTTPS (HTTP/2 and HTTP/1.1 by ALPN) with this certificate; plain HTTP/1.1 when None.
-    pub tls: Option<crate::tls::Tls>,
+    pub tls: Option<crate::server::tls::Tls>,
     /// The UDP port of the server's STUN service, which the agent it serves then uses.
     pub stun_port: Option<u16>,
     /// A connection with no request in flight for this long is closed (HTTP/1.1 keep-alive
@@ -151,9 +158,9 @@ pub async fn serve<S: Store>(
     let agent = limits
         .stun_port
         .map(|p| Arc::new(crate::ingest::StunAgent::new(p)));
-    // Each connection's SYN, for the wire evidence (`crate::tcp`); a kernel that refuses it
+    // Each connection's SYN, for the wire evidence (`crate::server::tcp`); a kernel that refuses it
     // costs that evidence only.
-    if let Err(e) = crate::tcp::save_syns(&listener) {
+    if let Err(e) = crate::server::tcp::save_syns(&listener) {
         tracing::warn!(error = %e, "the listener cannot save SYNs; visits carry no SYN");
     }
     let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
@@ -197,7 +204,7 @@ pub async fn serve<S: Store>(
             }
         };
         let _ = stream.set_nodelay(true);
-        let physics = Physics::new(crate::tcp::saved_syn(&stream));
+        let physics = Physics::new(crate::server::tcp::saved_syn(&stream));
         let stream = Metered::new(stream, physics.clone());
         let (app, router, http) = (app.clone(), router.clone(), http.clone());
         let mut conn = Connection {
@@ -239,8 +246,8 @@ pub async fn serve<S: Store>(
                     let physics = conn.physics.clone();
                     let service = service(app, router, conn);
                     if h2 {
-                        // PINGs of the server's own time the path to the client (crate::ping).
-                        let io = TokioIo::new(crate::ping::Pinger::new(stream, physics));
+                        // PINGs of the server's own time the path to the client (crate::server::ping).
+                        let io = TokioIo::new(crate::server::ping::Pinger::new(stream, physics));
                         let served = http2::Builder::new(TokioExecutor::new())
                             .max_header_list_size(MAX_HEAD_BYTES as u32)
                             // Each stream may hold a body of MAX_BODY while it is read.
@@ -462,7 +469,7 @@ struct Connection {
 struct ConnectionTls {
     /// The ClientHello's JA4, computed once for the connection.
     ja4: Option<Arc<str>>,
-    /// HTTP/2, whose PINGs time the path to the client (`crate::ping`).
+    /// HTTP/2, whose PINGs time the path to the client (`crate::server::ping`).
     h2: bool,
 }
 
@@ -723,7 +730,7 @@ mod tests {
                 .await
                 .unwrap();
             let mut kinds = Vec::new();
-            while let Some((head, _)) = crate::ping::testing::read_frame(&mut client).await {
+            while let Some((head, _)) = crate::server::ping::testing::read_frame(&mut client).await {
                 kinds.push(head[3]);
             }
             kinds

@@ -3,7 +3,7 @@
 //! follows the frames each way, puts a PING of its own between the server's frames (never inside
 //! one), and takes the client's acknowledgement of it out of what hyper reads. A relay that ends
 //! TCP forwards the PING and the answer comes from the client behind it, so each PING is one
-//! end-to-end round trip ([`crate::tcp::Physics::end_to_end`]); the client's HTTP/2 stack answers
+//! end-to-end round trip ([`crate::server::tcp::Physics::end_to_end`]); the client's HTTP/2 stack answers
 //! at once (RFC 9113 §6.7), with little of its own work in the figure.
 
 use std::io;
@@ -14,7 +14,7 @@ use std::time::Instant;
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-use crate::tcp::Physics;
+use crate::server::tcp::Physics;
 
 /// PINGs per connection: the minimum of a few is the figure; more would only cost the client.
 const PINGS: u8 = 4;
