@@ -6,7 +6,6 @@ mod common;
 
 use common::lambda::fixture;
 use vigil_core::domain::idempotency::{IdempotencyKey, Once};
-use vigil_core::domain::plan::Refusal;
 use vigil_core::domain::project::{Domain, Origin, ProjectName};
 use vigil_core::domain::token::ApiKey;
 use vigil_core::domain::{AccountId, AddressedEvidence, PlanStatus, ProjectId, SessionId};
@@ -76,7 +75,8 @@ async fn a_visit_needs_a_plan_in_force_and_the_token_its_project_requires() {
         f.app
             .record_visit(&lapsed, &shop(), &session, None, &visit("81.2.69.142"))
             .await,
-        Err(ServiceError::Refused(Refusal::PlanInactive))
+        // As for an unknown key: the page learns nothing of its customer's billing.
+        Err(ServiceError::UnknownPublicKey)
     ));
     let changes = ProjectChanges {
         require_session_token: Some(true),

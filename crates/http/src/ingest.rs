@@ -16,7 +16,6 @@ use super::paths::BASE;
 use super::pipeline::{Reply, endpoint};
 use crate::error::ApiError;
 use vigil_core::detect::{Evidence, Headers, RequestLine, Signals};
-use vigil_core::domain::plan::Refusal;
 use vigil_core::domain::project::Origin;
 use vigil_core::domain::{AddressedEvidence, Event, EventId, ProjectId, SessionId};
 use vigil_core::service::error::ServiceError;
@@ -284,15 +283,12 @@ where
             &evidence,
         )
         .await;
-    match recorded {
-        // A page is answered exactly as for an unknown key (no CORS header either): it must
-        // not learn its customer's billing state, nor when the period ends (a Retry-After).
-        Err(ServiceError::Refused(Refusal::PlanInactive)) => {
-            *allowed = None;
-            Err(ServiceError::UnknownPublicKey.into())
-        }
-        other => Ok(other?),
+    // The service answers a lapsed plan's page as an unknown key; as for any unknown key, no
+    // CORS header either.
+    if let Err(ServiceError::UnknownPublicKey) = recorded {
+        *allowed = None;
     }
+    Ok(recorded?)
 }
 
 /// The request's `Origin`, if it is one a browser sends.

@@ -16,7 +16,6 @@ use crate::detect::path::Page;
 use crate::detect::velocity::Velocity;
 use crate::domain::Flagged;
 use crate::domain::idempotency::{Once, Written};
-use crate::domain::plan::Refusal;
 use crate::domain::project::{Origin, origin_allowed};
 use crate::domain::sealing::{MAX_SEALED_LIFETIME_SECS, SealingKeys, Verdict, seal};
 use crate::domain::session_token;
@@ -375,8 +374,10 @@ impl<S: ProjectStore + ResultStore + UsageStore + VelocityStore + AgentStore> Vi
         evidence: &AddressedEvidence,
     ) -> ServiceResult<Visited> {
         let (project, now) = (&site.project, self.now());
+        // A page of a plan not in force is answered exactly as for an unknown key: it must not
+        // learn its customer's billing state, nor when the period ends (a Retry-After).
         if !site.terms.in_force(now) {
-            return Err(ServiceError::Refused(Refusal::PlanInactive));
+            return Err(ServiceError::UnknownPublicKey);
         }
         if project.require_session_token {
             let token = token.ok_or(ServiceError::SessionTokenRequired)?;
