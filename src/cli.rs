@@ -418,7 +418,9 @@ async fn run_on<S: Store + ChangeFeed>(
             stun_port,
         } => {
             let tls = match (tls_cert, tls_key) {
-                (Some(cert), Some(key)) => Some(vigil_http::server::tls::Tls::from_pem_files(&cert, &key)),
+                (Some(cert), Some(key)) => {
+                    Some(vigil_http::server::tls::Tls::from_pem_files(&cert, &key))
+                }
                 _ if tls_self_signed => Some(vigil_http::server::tls::Tls::self_signed()),
                 _ => None,
             }

@@ -392,6 +392,7 @@ fn delivery(webhook: &str, session: &str, crossed: i64, due: Option<i64>) -> Del
         attempts: vec![],
         next_attempt_at: due.map(|d| ts(&at(TEN_AM + d))),
         created_at: ts(&at(TEN_AM + crossed)),
+        test: false,
     }
 }
 

@@ -2041,6 +2041,21 @@ mod delivery {
         assert_eq!(rx.hits().len(), 1);
     }
 
+    /// A visitor's session may be called what the test events are listed under: its crossing
+    /// is still retried, as the delivery's own test mark, not its session id, says what it is.
+    async fn a_session_named_like_the_test_events_is_retried(kind: Kind) {
+        let rx = Receiver::start(Reply::status(204));
+        rx.script([Reply::status(500)]);
+        let env = Env::new(kind, &seed(&[("wh_a", rx.url("/a"))]), SCHEDULE);
+        let _server = env.serve(true);
+        env.add_result("webhook-test", 0.1, 0.8, &at(TEN_AM));
+        let hits = rx.wait_for(2, WAIT, |_| true).await;
+        assert_eq!(
+            hits.iter().map(|h| h.answered).collect::<Vec<_>>(),
+            [500, 204]
+        );
+    }
+
     /// Issue 52: two rotations in quick succession keep the first secret signing until the
     /// overlap the first rotation promised: a receiver still on it loses nothing.
     async fn two_quick_rotations_keep_the_first_overlap(kind: Kind) {
@@ -2083,6 +2098,7 @@ mod delivery {
     on_both_stores!(
         two_quick_rotations_keep_the_first_overlap,
         a_test_event_is_never_retried,
+        a_session_named_like_the_test_events_is_retried,
         test_events_and_redelivery,
         secrets_per_webhook_rotate_with_an_overlap,
         one_delivery_per_crossing,

@@ -221,6 +221,7 @@ impl<S: ProjectStore + DeliveryStore> Dispatcher<S> {
                 // picks it up when the lease ends.
                 next_attempt_at: Some(now.plus(LEASE)),
                 created_at: now,
+                test: false,
             };
             if self.store.create_delivery(&delivery).await? {
                 created.push(delivery);
@@ -287,12 +288,7 @@ impl<S: ProjectStore + DeliveryStore> Dispatcher<S> {
             AttemptOutcome::Failed => "failed",
         };
         // A test event is tried once: retries would make it an amplifier aimed at any URL.
-        let schedule: &[_] = if d.session_id.as_str() == vigil_core::service::webhooks::TEST_SESSION
-        {
-            &[]
-        } else {
-            &self.schedule
-        };
+        let schedule: &[_] = if d.test { &[] } else { &self.schedule };
         d.record(attempt, schedule);
         vigil_core::metrics::delivery(outcome, d.attempts.len());
         if gone

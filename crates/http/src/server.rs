@@ -730,7 +730,8 @@ mod tests {
                 .await
                 .unwrap();
             let mut kinds = Vec::new();
-            while let Some((head, _)) = crate::server::ping::testing::read_frame(&mut client).await {
+            while let Some((head, _)) = crate::server::ping::testing::read_frame(&mut client).await
+            {
                 kinds.push(head[3]);
             }
             kinds

@@ -56,6 +56,10 @@ pub struct Delivery {
     /// is the end of that attempt's lease, so another sweeper does not send it twice.
     pub next_attempt_at: Option<Timestamp>,
     pub created_at: Timestamp,
+    /// A webhook's test event, not a crossing: tried once (retries would make it an amplifier
+    /// aimed at any URL) and counted against the test budgets. Stored only when true.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub test: bool,
 }
 
 impl Delivery {
@@ -148,6 +152,7 @@ mod tests {
             attempts: vec![],
             next_attempt_at: None,
             created_at: Timestamp::from_unix_millis(0).unwrap(),
+            test: false,
         }
     }
 

@@ -9,7 +9,8 @@ use crate::domain::{AccountId, ProjectId, SessionId, Timestamp, Webhook, Webhook
 use crate::store::write::{TestAdmission, TestCaps};
 use crate::store::{DeliveryStore, ProjectStore, WebhookStore};
 
-/// The session a test event's delivery is listed under in the delivery log.
+/// The session a test event's delivery is listed under in the delivery log (what marks it as a
+/// test is its own field, [`crate::domain::Delivery::test`]).
 pub const TEST_SESSION: &str = "webhook-test";
 /// Test events per webhook per minute: enough to try a receiver, too few to aim deliveries at
 /// someone else's host (test deliveries are never retried either).
@@ -131,7 +132,7 @@ impl<S: ProjectStore + WebhookStore + DeliveryStore, D> Vigil<S, D> {
             .deliveries(project, webhook, MAX_DELIVERIES)
             .await?
             .into_iter()
-            .filter(|d| d.session_id.as_str() == TEST_SESSION)
+            .filter(|d| d.test)
             .map(|d| d.created_at)
             .filter(|at| now.unix_millis() - at.unix_millis() < TEST_WINDOW_MS)
             .collect();
@@ -162,6 +163,7 @@ impl<S: ProjectStore + WebhookStore + DeliveryStore, D> Vigil<S, D> {
             attempts: Vec::new(),
             next_attempt_at: Some(now),
             created_at: now,
+            test: true,
         };
         let caps = TestCaps {
             account: ACCOUNT_TEST_BUDGET,
