@@ -560,29 +560,23 @@ trait Key: Copy {
     fn has(self, n: u32) -> bool;
 }
 
-impl Key for u32 {
-    fn bit(n: u32) -> Self {
-        1 << n
-    }
-    fn or(self, other: Self) -> Self {
-        self | other
-    }
-    fn has(self, n: u32) -> bool {
-        self >> n & 1 == 1
-    }
+// The same three operations for both widths of address.
+macro_rules! key {
+    ($($t:ty),*) => {$(
+        impl Key for $t {
+            fn bit(n: u32) -> Self {
+                1 << n
+            }
+            fn or(self, other: Self) -> Self {
+                self | other
+            }
+            fn has(self, n: u32) -> bool {
+                self >> n & 1 == 1
+            }
+        }
+    )*};
 }
-
-impl Key for u128 {
-    fn bit(n: u32) -> Self {
-        1 << n
-    }
-    fn or(self, other: Self) -> Self {
-        self | other
-    }
-    fn has(self, n: u32) -> bool {
-        self >> n & 1 == 1
-    }
-}
+key!(u32, u128);
 
 #[cfg(test)]
 mod tests;

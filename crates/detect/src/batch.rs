@@ -734,8 +734,8 @@ mod tests {
                 serde_json::to_string(v).unwrap()
             );
         }
-        let mut out = Vec::new();
-        for x in [
+        // Repeats, signs and the values JSON has no number for, through the same cache.
+        let xs = [
             0.018,
             -0.0,
             0.0,
@@ -746,25 +746,16 @@ mod tests {
             0.018,
             6.5,
             -0.0,
-        ] {
+        ];
+        let mut out = Vec::new();
+        for x in xs {
             numbers.write(&mut out, x);
             out.push(b',');
         }
-        let want: String = [
-            0.018,
-            -0.0,
-            0.0,
-            f64::NAN,
-            f64::INFINITY,
-            1e300,
-            -1.5e-300,
-            0.018,
-            6.5,
-            -0.0,
-        ]
-        .iter()
-        .map(|x| serde_json::to_string(x).unwrap() + ",")
-        .collect();
+        let want: String = xs
+            .iter()
+            .map(|x| serde_json::to_string(x).unwrap() + ",")
+            .collect();
         assert_eq!(String::from_utf8(out).unwrap(), want);
         // The members written are all serde writes: a new one fails here first.
         let value = serde_json::to_value(&verdicts[1]).unwrap();
