@@ -32,10 +32,11 @@ if [ ! -f "$work/node_modules/isbot/package.json" ]; then
   mkdir -p "$work/node_modules/isbot" && tar xzf "$tgz" -C "$work/node_modules/isbot" --strip-components=1
 fi
 
-# The same lines for both, and each line's kind beside them (input.kinds) for the checks.
-python3 - "$lines" "$work/input.jsonl" "$work/input.kinds" <<'PY'
+# The same lines for both, and each line's kind beside them (input.kinds) for the checks; and the
+# cleaned browsers corpus alone (browsers.jsonl), for the accuracy check at the end.
+python3 - "$lines" "$work/input.jsonl" "$work/input.kinds" "$work/browsers.jsonl" <<'PY'
 import ipaddress, json, random, sys
-n, out, kinds_out = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+n, out, kinds_out, browsers_out = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
 rng = random.Random(20261128)
 WORDS = ("http://", "https://", "+http", "bot", "crawl", "spider", "curl", "wget", "python",
          "java/", "headless", "phantomjs", "slimerjs", "msie", "trident/")
@@ -46,6 +47,8 @@ def browser(ua):
 def read(path):
     return [l.strip() for l in open(path, encoding="utf-8", errors="replace") if l.strip()]
 browsers = [u for u in read(".cache/eval/isbot-crate-browsers.txt") if browser(u)]
+with open(browsers_out, "w") as f:
+    f.writelines(json.dumps({"userAgent": u}) + "\n" for u in browsers)
 bots = read(".cache/eval/isbot-crate-bots.txt") + read(".cache/eval/bots-crawler-user-agents.txt")
 consumer = [l.split("\t")[0] for l in read(".cache/eval/consumer-isp.tsv")]
 hosting_net = [l.split("\t")[0] for l in read(".cache/eval/hosting-networks.tsv")]
@@ -168,20 +171,8 @@ printf 'ratio vigil / isbot: %.2f\n' "$(echo "$n / $v" | bc -l)"
 
 # Accuracy on the same run: browsers flagged (vigil scoreBot >= 0.5, isbot true) on the isbot
 # crate's browsers.txt, cleaned as examples/eval.rs cleans it (entries a browser in use sends: no
-# URL, no bot, crawler, headless or HTTP-library word, no Internet Explorer).
-python3 - "$work/browsers.jsonl" <<'PY'
-import json, sys
-WORDS = ("http://", "https://", "+http", "bot", "crawl", "spider", "curl", "wget", "python",
-         "java/", "headless", "phantomjs", "slimerjs", "msie", "trident/")
-def browser(ua):
-    low = ua.lower()
-    return (low.startswith("mozilla/") or low.startswith("opera/")) and " (" in low \
-        and not any(w in low for w in WORDS)
-with open(sys.argv[1], "w") as f:
-    for l in open(".cache/eval/isbot-crate-browsers.txt", encoding="utf-8", errors="replace"):
-        if l.strip() and browser(l.strip()):
-            f.write(json.dumps({"userAgent": l.strip()}) + "\n")
-PY
+# URL, no bot, crawler, headless or HTTP-library word, no Internet Explorer): browsers.jsonl,
+# written with the input lines by the same rule.
 total=$(wc -l < "$work/browsers.jsonl")
 vf=$("$VIGIL" evaluate "$work/browsers.jsonl" | python3 -c 'import json,sys; print(sum(json.loads(l).get("scoreBot", 0) >= 0.5 for l in sys.stdin))')
 nf=$(node "$work/isbot.js" < "$work/browsers.jsonl" | grep -c '"bot":true' || true)

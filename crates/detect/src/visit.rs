@@ -1,7 +1,7 @@
 //! The normalised view of one visit that every rule reads: the user agents as received, the one
 //! lower-cased copy the bot patterns and crawler claims share, and the address's country.
 
-use crate::agents::Known;
+use crate::agents::{Catalogue, Known};
 use crate::calibration::Weights;
 use crate::engine::Engine;
 use crate::evidence::{Evidence, Signals};
@@ -111,9 +111,9 @@ impl<'a> Visit<'a> {
     /// The catalogue's agent with published ranges that the user agent names. Every token of
     /// such an agent is one of the catalogue's, so a user agent that names no agent (nearly
     /// every person's) is not scanned again.
-    pub fn range_claim(&self, engine: &'a Engine) -> Option<&'a Known> {
+    pub fn range_claim(&self, catalogue: &'a Catalogue) -> Option<&'a Known> {
         let lower = self.named.and(self.agent_lower.as_deref())?;
-        engine.agents.range_claim(lower)
+        catalogue.range_claim(lower)
     }
 
     /// The request's own user agent, lower-cased (none when only JavaScript's is known).

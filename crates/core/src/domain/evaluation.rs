@@ -42,10 +42,7 @@ pub struct Flagged {
 
 impl Flagged {
     pub fn at(threshold: Score, bot: Score, proxy_vpn: Score) -> Self {
-        Self {
-            bot: reaches(bot, threshold),
-            proxy: reaches(proxy_vpn, threshold),
-        }
+        Self::of_visit(threshold, bot, proxy_vpn, false)
     }
 
     /// As [`Flagged::at`] for a visit that may be an agent the project allows: never a bot then.

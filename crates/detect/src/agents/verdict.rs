@@ -21,10 +21,7 @@ pub fn judge<'a>(catalogue: &'a Catalogue, v: &Visit<'a>, out: &mut Vec<Reason>)
         _ => None,
     });
     if let Some(status) = ranged {
-        let known = v
-            .named
-            .and(v.agent_lower.as_deref())
-            .and_then(|l| catalogue.range_claim(l));
+        let known = v.range_claim(catalogue);
         return Agent::of(status, known.or(claimed), Via::IpRange);
     }
     let Some(known) = claimed else {

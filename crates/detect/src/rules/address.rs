@@ -16,7 +16,7 @@ pub fn reasons(engine: &Engine, v: &Visit<'_>, out: &mut Vec<Reason>) {
     // A crawler that names itself, of an operator that publishes its ranges (the catalogue).
     // (Only a visit with an address is judged: no scan of the user agent without one.)
     let claimed = ip
-        .and_then(|_| v.range_claim(engine))
+        .and_then(|_| v.range_claim(&engine.agents))
         .and_then(|known| known.ranges.as_deref());
     if let Some(operator) = claimed {
         match label {
