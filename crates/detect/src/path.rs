@@ -38,6 +38,9 @@ pub struct Before {
     pub dwell_ms: u64,
     /// The page's pointer movements, judged ([`crate::hand`]).
     pub strokes: crate::hand::Strokes,
+    /// Input no device makes on the page ([`crate::hand::Hand::protocol`], the tells that hold
+    /// on any device).
+    pub protocol: bool,
 }
 
 impl Page {
@@ -69,6 +72,12 @@ impl Page {
                         .as_ref()
                         .map(|h| h.strokes())
                         .unwrap_or_default(),
+                    // Keys without a code are left to the page's own judgement, which knows
+                    // the device (a virtual keyboard sends none).
+                    protocol: p.input.kin.as_ref().is_some_and(|h| {
+                        !h.protocol(p.input.foreign.as_deref().unwrap_or_default(), true)
+                            .is_empty()
+                    }),
                 }
             }),
         }
@@ -117,6 +126,9 @@ pub struct Path {
     /// session; and whether the latest page's was one.
     pub forged: u32,
     pub last_forged: bool,
+    /// Summarised pages with input no device makes: a protocol drove the session, and a later
+    /// page whose timing happened to pass does not make it a person's.
+    pub protocol: u32,
     /// When the session's first page arrived (Unix ms, the server's clock).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_at_ms: Option<i64>,
@@ -147,6 +159,7 @@ impl Path {
             p.visible_ms = p.visible_ms.saturating_add(visible);
             p.last_forged = b.unbacked || too_long;
             p.forged = p.forged.saturating_add(u32::from(p.last_forged));
+            p.protocol = p.protocol.saturating_add(u32::from(b.protocol));
         }
         // The session's first page, with nothing before it in the tab: a landing says nothing.
         if self.pages == 0 && page.before.is_none() {
@@ -190,6 +203,7 @@ mod tests {
                 visible_ms: 2_000,
                 dwell_ms: 2_000,
                 strokes: Default::default(),
+                protocol: false,
             }),
         }
     }
@@ -268,6 +282,7 @@ mod tests {
                 visible_ms: 1_500,
                 dwell_ms: 1_600,
                 strokes: Default::default(),
+                protocol: false,
             })
         );
         let mut action = e.clone();

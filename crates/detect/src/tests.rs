@@ -18,6 +18,32 @@ const FIREFOX: &str = "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 
 /// A German residential address (Deutsche Telekom), in no operator range.
 const HOME_DE: &str = "84.128.0.1";
 
+/// A session's pages judged by one rule, each on the session's path with it added, as the
+/// service does.
+pub(crate) fn judged_session(
+    rule: fn(&Engine, &crate::visit::Visit<'_>, &mut Vec<reasons::Reason>),
+    pages: &[Evidence],
+) -> Vec<Vec<reasons::Reason>> {
+    let mut path = crate::path::Path::default();
+    pages
+        .iter()
+        .map(|e| {
+            path = crate::path::Page::of(e).map_or(path, |p| path.after(p));
+            let beyond = crate::visit::Beyond {
+                path: Some(&path),
+                ..Default::default()
+            };
+            let mut out = Vec::new();
+            rule(
+                &ENGINE,
+                &crate::visit::Visit::with(&ENGINE, e, beyond),
+                &mut out,
+            );
+            out
+        })
+        .collect()
+}
+
 fn codes(e: &Evidence) -> Vec<Code> {
     ENGINE.evaluate(e).reasons.iter().map(|r| r.code).collect()
 }

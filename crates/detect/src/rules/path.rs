@@ -85,7 +85,6 @@ mod tests {
 
     use super::*;
     use crate::evidence::Evidence;
-    use crate::path::{Page, Path};
 
     const CHROME: &str = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0.0.0 Safari/537.36";
 
@@ -98,26 +97,8 @@ mod tests {
         .unwrap()
     }
 
-    /// The session's pages, each judged on the path with it added, as the service does.
     fn session(pages: &[Evidence]) -> Vec<Vec<Reason>> {
-        let mut path = Path::default();
-        pages
-            .iter()
-            .map(|e| {
-                path = Page::of(e).map_or(path, |p| path.after(p));
-                let v = Visit::with(
-                    &crate::tests::ENGINE,
-                    e,
-                    crate::visit::Beyond {
-                        path: Some(&path),
-                        ..Default::default()
-                    },
-                );
-                let mut out = Vec::new();
-                reasons(&crate::tests::ENGINE, &v, &mut out);
-                out
-            })
-            .collect()
+        crate::tests::judged_session(reasons, pages)
     }
 
     fn codes(r: &[Reason]) -> Vec<Code> {
