@@ -2351,7 +2351,11 @@ async fn a_sessions_path_is_kept_in_its_summary_and_judged_on_its_pages<S: Store
         "{person:?}"
     );
 
-    let kept = store.prior_summary(&p, &sid("quiet")).await.unwrap().path();
+    let kept = store
+        .prior_summary(&p, &sid("quiet"))
+        .await
+        .unwrap()
+        .path_after(None);
     assert_eq!((kept.pages, kept.unprompted, kept.summarised), (4, 3, 3));
     // An action on the last page: judged on the same path, which it leaves as it was.
     let mut action = page_load(quiet.clone(), "none");
@@ -2363,13 +2367,17 @@ async fn a_sessions_path_is_kept_in_its_summary_and_judged_on_its_pages<S: Store
         .await
         .unwrap();
     assert!(reason(&e, "navigation_without_input").is_some(), "{e:?}");
-    let after = store.prior_summary(&p, &sid("quiet")).await.unwrap().path();
+    let after = store
+        .prior_summary(&p, &sid("quiet"))
+        .await
+        .unwrap()
+        .path_after(None);
     assert_eq!(after, kept);
     let reader = store
         .prior_summary(&p, &sid("reader"))
         .await
         .unwrap()
-        .path();
+        .path_after(None);
     assert_eq!(
         (reader.pages, reader.unprompted, reader.input_pages),
         (4, 0, 3)
@@ -2532,12 +2540,9 @@ async fn sqlite_writers_in_separate_pools_keep_the_summary_exact() {
     assert_eq!(s.score_proxy_vpn.get(), 0.97);
 }
 
-fn json(item: &serde_dynamo::Item) -> serde_json::Value {
-    serde_dynamo::from_item(item.clone()).unwrap()
-}
-
 #[tokio::test]
 async fn sqlite_change_feed_mirrors_dynamodb_streams() {
+    use vigil_store_sqlite::changes::ChangeKind::{Insert, Modify, Remove};
     let (store, _dir) = sqlite();
     store
         .add_result(&result("p", "s", 0.1, 0.2, &at(TEN_AM)))
@@ -2549,20 +2554,19 @@ async fn sqlite_change_feed_mirrors_dynamodb_streams() {
         .unwrap();
     let changes = store.changes(0, 100).await.unwrap();
     // Per write: the result (INSERT) and the session summary (INSERT, then MODIFY).
-    let names: Vec<&str> = changes.iter().map(|(_, r)| r.event_name.as_str()).collect();
-    assert_eq!(names, vec!["INSERT", "INSERT", "INSERT", "MODIFY"]);
+    let kinds: Vec<_> = changes.iter().map(|(_, r)| r.kind).collect();
+    assert_eq!(kinds, vec![Insert, Insert, Insert, Modify]);
     let (seq, modify) = &changes[3];
     assert_eq!(*seq, changes[2].0 + 1);
-    let old = json(&modify.change.old_image);
-    let new = json(&modify.change.new_image);
+    let (old, new) = (modify.old.as_ref().unwrap(), modify.new.as_ref().unwrap());
     assert_eq!(old["scoreProxyVpn"], 0.2);
     assert_eq!(new["scoreProxyVpn"], 0.9);
     assert_eq!(new["entity"], "session");
     assert_eq!(new["last"]["scoreProxyVpn"], 0.9);
     assert_eq!(new["seq"], 2);
     assert_eq!(
-        json(&modify.change.keys),
-        serde_json::json!({"pk": "PROJECT#p", "sk": "SESSION#s"})
+        (modify.pk.as_str(), modify.sk.as_str()),
+        ("PROJECT#p", "SESSION#s")
     );
     // Reading after a position resumes there.
     assert_eq!(store.changes(changes[1].0, 100).await.unwrap().len(), 2);
@@ -2571,11 +2575,12 @@ async fn sqlite_change_feed_mirrors_dynamodb_streams() {
     store.insert_webhook(&pid("p"), &w).await.unwrap();
     store.delete_webhook(&pid("p"), &w.id).await.unwrap();
     let tail = store.changes(changes[3].0, 100).await.unwrap();
-    let removed = tail.iter().find(|(_, r)| r.event_name == "REMOVE").unwrap();
+    let removed = tail.iter().find(|(_, r)| r.kind == Remove).unwrap();
     assert_eq!(
-        json(&removed.1.change.old_image)["url"],
+        removed.1.old.as_ref().unwrap()["url"],
         "https://hooks.example/x"
     );
+    assert_eq!(removed.1.new, None);
 }
 
 /// Counters shared by separate pools (as by separate processes) on one file stay exact.

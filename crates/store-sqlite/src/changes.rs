@@ -1,14 +1,12 @@
-//! The change feed's records: how a write appends one, and how a stored one is read back, as the
-//! stream record DynamoDB would have sent (for readers that want that shape) or as what it says
-//! in domain terms (for the follower, read from the item's bodies by core).
+//! The change feed's records: how a write appends one, and how a stored one is read back, as
+//! what changed (the item's key and its bodies before and after, for readers of the feed) or as
+//! what it says in domain terms (for the follower, read from the item's bodies by core).
 
-use aws_lambda_events::dynamodb::{EventRecord, StreamRecord, StreamViewType};
 use rusqlite::Connection;
+use serde::Deserialize;
 use vigil_core::domain::FeedEvent;
 use vigil_core::store::change::{EntityOnly, feed_event_of_bodies, unreadable};
 use vigil_core::store::items::Entity;
-use vigil_core::store::keys::{PK, SK};
-use vigil_core::store::plan::Attributes;
 
 use crate::error::{Db, corrupt};
 use crate::sessions::is_summary_sk;
@@ -53,42 +51,110 @@ pub(crate) fn record_change(
     Ok(())
 }
 
-/// A stored change record as the stream record DynamoDB would have sent for it.
-pub(crate) fn stream_record(seq: i64, text: &str) -> Result<EventRecord, Db> {
-    let mut rec = if text.starts_with(COMPACT) {
-        let c: Change = serde_json::from_str(text).map_err(corrupt)?;
-        let typed = |body: Option<&serde_json::value::RawValue>| -> Result<_, Db> {
-            match body {
-                Some(b) => image(&serde_json::from_str(b.get()).map_err(corrupt)?),
-                None => Ok(serde_dynamo::Item::default()),
-            }
+/// What happened to an item, as DynamoDB Streams names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChangeKind {
+    Insert,
+    Modify,
+    Remove,
+}
+
+/// One stored change record, read back: the item's key and its bodies before and after (None for
+/// none), as the items table holds them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChangeRecord {
+    pub kind: ChangeKind,
+    /// When it changed (Unix milliseconds; None on records older builds wrote).
+    pub at_ms: Option<i64>,
+    pub pk: String,
+    pub sk: String,
+    pub old: Option<serde_json::Value>,
+    pub new: Option<serde_json::Value>,
+}
+
+impl ChangeRecord {
+    fn of(
+        at_ms: Option<i64>,
+        pk: String,
+        sk: String,
+        old: Option<serde_json::Value>,
+        new: Option<serde_json::Value>,
+    ) -> Self {
+        let kind = match (&old, &new) {
+            (None, _) => ChangeKind::Insert,
+            (Some(_), Some(_)) => ChangeKind::Modify,
+            (Some(_), None) => ChangeKind::Remove,
         };
-        let mut change = StreamRecord::default();
-        change.approximate_creation_date_time =
-            chrono::DateTime::from_timestamp_millis(c.at).unwrap_or_default();
-        change.keys =
-            serde_dynamo::to_item(serde_json::json!({ PK: c.pk, SK: c.sk })).map_err(corrupt)?;
-        change.stream_view_type = Some(StreamViewType::NewAndOldImages);
-        let mut rec = EventRecord::default();
-        rec.event_name = match (c.old, c.new) {
-            (None, _) => "INSERT",
-            (Some(_), Some(_)) => "MODIFY",
-            (Some(_), None) => "REMOVE",
+        Self {
+            kind,
+            at_ms,
+            pk,
+            sk,
+            old,
+            new,
         }
-        .to_owned();
-        change.old_image = typed(c.old)?;
-        change.new_image = typed(c.new)?;
-        rec.change = change;
-        rec.aws_region = "local".to_owned();
-        rec.event_source = Some("vigil:sqlite".to_owned());
-        rec.event_version = Some("1.1".to_owned());
-        rec
-    } else {
-        serde_json::from_str(text).map_err(corrupt)?
-    };
-    rec.event_id = seq.to_string();
-    rec.change.sequence_number = Some(format!("{seq:021}"));
-    Ok(rec)
+    }
+}
+
+/// A record written before records became compact: a whole DynamoDB stream record, its images
+/// in DynamoDB's typed JSON (only what the feed reads of it).
+#[derive(Deserialize)]
+struct Legacy {
+    dynamodb: LegacyImages,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct LegacyImages {
+    #[serde(default)]
+    keys: serde_dynamo::Item,
+    #[serde(default)]
+    old_image: serde_dynamo::Item,
+    #[serde(default)]
+    new_image: serde_dynamo::Item,
+}
+
+/// A legacy record's image as the body it was written from (None for an empty image).
+fn legacy_body(
+    image: serde_dynamo::Item,
+) -> Result<Option<serde_json::Value>, serde_dynamo::Error> {
+    if image.is_empty() {
+        return Ok(None);
+    }
+    serde_dynamo::from_item(image).map(Some)
+}
+
+/// A stored change record, read back whichever kind it is.
+pub(crate) fn change_record(text: &str) -> Result<ChangeRecord, Db> {
+    if text.starts_with(COMPACT) {
+        let c: Change = serde_json::from_str(text).map_err(corrupt)?;
+        let body = |b: Option<&serde_json::value::RawValue>| {
+            b.map(|b| serde_json::from_str(b.get()))
+                .transpose()
+                .map_err(corrupt)
+        };
+        return Ok(ChangeRecord::of(
+            Some(c.at),
+            c.pk,
+            c.sk,
+            body(c.old)?,
+            body(c.new)?,
+        ));
+    }
+    let l: Legacy = serde_json::from_str(text).map_err(corrupt)?;
+    #[derive(Deserialize)]
+    struct Key {
+        pk: String,
+        sk: String,
+    }
+    let key: Key = serde_dynamo::from_item(l.dynamodb.keys).map_err(corrupt)?;
+    Ok(ChangeRecord::of(
+        None,
+        key.pk,
+        key.sk,
+        legacy_body(l.dynamodb.old_image).map_err(corrupt)?,
+        legacy_body(l.dynamodb.new_image).map_err(corrupt)?,
+    ))
 }
 
 /// What a stored change record says, in domain terms; a record that cannot be read is said to be
@@ -106,43 +172,34 @@ pub(crate) fn feed_event_of(seq: i64, text: &str) -> FeedEvent {
             Err(e) => FeedEvent::Unreadable(format!("record {seq}: {e}")),
         }
     } else {
-        match stream_record(seq, text) {
-            Ok(rec) => feed_event_of_legacy(&rec),
-            Err(e) => FeedEvent::Unreadable(format!("record {seq}: {}", e.0)),
-        }
+        feed_event_of_legacy(seq, text)
     }
 }
 
 /// What an older, whole stream record says: its typed images back to the bodies they were written
 /// from, read as a compact record's are (only a session summary's: other items may hold values
 /// JSON has no form for).
-pub(crate) fn feed_event_of_legacy(rec: &EventRecord) -> FeedEvent {
-    let change = &rec.change;
-    let entity = serde_dynamo::from_item::<_, EntityOnly>(change.new_image.clone())
+fn feed_event_of_legacy(seq: i64, text: &str) -> FeedEvent {
+    let id = seq.to_string();
+    let l: Legacy = match serde_json::from_str(text) {
+        Ok(l) => l,
+        Err(e) => return FeedEvent::Unreadable(format!("record {seq}: {e}")),
+    };
+    let images = l.dynamodb;
+    let entity = serde_dynamo::from_item::<_, EntityOnly>(images.new_image.clone())
         .ok()
         .and_then(|e| e.entity);
-    if !matches!(rec.event_name.as_str(), "INSERT" | "MODIFY") || entity != Some(Entity::Session) {
+    if entity != Some(Entity::Session) {
         return FeedEvent::Other;
     }
-    let id = &rec.event_id;
-    let body = |image: &serde_dynamo::Item| {
-        serde_dynamo::from_item::<_, serde_json::Value>(image.clone()).map(|v| v.to_string())
+    let text = |image| legacy_body(image).map(|b| b.map(|v| v.to_string()));
+    let new = match text(images.new_image) {
+        Ok(new) => new,
+        Err(e) => return unreadable(&id, "new", e),
     };
-    let new = match body(&change.new_image) {
-        Ok(text) => text,
-        Err(e) => return unreadable(id, "new", e),
+    let old = match text(images.old_image) {
+        Ok(old) => old,
+        Err(e) => return unreadable(&id, "old", e),
     };
-    let old = if change.old_image.is_empty() {
-        None
-    } else {
-        match body(&change.old_image) {
-            Ok(text) => Some(text),
-            Err(e) => return unreadable(id, "old", e),
-        }
-    };
-    feed_event_of_bodies(id, old.as_deref(), Some(&new))
-}
-
-fn image(item: &Attributes) -> Result<serde_dynamo::Item, Db> {
-    serde_dynamo::to_item(item).map_err(corrupt)
+    feed_event_of_bodies(&id, old.as_deref(), new.as_deref())
 }

@@ -1,15 +1,13 @@
-//! The SQLite change feed, read back: its records as DynamoDB stream records or as domain
-//! events, and the follower that hands them on in write order, resumed after the last one the
+//! The SQLite change feed, read back: its records as what changed or as domain events, and the follower that hands them on in write order, resumed after the last one the
 //! consumer finished, across restarts.
 
-use aws_lambda_events::dynamodb::EventRecord;
 use rusqlite::params;
 use vigil_core::domain::FeedEvent;
 use vigil_core::report::Chain;
 use vigil_core::store::feed::{BACKOFF, BATCH, ChangeFeed, FeedConsumer, POLL};
 use vigil_core::store::{DeliveryStore, StoreError};
 
-use crate::changes::{feed_event_of, stream_record};
+use crate::changes::{ChangeRecord, change_record, feed_event_of};
 use crate::error::Db;
 use crate::sqlite::SqliteStore;
 
@@ -22,8 +20,9 @@ impl SqliteStore {
         &self,
         after: i64,
         limit: usize,
-    ) -> Result<Vec<(i64, EventRecord)>, StoreError> {
-        self.read_changes(after, limit, stream_record).await
+    ) -> Result<Vec<(i64, ChangeRecord)>, StoreError> {
+        self.read_changes(after, limit, |_, text| change_record(text))
+            .await
     }
 
     /// Change-feed records after `after` (exclusive), oldest first, at most `limit`, as what
@@ -108,8 +107,8 @@ impl ChangeFeed for SqliteStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::changes::feed_event_of_legacy;
-    use aws_lambda_events::dynamodb::StreamViewType;
+    use crate::changes::ChangeKind;
+    use aws_lambda_events::dynamodb::{EventRecord, StreamViewType};
     use rusqlite::Connection;
     use vigil_core::domain::SessionChanged;
     use vigil_core::store::ResultStore;
@@ -158,21 +157,22 @@ mod tests {
             .unwrap();
 
         let records = store.changes(0, 100).await.unwrap();
-        let names: Vec<&str> = records.iter().map(|(_, r)| r.event_name.as_str()).collect();
-        assert_eq!(names, ["INSERT", "INSERT", "INSERT", "INSERT", "MODIFY"]);
-        for (seq, r) in &records {
-            assert_eq!(r.event_id, seq.to_string());
-        }
-        let image = |i: &serde_dynamo::Item| -> serde_json::Value {
-            serde_dynamo::from_item(i.clone()).unwrap()
-        };
-        assert_eq!(image(&records[0].1.change.new_image)["scoreProxyVpn"], 0.8);
-        let modify = &records[4].1.change;
-        assert_eq!(image(&modify.old_image)["scoreProxyVpn"], 0.2);
-        assert_eq!(image(&modify.new_image)["scoreProxyVpn"], 0.9);
+        let kinds: Vec<ChangeKind> = records.iter().map(|(_, r)| r.kind).collect();
+        use ChangeKind::{Insert, Modify};
+        assert_eq!(kinds, [Insert, Insert, Insert, Insert, Modify]);
+        let legacy = &records[0].1;
         assert_eq!(
-            image(&modify.keys),
-            serde_json::json!({"pk": "PROJECT#p", "sk": "SESSION#new"})
+            (legacy.pk.as_str(), legacy.sk.as_str()),
+            ("PROJECT#p", "SESSION#old")
+        );
+        assert_eq!(legacy.new.as_ref().unwrap()["scoreProxyVpn"], 0.8);
+        assert_eq!(legacy.old, None);
+        let modify = &records[4].1;
+        assert_eq!(modify.old.as_ref().unwrap()["scoreProxyVpn"], 0.2);
+        assert_eq!(modify.new.as_ref().unwrap()["scoreProxyVpn"], 0.9);
+        assert_eq!(
+            (modify.pk.as_str(), modify.sk.as_str()),
+            ("PROJECT#p", "SESSION#new")
         );
 
         // The follower's reading: the summaries' changes, old and new kinds alike.
@@ -186,13 +186,19 @@ mod tests {
         let second = changed(&events[4].1);
         assert_eq!(second.before.map(|b| b.score_proxy_vpn.get()), Some(0.2));
         assert_eq!(second.after.score_proxy_vpn.get(), 0.9);
-        // What the follower read from the compact records is what the stream records say.
-        for (i, (_, rec)) in records.iter().enumerate() {
-            assert_eq!(events[i].1, feed_event_of_legacy(rec), "record {i}");
+        // What the follower read is what the records' bodies say, legacy and compact alike.
+        for (i, (seq, rec)) in records.iter().enumerate() {
+            let body = |b: &Option<serde_json::Value>| b.as_ref().map(|v| v.to_string());
+            let read = vigil_core::store::change::feed_event_of_bodies(
+                &seq.to_string(),
+                body(&rec.old).as_deref(),
+                body(&rec.new).as_deref(),
+            );
+            assert_eq!(events[i].1, read, "record {i}");
         }
 
-        // A record nothing can read is unreadable to the follower, and an error to a reader that
-        // asks for stream records.
+        // A record nothing can read is unreadable to the follower, and an error to a reader of
+        // the records.
         file.execute(
             "INSERT INTO changes (record) VALUES (?1)",
             [r#"{"v":2,"at":"then"}"#],

@@ -12,7 +12,7 @@
 //!   counters, the reads, the change feed).
 
 mod apply;
-mod changes;
+pub mod changes;
 mod claims;
 mod counters;
 mod error;

@@ -106,47 +106,65 @@ pub struct Event {
     pub allowed: bool,
 }
 
+/// What an event shows of its evaluation; all empty for a result written without one.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Judged {
+    pub reasons: Vec<Reason>,
+    pub engine_version: Option<String>,
+    pub model: Option<String>,
+    pub ja4: Option<String>,
+    pub transport: Option<crate::detect::transport::Transport>,
+    pub device: Option<String>,
+    pub agent: Option<crate::detect::Agent>,
+    pub allowed: bool,
+}
+
 impl Event {
     pub fn position(&self) -> ResultPosition {
         self.id.position()
     }
 
-    /// The event that writing `new` made at `at` (the position its write gave it): the one place
-    /// where a written result's fields become an event's.
-    pub fn written(new: NewResult, at: ResultPosition) -> Self {
-        let r = new.result;
-        // What a result written without evaluation shows.
-        let event = Event {
+    /// The event at `at` (its position in the session) of `result`, showing `judged`: the one
+    /// place an event's fields are set, for a write's answer ([`Event::written`]) and for a read
+    /// of a stored result alike.
+    pub fn of(
+        at: ResultPosition,
+        session_id: SessionId,
+        result: CheckResult,
+        judged: Judged,
+    ) -> Self {
+        Event {
             id: EventId::new(at),
-            session_id: new.session_id,
-            created_at: r.created_at,
-            ip_address: r.ip_address,
-            score_bot: r.score_bot,
-            score_proxy_vpn: r.score_proxy_vpn,
-            reasons: Vec::new(),
-            engine_version: None,
-            model: None,
-            ja4: None,
-            transport: None,
-            device: None,
-            agent: None,
-            allowed: false,
-        };
-        // `flagged` and `page` feed the statistics and the session's path; an event shows neither.
-        match new.evaluation {
-            None => event,
-            Some(e) => Event {
-                reasons: e.reasons,
-                engine_version: Some(e.engine_version),
-                model: Some(e.model),
-                ja4: e.ja4,
-                transport: e.transport,
-                device: e.device.map(|d| d.as_str().to_owned()),
-                agent: Some(e.agent),
-                allowed: e.allowed,
-                ..event
-            },
+            session_id,
+            created_at: result.created_at,
+            ip_address: result.ip_address,
+            score_bot: result.score_bot,
+            score_proxy_vpn: result.score_proxy_vpn,
+            reasons: judged.reasons,
+            engine_version: judged.engine_version,
+            model: judged.model,
+            ja4: judged.ja4,
+            transport: judged.transport,
+            device: judged.device,
+            agent: judged.agent,
+            allowed: judged.allowed,
         }
+    }
+
+    /// The event that writing `new` made at `at` (the position its write gave it).
+    pub fn written(new: NewResult, at: ResultPosition) -> Self {
+        // `flagged` and `page` feed the statistics and the session's path; an event shows neither.
+        let judged = new.evaluation.map_or_else(Judged::default, |e| Judged {
+            reasons: e.reasons,
+            engine_version: Some(e.engine_version),
+            model: Some(e.model),
+            ja4: e.ja4,
+            transport: e.transport,
+            device: e.device.map(|d| d.as_str().to_owned()),
+            agent: Some(e.agent),
+            allowed: e.allowed,
+        });
+        Self::of(at, new.session_id, new.result, judged)
     }
 
     /// The event as a v1 result.

@@ -16,6 +16,7 @@ pub mod plan;
 pub mod project;
 pub mod score;
 pub mod sealing;
+pub mod session;
 pub mod session_token;
 pub mod time;
 pub mod token;

@@ -171,7 +171,7 @@ impl<S: ProjectStore + ResultStore + VelocityStore + AgentStore> Vigil<S, Detect
         // the session have landed meanwhile).
         let now = self.now();
         let page = Page::of(evidence.evidence()).map(|pg| pg.at(now.unix_millis()));
-        let path = page.map_or(prior.path(), |pg| prior.path().after(pg));
+        let path = prior.path_after(page);
         let (model, weights) = p.judging_model();
         let started = Instant::now();
         let verdict = self.engine.evaluate_with(

@@ -32,9 +32,10 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::detect::Reason;
-use crate::domain::evaluation::counted_bot;
+use crate::domain::event::Judged;
 use crate::domain::idempotency::{Created, IdempotencyKey, Once, Used};
 use crate::domain::insight::{Counts, Granularity, SessionSummary};
+use crate::domain::session::SessionState;
 use crate::domain::webhook::{Secrets, WebhookSecret};
 use crate::domain::{
     Account, AccountId, CheckResult, Delivery, DeliveryStatus, Event, EventId, NewResult, Project,
@@ -283,15 +284,18 @@ impl ResultItem {
         }
     }
 
+    /// The stored result as an event ([`Event::of`]).
     pub fn event(self) -> Event {
-        Event {
-            id: EventId::new(self.position()),
-            session_id: self.session_id,
-            created_at: self.created_at,
-            ip_address: self.ip_address,
+        let at = self.position();
+        let result = CheckResult {
             score_bot: self.score_bot,
             score_proxy_vpn: self.score_proxy_vpn,
+            ip_address: self.ip_address,
+            created_at: self.created_at,
+        };
+        let judged = Judged {
             reasons: self.reasons,
+            // Results evaluated before calibration were judged by the shared weights.
             model: self.model.or_else(|| {
                 self.engine_version
                     .as_ref()
@@ -303,7 +307,8 @@ impl ResultItem {
             device: self.device,
             agent: self.agent,
             allowed: self.allowed,
-        }
+        };
+        Event::of(at, self.session_id, result, judged)
     }
 }
 
@@ -351,64 +356,45 @@ pub struct SessionItem {
 }
 
 impl SessionItem {
-    /// The summary after writing `r` on top of `previous` (None for the session's first result).
+    /// The summary after writing `r` on top of `previous` (None for the session's first result):
+    /// the session's state as the domain decides it ([`SessionState::after`]), with its keys.
     pub fn next(previous: Option<&SessionItem>, r: &NewResult) -> Self {
-        let score = match previous {
-            Some(p) => p.score().with(&r.result),
-            None => SessionScore::of(&r.result),
-        };
-        let device = r
-            .evaluation
-            .as_ref()
-            .and_then(|e| e.device.as_ref())
-            .map(|d| d.as_str().to_owned())
-            .or_else(|| previous.and_then(|p| p.device.clone()));
-        let allowed = r.evaluation.as_ref().is_some_and(|e| e.allowed);
-        let counted = counted_bot(r.result.score_bot, allowed).unwrap_or(Score::ZERO);
-        let score_bot_counted = previous.map_or(counted, |p| p.bot_counted().max(counted));
-        let agent = r
-            .evaluation
-            .as_ref()
-            .map(|e| e.agent.status)
-            .or_else(|| previous.and_then(|p| p.agent));
-        let last_seen_at = previous
-            .map(SessionItem::last_seen)
-            .filter(|t| *t > r.result.created_at)
-            .unwrap_or(r.result.created_at);
+        let state = SessionState::after(previous.map(SessionItem::state).as_ref(), r);
         Self {
             pk: project_pk(&r.project_id),
             sk: session_sk(&r.session_id),
             entity: Entity::Session,
             project_id: r.project_id.clone(),
             session_id: r.session_id.clone(),
-            seq: previous.map_or(0, |p| p.seq) + 1,
-            score_bot: score.score_bot,
-            score_proxy_vpn: score.score_proxy_vpn,
+            seq: state.seq,
+            score_bot: state.score.score_bot,
+            score_proxy_vpn: state.score.score_proxy_vpn,
             last: r.result.clone(),
             last_reasons: r
                 .evaluation
                 .as_ref()
                 .map(|e| e.reasons.clone())
                 .unwrap_or_default(),
-            last_seen_at: Some(last_seen_at),
-            seen: Some(seen_key(last_seen_at, &r.session_id)),
-            device_pk: device.as_deref().map(|d| device_pk(&r.project_id, d)),
-            device,
-            agent,
-            score_bot_counted: Some(score_bot_counted),
-            path: SessionItem::path_after(previous, r),
+            last_seen_at: Some(state.last_seen_at),
+            seen: Some(seen_key(state.last_seen_at, &r.session_id)),
+            device_pk: state.device.as_deref().map(|d| device_pk(&r.project_id, d)),
+            device: state.device,
+            agent: state.agent,
+            score_bot_counted: Some(state.score_bot_counted),
+            path: state.path,
         }
     }
 
-    /// The session's path with `r`'s page added (unchanged by a result with no page).
-    fn path_after(
-        previous: Option<&SessionItem>,
-        r: &NewResult,
-    ) -> Option<crate::detect::path::Path> {
-        let before = previous.and_then(|p| p.path);
-        match r.evaluation.as_ref().and_then(|e| e.page) {
-            Some(page) => Some(before.unwrap_or_default().after(page)),
-            None => before,
+    /// The session as this summary keeps it.
+    pub fn state(&self) -> SessionState {
+        SessionState {
+            seq: self.seq,
+            score: self.score(),
+            score_bot_counted: self.bot_counted(),
+            device: self.device.clone(),
+            agent: self.agent,
+            last_seen_at: self.last_seen(),
+            path: self.path,
         }
     }
 

@@ -355,9 +355,12 @@ impl PriorSummary {
         Self(Some(summary))
     }
 
-    /// The session's path so far: what its pages before this visit add up to.
-    pub fn path(&self) -> crate::detect::path::Path {
-        self.0.as_ref().and_then(|s| s.path).unwrap_or_default()
+    /// The session's path with this visit's page added ([`SessionState::path_after`]).
+    ///
+    /// [`SessionState::path_after`]: crate::domain::session::SessionState::path_after
+    pub fn path_after(&self, page: Option<crate::detect::path::Page>) -> crate::detect::path::Path {
+        crate::domain::session::SessionState::path_after(self.0.as_ref().and_then(|s| s.path), page)
+            .unwrap_or_default()
     }
 }
 
