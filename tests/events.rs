@@ -1124,11 +1124,13 @@ mod abuse {
             .find(|r| r["code"] == "session_churn");
         match churn {
             // The address's sessions are at most the accepted ones and this one (the store's
-            // counters may not have caught up with all of them), never the 121 sent.
+            // counters may not have caught up with all of them), never the 121 sent. Sessions
+            // are counted by a linear-counting sketch, whose estimate may read one or two over
+            // the true count, depending on which of the flood's visits were accepted.
             Some(r) => {
                 let detail = r["detail"].as_str().unwrap();
                 let n: u64 = detail.split(' ').next().unwrap().parse().unwrap();
-                assert!(n <= accepted + 1, "{accepted} accepted: {detail}");
+                assert!(n <= accepted + 3, "{accepted} accepted: {detail}");
             }
             None => assert!(accepted + 1 < 30, "{accepted} accepted: {event}"),
         }
