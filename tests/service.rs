@@ -193,7 +193,7 @@ mod directories {
     use futures_util::future::join_all;
     use serde_json::{Value, json};
     use vigil_core::domain::{ManualClock, Timestamp};
-    use vigil_core::service::directories::{
+    use vigil_core::service::web_bot_auth::directories::{
         DirectoryFetcher, FetchFuture, Fetched, SOURCE_FETCHES_PER_MINUTE,
     };
     use vigil_detect::agents::Status;

@@ -6,10 +6,10 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::directories::Caller;
 use super::error::{ServiceError, ServiceResult};
 use super::site::Site;
 use super::vigil::{Detecting, Vigil};
+use super::web_bot_auth::directories::Caller;
 use crate::detect::ENGINE_VERSION;
 use crate::detect::SignatureCheck;
 use crate::detect::path::Page;

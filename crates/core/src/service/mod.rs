@@ -3,11 +3,9 @@
 //! itself and how it is built are in `vigil.rs`. This file only declares the modules.
 
 pub mod admin;
-pub mod agents;
 mod auth;
 pub mod calibration;
 pub mod deliveries;
-pub mod directories;
 pub mod error;
 pub mod events;
 pub mod insight;
@@ -18,4 +16,5 @@ mod replay;
 mod results;
 pub mod site;
 pub mod vigil;
+pub mod web_bot_auth;
 pub mod webhooks;

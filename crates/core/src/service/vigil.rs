@@ -6,10 +6,10 @@ use std::time::Instant;
 
 use quick_cache::sync::Cache;
 
-use super::directories::{
+use super::site::Site;
+use super::web_bot_auth::directories::{
     DirectoryCache, DirectoryFetcher, FetchBudget, NoFetcher, directory_cache,
 };
-use super::site::Site;
 use crate::detect::Engine;
 use crate::domain::webhook::UrlPolicy;
 use crate::domain::{AccountId, Clock, Project, ProjectId, Score, SystemClock, Timestamp};

@@ -12,12 +12,12 @@
 use std::sync::Arc;
 
 use super::directories::{Found, Remembered};
-use super::vigil::Vigil;
 use crate::detect::Evidence;
 use crate::detect::signature::{
     self, DIRECTORY_PATH, DirectoryResponse, Keys, Outcome, SKEW_SECS, SignatureCheck,
 };
 use crate::domain::project::authority_allowed;
+use crate::service::vigil::Vigil;
 use crate::store::AgentStore;
 use crate::store::items::DirectoryItem;
 
@@ -25,7 +25,7 @@ use super::directories::{Caller, FAILED_DIRECTORY_TTL, directory_origin, directo
 
 impl<S: AgentStore, D> Vigil<S, D> {
     /// The check of a visit's Web Bot Auth signature; None when it carries none.
-    pub(super) async fn check_signature(
+    pub(in crate::service) async fn check_signature(
         &self,
         evidence: &Evidence,
         caller: Caller<'_>,

@@ -1,6 +1,6 @@
-//! The directory fetching that Web Bot Auth ([`super::agents`]) relies on: the fetcher, the
+//! The directory fetching that Web Bot Auth's check (`check.rs`) relies on: the fetcher, the
 //! instance's cache of key directories and its fetch budget. Its own file because the service
-//! ([`super::vigil::Vigil`]) holds these, while the checks in `agents.rs` use the service.
+//! ([`crate::service::vigil::Vigil`]) holds these, while the check uses the service.
 
 use std::collections::HashMap;
 use std::future::Future;
