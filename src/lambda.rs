@@ -319,7 +319,7 @@ pub async fn authorizer<S: vigil_core::store::KeyStore + vigil_core::store::Acco
 /// Answers requests API Gateway routed to no function: 404, or 405 with `Allow` for known paths.
 pub async fn fallback(req: Request) -> Response<Body> {
     let path = req.uri().path();
-    let path = path.strip_prefix(vigil_http::routes::BASE).unwrap_or(path);
+    let path = path.strip_prefix(vigil_http::paths::BASE).unwrap_or(path);
     static ROUTER: std::sync::LazyLock<Router> = std::sync::LazyLock::new(Router::new);
     match ROUTER.resolve(req.method(), path) {
         Resolved::MethodNotAllowed(allow) => ApiError::MethodNotAllowed(allow).into_response(),

@@ -15,9 +15,6 @@ use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::detect::Evidence;
-use crate::detect::RequestLine;
-use crate::detect::signature::sign::{AgentForm, Key};
 use crate::domain::{
     AccountId, AddressedEvidence, Clock, ManualClock, ProjectId, SessionId, Timestamp,
 };
@@ -25,6 +22,9 @@ use crate::seed::{DEMO_ACCOUNT, DEMO_PROJECT, SeedError};
 use crate::service::vigil::{Detecting, Vigil};
 use crate::store::Store;
 use crate::store::items::DirectoryItem;
+use vigil_detect::Evidence;
+use vigil_detect::RequestLine;
+use vigil_detect::signature::sign::{AgentForm, Key};
 
 /// People's sessions over the day.
 const PEOPLE: usize = 420;

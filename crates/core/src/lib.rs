@@ -10,6 +10,3 @@ pub mod report;
 pub mod seed;
 pub mod service;
 pub mod store;
-
-/// The detection engine, which the domain's reasons and the service's evaluations come from.
-pub use vigil_detect as detect;

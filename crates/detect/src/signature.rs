@@ -18,7 +18,7 @@ use web_bot_auth::{SignatureAgentLink, WebBotAuthVerifier};
 
 use crate::evidence::{Evidence, Headers};
 // The request line lives with the evidence that carries it; this path still names it.
-pub use crate::evidence::RequestLine;
+use crate::evidence::RequestLine;
 
 /// How far a signer's clock may be from ours, either way.
 pub const SKEW_SECS: i64 = 60;
@@ -360,7 +360,8 @@ pub mod sign {
     use web_bot_auth::keyring::{Algorithm, Thumbprintable};
     use web_bot_auth::message_signatures::{MessageSigner, UnsignedMessage};
 
-    use super::{DIRECTORY_TAG, RequestLine};
+    use super::DIRECTORY_TAG;
+    use crate::evidence::RequestLine;
 
     /// An agent's signing key.
     pub struct Key {

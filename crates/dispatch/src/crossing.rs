@@ -5,8 +5,8 @@
 //! change has `before < threshold <= after` is that moment, and its result is the one that made it
 //! cross. Changes of other items never cross.
 
-use vigil_core::detect::Reason;
 use vigil_core::domain::{CheckResult, EventId, ProjectId, Score, SessionChanged, WebhookType};
+use vigil_detect::Reason;
 
 /// A session that has just crossed the threshold, with the result that made it cross.
 #[derive(Debug, Clone, PartialEq)]

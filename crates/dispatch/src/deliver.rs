@@ -10,9 +10,9 @@ use futures_util::future::BoxFuture;
 use http::StatusCode;
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 
-use vigil_core::detect::net;
 use vigil_core::domain::delivery::{Attempt, AttemptOutcome};
 use vigil_core::domain::{DeliveryId, Timestamp, UrlPolicy, WebhookUrl};
+use vigil_detect::net;
 
 use super::signature::signatures;
 

@@ -7,10 +7,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::deliver::{Resolver, guarded_client};
-use vigil_core::detect::Headers;
-use vigil_core::detect::signature::MAX_DIRECTORY_BYTES;
 use vigil_core::domain::{UrlPolicy, WebhookUrl};
 use vigil_core::service::web_bot_auth::directories::{DirectoryFetcher, FetchFuture, Fetched};
+use vigil_detect::Headers;
+use vigil_detect::signature::MAX_DIRECTORY_BYTES;
 
 /// A directory answers within this, connection included, or is unreachable.
 pub const DIRECTORY_TIMEOUT: Duration = Duration::from_secs(5);

@@ -68,7 +68,7 @@ struct PayloadData<'a> {
     result: &'a vigil_core::domain::CheckResult,
     /// The event that made the session cross, and why (empty for an unevaluated result).
     id: vigil_core::domain::EventId,
-    reasons: &'a [vigil_core::detect::Reason],
+    reasons: &'a [vigil_detect::Reason],
 }
 
 /// The notification body. Serialising can only fail on a bug; the caller must then not send (a

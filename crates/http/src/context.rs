@@ -20,5 +20,5 @@ pub struct Context {
     pub direct: bool,
     /// The connection's TLS and HTTP fingerprints, where the door could see them (`vigil serve`
     /// over HTTPS; CloudFront's viewer headers behind the origin-verify secret).
-    pub wire: Option<vigil_core::detect::Wire>,
+    pub wire: Option<vigil_detect::Wire>,
 }

@@ -10,8 +10,8 @@
 
 use std::net::IpAddr;
 
-use vigil_core::detect::Wire;
-use vigil_core::detect::wire::{header_order_of, is_ja4, normalise_http_version};
+use vigil_detect::Wire;
+use vigil_detect::wire::{header_order_of, is_ja4, normalise_http_version};
 
 /// The visitor's JA4 (FoxIO's TLS client fingerprint), as the proxy computed it.
 pub const JA4: &str = "cloudfront-viewer-ja4-fingerprint";

@@ -8,7 +8,8 @@ use super::extract::{
     FromQuery, Json, JsonBody, Members, Paging, Query, page_limit, query_time, with_next_link,
 };
 use super::paths::BASE;
-use super::pipeline::{Reply, endpoint};
+use super::pipeline::endpoint;
+use super::reply::Reply;
 use crate::error::ApiError;
 use vigil_core::domain::calibration::ModelChoice;
 use vigil_core::domain::label::{Label, LabelNote, LabelReason, LabelSpec, Quality, Truth};

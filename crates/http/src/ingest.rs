@@ -13,9 +13,9 @@ use super::extract::{
     Json, JsonBody, Members, Paging, bounded_body, has_media_type, typed, typed_strictly,
 };
 use super::paths::BASE;
-use super::pipeline::{Reply, endpoint};
+use super::pipeline::endpoint;
+use super::reply::Reply;
 use crate::error::ApiError;
-use vigil_core::detect::{Evidence, Headers, RequestLine, Signals};
 use vigil_core::domain::project::Origin;
 use vigil_core::domain::{AddressedEvidence, Event, EventId, ProjectId, SessionId};
 use vigil_core::service::error::ServiceError;
@@ -25,6 +25,7 @@ use vigil_core::store::{
     AccountStore, AgentStore, IdempotencyStore, ProjectStore, ResultStore, UsageStore,
     VelocityStore,
 };
+use vigil_detect::{Evidence, Headers, RequestLine, Signals};
 
 /// Largest evidence document accepted, by either door.
 pub const MAX_EVIDENCE_BODY: usize = 16 * 1024;

@@ -1,10 +1,11 @@
 //! A project's sessions and statistics, and the dashboard page that shows them.
 
 use lambda_http::{Body, Request, Response};
-use vigil_core::detect::agents::Status;
+use vigil_detect::agents::Status;
 
 use super::extract::{FromQuery, Query, page_limit, query_time, with_next_link};
-use super::pipeline::{Reply, endpoint};
+use super::pipeline::endpoint;
+use super::reply::Reply;
 use crate::error::ApiError;
 use vigil_core::domain::insight::{Bucket, Granularity, SessionQuery, SessionSummary, StatsRange};
 use vigil_core::domain::{DeviceKey, ProjectId, Score, Timestamp, cursor};

@@ -25,7 +25,7 @@ use serde::Serialize;
 
 use super::context::Context;
 use super::extract::{FromBody, FromPath, FromQuery, Query, UnreadableBody, idempotency};
-pub use super::reply::Reply;
+use super::reply::Reply;
 use crate::error::ApiError;
 use crate::gateway;
 use crate::response::set_header;
@@ -109,7 +109,7 @@ macro_rules! endpoint {
             async fn handle(
                 $app: &vigil_core::service::vigil::Vigil<S, $engine>,
                 $call: $crate::pipeline::Call<$path, $body, $query>,
-            ) -> Result<$crate::pipeline::Reply<$data>, $crate::error::ApiError> $handler
+            ) -> Result<$crate::reply::Reply<$data>, $crate::error::ApiError> $handler
         }
     };
 }

@@ -4,8 +4,7 @@
 use const_format::concatcp;
 use http::Method;
 
-pub use super::paths::BASE;
-use super::paths::PathParam;
+use super::paths::{BASE, PathParam};
 use vigil_core::domain::{DeliveryId, DeviceKey, EventId, ProjectId, SessionId, WebhookId};
 
 /// Declares every route once (see [`ROUTES`]); generates the [`Route`] enum, the route table, each

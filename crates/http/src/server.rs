@@ -34,11 +34,11 @@ use crate::extract::UnreadableBody;
 use crate::routes::{Resolved, Router};
 use crate::routes::{Route, with_routes};
 use crate::server::tcp::{Metered, Physics};
-use vigil_core::detect::Wire;
-use vigil_core::detect::wire::header_order_of;
 use vigil_core::domain::token::time_ordered_token;
 use vigil_core::service::vigil::{Detecting, Vigil};
 use vigil_core::store::Store;
+use vigil_detect::Wire;
+use vigil_detect::wire::header_order_of;
 
 /// Largest request body read, bounded while it is read: the largest any route reads (a visit's
 /// evidence); a body declared larger is 413 before a byte of it is read.

@@ -15,7 +15,6 @@ use r2d2_sqlite::SqliteConnectionManager;
 use rusqlite::Connection;
 use vigil_core::store::{OpFailed, StoreError};
 
-pub use crate::error::Db;
 use crate::error::{DbResult, backend, failed};
 use crate::held::{Held, SUMMARIES, Summaries};
 use crate::schema::{BUSY_TIMEOUT, configure, create_schema};

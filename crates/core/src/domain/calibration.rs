@@ -1,5 +1,5 @@
 //! A project's model: the shared weights, or its own calibration of their `scoreBot` part on its
-//! labels (the fit itself is the engine's, [`crate::detect::calibration`]). What is kept, which
+//! labels (the fit itself is the engine's, [`vigil_detect::calibration`]). What is kept, which
 //! labels a fit may read, and which of them judge it.
 
 use std::collections::BTreeMap;
@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::ids::SessionId;
 use super::label::{Label, Truth};
 use super::time::Timestamp;
-use crate::detect::calibration::{Comparison, Weights};
+use vigil_detect::calibration::{Comparison, Weights};
 
 /// Labels of each kind a project needs before it is calibrated.
 pub const MIN_LABELS_EACH: usize = 50;

@@ -7,7 +7,7 @@ use super::ids::{ProjectId, SessionId};
 use super::model::{CheckResult, SessionScore};
 use super::score::Score;
 use super::webhook::reaches;
-use crate::detect::Reason;
+use vigil_detect::Reason;
 
 /// A write to a session: its overall score before (None for its first result) and after, and the
 /// result that was written.

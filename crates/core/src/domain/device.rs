@@ -11,7 +11,7 @@ use hmac::{Hmac, Mac};
 use serde::{Serialize, Serializer};
 use sha2::Sha256;
 
-use crate::detect::Signals;
+use vigil_detect::Signals;
 
 /// A project's key for one browser: `dev_` and 20 hex digits (80 bits).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

@@ -5,7 +5,7 @@ use super::score::Score;
 use super::webhook::reaches;
 use std::net::IpAddr;
 
-use crate::detect::{Evidence, Reason};
+use vigil_detect::{Evidence, Reason};
 
 /// What the engine said of a visit, kept with its result.
 #[derive(Debug, Clone, PartialEq)]
@@ -17,19 +17,19 @@ pub struct Evaluation {
     /// The JA4 fingerprint of the visit's TLS connection, where the wire was seen.
     pub ja4: Option<String>,
     /// The connection's round trips and SYN, where the server or an edge measured them.
-    pub transport: Option<crate::detect::transport::Transport>,
+    pub transport: Option<vigil_detect::transport::Transport>,
     /// The project's key for the visit's browser (see [`super::device::DeviceKey`]).
     pub device: Option<super::device::DeviceKey>,
     /// Whether the visit counts as a bot and as a proxy in the project's statistics.
     pub flagged: Flagged,
     /// Who the visit says it is, and whether that holds.
-    pub agent: crate::detect::Agent,
+    pub agent: vigil_detect::Agent,
     /// A verified agent of a category or operator the project allows: its `scoreBot` is kept as
     /// evidence, but it counts as no bot (statistics, `bot_detect`).
     pub allowed: bool,
     /// How the visit's page was reached, for the session's path (none for an action, or a visit
     /// that did not say).
-    pub page: Option<crate::detect::path::Page>,
+    pub page: Option<vigil_detect::path::Page>,
 }
 
 /// Whether an evaluated event counts as a bot and as a proxy: its scores against the threshold
@@ -77,7 +77,7 @@ impl AddressedEvidence {
     }
 
     /// The same evidence with the agent's `signals`.
-    pub fn with_signals(mut self, signals: Option<crate::detect::Signals>) -> Self {
+    pub fn with_signals(mut self, signals: Option<vigil_detect::Signals>) -> Self {
         self.evidence.signals = signals;
         self
     }

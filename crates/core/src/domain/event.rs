@@ -11,7 +11,7 @@ use super::ids::{IdError, SessionId};
 use super::model::{CheckResult, NewResult, ResultPosition};
 use super::score::Score;
 use super::time::Timestamp;
-use crate::detect::Reason;
+use vigil_detect::Reason;
 
 /// An event's id: its position in the session (`createdAt` in epoch milliseconds, then the
 /// session's write sequence), so that reading one event is a point lookup of its sort key and no
@@ -95,13 +95,13 @@ pub struct Event {
     pub ja4: Option<String>,
     /// The visit's connection as measured: the TCP and end-to-end round trips and the SYN;
     /// null where they were not (AWS's edge, or an events call without them).
-    pub transport: Option<crate::detect::transport::Transport>,
+    pub transport: Option<vigil_detect::transport::Transport>,
     /// The project's key for the visit's browser, which links its sessions (null without enough
     /// of the agent's signals).
     pub device: Option<String>,
     /// Who the visit says it is and whether that holds (null for a result written without
     /// evaluation).
-    pub agent: Option<crate::detect::Agent>,
+    pub agent: Option<vigil_detect::Agent>,
     /// A verified agent the project allows: counted as no bot.
     pub allowed: bool,
 }
@@ -113,9 +113,9 @@ pub struct Judged {
     pub engine_version: Option<String>,
     pub model: Option<String>,
     pub ja4: Option<String>,
-    pub transport: Option<crate::detect::transport::Transport>,
+    pub transport: Option<vigil_detect::transport::Transport>,
     pub device: Option<String>,
-    pub agent: Option<crate::detect::Agent>,
+    pub agent: Option<vigil_detect::Agent>,
     pub allowed: bool,
 }
 

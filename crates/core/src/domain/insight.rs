@@ -12,7 +12,7 @@ use super::ids::SessionId;
 use super::model::NewResult;
 use super::score::Score;
 use super::time::Timestamp;
-use crate::detect::Reason;
+use vigil_detect::Reason;
 
 /// One session as the sessions list shows it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -28,7 +28,7 @@ pub struct SessionSummary {
     /// The reasons of the session's latest event.
     pub last_reasons: Vec<Reason>,
     /// The agent status of the session's latest evaluated event.
-    pub agent: Option<crate::detect::agents::Status>,
+    pub agent: Option<vigil_detect::agents::Status>,
 }
 
 /// Where a page of sessions ends: the list is ordered by `lastSeenAt`, then session id, both
@@ -49,7 +49,7 @@ pub struct SessionQuery {
     /// Only the sessions whose latest device key is this one.
     pub device: Option<super::device::DeviceKey>,
     /// Only the sessions whose latest evaluated event's agent has this status.
-    pub agent: Option<crate::detect::agents::Status>,
+    pub agent: Option<vigil_detect::agents::Status>,
 }
 
 impl SessionQuery {

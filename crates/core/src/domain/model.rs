@@ -146,7 +146,7 @@ pub struct Project {
 impl Project {
     /// The model its visits are judged by now: its name (`shared`, `v3`) and, when calibrated,
     /// the weights.
-    pub fn judging_model(&self) -> (String, Option<&crate::detect::calibration::Weights>) {
+    pub fn judging_model(&self) -> (String, Option<&vigil_detect::calibration::Weights>) {
         match (&self.calibration, self.model) {
             (Some(c), super::calibration::ModelChoice::Latest) => (c.name(), Some(&c.weights)),
             _ => (super::calibration::SHARED.to_owned(), None),

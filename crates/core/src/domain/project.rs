@@ -369,8 +369,8 @@ impl AgentPolicy {
     }
 
     /// Whether `agent` is verified and of an allowed category or operator.
-    pub fn allows(&self, agent: &crate::detect::Agent) -> bool {
-        use crate::detect::agents::Status;
+    pub fn allows(&self, agent: &vigil_detect::Agent) -> bool {
+        use vigil_detect::agents::Status;
         agent.status == Status::Verified
             && self.allow.iter().any(|a| {
                 agent.category.is_some_and(|c| c.as_str() == a)

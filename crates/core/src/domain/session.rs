@@ -2,8 +2,8 @@
 //! storage layout (`store::items::SessionItem`) keeps it beside its keys at every write, and the
 //! service judges a visit on the path it gives before the write.
 
-use crate::detect::agents::Status;
-use crate::detect::path::{Page, Path};
+use vigil_detect::agents::Status;
+use vigil_detect::path::{Page, Path};
 
 use super::evaluation::counted_bot;
 use super::model::{NewResult, SessionScore};
@@ -91,7 +91,7 @@ mod tests {
                 transport: None,
                 device: None,
                 flagged: Default::default(),
-                agent: crate::detect::Agent::NONE,
+                agent: vigil_detect::Agent::NONE,
                 allowed,
                 page: page.then(Page::default),
             }),

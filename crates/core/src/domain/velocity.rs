@@ -22,7 +22,7 @@ use sha2::{Digest, Sha256};
 use super::device::DeviceKey;
 use super::ids::{ProjectId, SessionId};
 use super::time::Timestamp;
-use crate::detect::velocity::{AddressCounts, DeviceCounts, PerSpan, Velocity};
+use vigil_detect::velocity::{AddressCounts, DeviceCounts, PerSpan, Velocity};
 
 /// Buckets of a distinct-count sketch.
 pub const SKETCH_BUCKETS: u64 = 1024;
@@ -518,7 +518,7 @@ impl Window<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::detect::velocity::Span;
+    use vigil_detect::velocity::Span;
 
     fn apply(store: &mut BTreeMap<String, Counters>, work: &CounterWork) -> Vec<Counters> {
         let mut out = Vec::new();

@@ -9,7 +9,7 @@ use url::{Host, Url};
 use super::ids::WebhookId;
 use super::score::Score;
 use super::time::Timestamp;
-use crate::detect::net;
+use vigil_detect::net;
 
 /// Longest webhook URL accepted.
 pub const MAX_URL_LEN: usize = 2048;

@@ -6,14 +6,14 @@ use serde::Serialize;
 
 use super::error::{ServiceError, ServiceResult};
 use super::vigil::Vigil;
-use crate::detect::Code;
-use crate::detect::calibration::{Example, calibrate};
 use crate::domain::calibration::{
     Calibration, MIN_LABELS_EACH, SHARED, admitted, counts, held_out,
 };
 use crate::domain::label::{Label, Truth};
 use crate::domain::{Event, Project, ProjectId, SessionId};
 use crate::store::{LabelStore, ProjectStore, ResultStore};
+use vigil_detect::Code;
+use vigil_detect::calibration::{Example, calibrate};
 
 /// The most labels one calibration reads.
 const MAX_LABELS: usize = 10_000;

@@ -10,10 +10,6 @@ use super::error::{ServiceError, ServiceResult};
 use super::site::Site;
 use super::vigil::{Detecting, Vigil};
 use super::web_bot_auth::directories::Caller;
-use crate::detect::ENGINE_VERSION;
-use crate::detect::SignatureCheck;
-use crate::detect::path::Page;
-use crate::detect::velocity::Velocity;
 use crate::domain::Flagged;
 use crate::domain::idempotency::{Once, Written};
 use crate::domain::project::{Origin, origin_allowed};
@@ -30,6 +26,10 @@ use crate::store::{
     AccountStore, AgentStore, IdempotencyStore, ProjectStore, ResultPage, ResultStore, UsageStore,
     VelocityStore,
 };
+use vigil_detect::ENGINE_VERSION;
+use vigil_detect::SignatureCheck;
+use vigil_detect::path::Page;
+use vigil_detect::velocity::Velocity;
 
 /// How long a warm instance trusts what it read of a project (its domain, whether it is disabled)
 /// and of its account's plan: a change made through the API applies to new visits within this.
@@ -131,7 +131,7 @@ impl<S: ProjectStore + ResultStore + VelocityStore + AgentStore> Vigil<S, Detect
             .engine
             .geo()
             .country(address)
-            .map(crate::detect::places::country_name);
+            .map(vigil_detect::places::country_name);
         let tick = Tick {
             project: &p.id,
             session,
@@ -176,7 +176,7 @@ impl<S: ProjectStore + ResultStore + VelocityStore + AgentStore> Vigil<S, Detect
         let started = Instant::now();
         let verdict = self.engine.evaluate_with(
             evidence.evidence(),
-            crate::detect::Beyond {
+            vigil_detect::Beyond {
                 velocity: velocity.as_ref(),
                 signature: signature.as_ref(),
                 path: Some(&path),

@@ -10,9 +10,9 @@ use super::site::Site;
 use super::web_bot_auth::directories::{
     DirectoryCache, DirectoryFetcher, FetchBudget, NoFetcher, directory_cache,
 };
-use crate::detect::Engine;
 use crate::domain::webhook::UrlPolicy;
 use crate::domain::{AccountId, Clock, Project, ProjectId, Score, SystemClock, Timestamp};
+use vigil_detect::Engine;
 
 /// How many project owners a warm instance remembers. Ownership never changes, so entries never go
 /// stale; the bound only caps memory.

@@ -31,7 +31,6 @@ use std::net::IpAddr;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::detect::Reason;
 use crate::domain::event::Judged;
 use crate::domain::idempotency::{Created, IdempotencyKey, Once, Used};
 use crate::domain::insight::{Counts, Granularity, SessionSummary};
@@ -42,6 +41,7 @@ use crate::domain::{
     ProjectId, ResultPosition, Score, SessionId, SessionScore, Timestamp, Webhook, WebhookId,
     WebhookType, WebhookUrl,
 };
+use vigil_detect::Reason;
 
 use super::keys::{
     ACCOUNT_SK, CHECKPOINT_SK, DUE_PARTITION, KEY_SK, PROJECT_COUNT_SK, PROJECT_SK,
@@ -227,11 +227,11 @@ pub struct ResultItem {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ja4: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub transport: Option<crate::detect::transport::Transport>,
+    pub transport: Option<vigil_detect::transport::Transport>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub agent: Option<crate::detect::Agent>,
+    pub agent: Option<vigil_detect::Agent>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub allowed: bool,
 }
@@ -345,14 +345,14 @@ pub struct SessionItem {
     pub device_pk: Option<String>,
     /// The agent status of the session's latest evaluated event (`verified`, ...).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub agent: Option<crate::detect::agents::Status>,
+    pub agent: Option<vigil_detect::agents::Status>,
     /// The session's `scoreBot` counting only events of agents the project does not allow
     /// (absent on summaries written before: `scoreBot`); `bot_detect` crosses on it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub score_bot_counted: Option<Score>,
     /// How the session's pages were reached, so far (absent until a page says).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub path: Option<crate::detect::path::Path>,
+    pub path: Option<vigil_detect::path::Path>,
 }
 
 impl SessionItem {

@@ -358,7 +358,7 @@ impl PriorSummary {
     /// The session's path with this visit's page added ([`SessionState::path_after`]).
     ///
     /// [`SessionState::path_after`]: crate::domain::session::SessionState::path_after
-    pub fn path_after(&self, page: Option<crate::detect::path::Page>) -> crate::detect::path::Path {
+    pub fn path_after(&self, page: Option<vigil_detect::path::Page>) -> vigil_detect::path::Path {
         crate::domain::session::SessionState::path_after(self.0.as_ref().and_then(|s| s.path), page)
             .unwrap_or_default()
     }

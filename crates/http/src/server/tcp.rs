@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-use vigil_core::detect::transport::{Syn, Transport};
+use vigil_detect::transport::{Syn, Transport};
 
 /// "No sample yet" in the atomics below.
 const NONE: u32 = u32::MAX;
@@ -167,7 +167,7 @@ pub use sys::{min_rtt_us, save_syns, saved_syn};
 mod sys {
     use std::os::fd::AsRawFd;
 
-    use vigil_core::detect::transport::Syn;
+    use vigil_detect::transport::Syn;
 
     pub trait Socket: AsRawFd {}
     impl<T: AsRawFd> Socket for T {}
@@ -237,7 +237,7 @@ mod sys {
 
 #[cfg(not(target_os = "linux"))]
 mod sys {
-    use vigil_core::detect::transport::Syn;
+    use vigil_detect::transport::Syn;
 
     pub trait Socket {}
     impl<T> Socket for T {}
@@ -292,7 +292,7 @@ mod tests {
         assert_eq!(syn.initial_ttl(), 64);
         assert_eq!(
             syn.family(),
-            Some(vigil_core::detect::transport::Family::Linux),
+            Some(vigil_detect::transport::Family::Linux),
             "{}",
             syn.describe()
         );

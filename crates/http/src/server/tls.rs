@@ -1,7 +1,7 @@
 //! HTTPS for `vigil serve`, and the wire evidence it sees: the server reads each connection's
 //! TLS ClientHello itself before rustls does, computes its JA4 fingerprint once, and then hands
 //! rustls the same bytes. Every request on the connection carries that fingerprint with its own
-//! HTTP version and header order ([`vigil_core::detect::Wire`]).
+//! HTTP version and header order ([`vigil_detect::Wire`]).
 
 use std::io;
 use std::path::Path;
@@ -18,7 +18,7 @@ use tokio_rustls::TlsAcceptor;
 use tokio_rustls::rustls::ServerConfig;
 use tokio_rustls::rustls::pki_types::pem::PemObject;
 use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
-use vigil_core::detect::wire::sha256_12;
+use vigil_detect::wire::sha256_12;
 
 /// The most ClientHello bytes read before the handshake (a post-quantum key share makes one
 /// about 1.8 KB; TLS allows one to span records, each at most 16 KB).
@@ -417,7 +417,7 @@ mod tests {
         let b = sha256_12("1301,1302,c02b");
         let c = sha256_12("000d,0017,002b_0403,0804,0401");
         assert_eq!(got, format!("t13d0305h2_{b}_{c}"));
-        assert!(vigil_core::detect::wire::is_ja4(&got));
+        assert!(vigil_detect::wire::is_ja4(&got));
         assert_eq!(b, hex::encode(&Sha256::digest(b"1301,1302,c02b")[..6]));
     }
 

@@ -12,14 +12,14 @@
 use std::sync::Arc;
 
 use super::directories::{Found, Remembered};
-use crate::detect::Evidence;
-use crate::detect::signature::{
-    self, DIRECTORY_PATH, DirectoryResponse, Keys, Outcome, SKEW_SECS, SignatureCheck,
-};
 use crate::domain::project::authority_allowed;
 use crate::service::vigil::Vigil;
 use crate::store::AgentStore;
 use crate::store::items::DirectoryItem;
+use vigil_detect::Evidence;
+use vigil_detect::signature::{
+    self, DIRECTORY_PATH, DirectoryResponse, Keys, Outcome, SKEW_SECS, SignatureCheck,
+};
 
 use super::directories::{Caller, FAILED_DIRECTORY_TTL, directory_origin, directory_ttl};
 

@@ -8,9 +8,9 @@ use std::net::IpAddr;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 
-use crate::detect::Headers;
-use crate::detect::signature::{DIRECTORY_PATH, Keys};
 use crate::domain::ProjectId;
+use vigil_detect::Headers;
+use vigil_detect::signature::{DIRECTORY_PATH, Keys};
 
 /// The shortest and longest a fetched directory is trusted, whatever its `Cache-Control` says.
 pub const MIN_DIRECTORY_TTL: i64 = 300;

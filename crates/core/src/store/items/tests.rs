@@ -63,14 +63,14 @@ fn stats_items_keep_reason_counters_in_both_encodings() {
 #[test]
 fn the_event_a_write_answers_is_the_event_a_read_gives() {
     let evaluation = |model: &str| crate::domain::Evaluation {
-        reasons: vec![Reason::new(crate::detect::Code::TorExit, "a Tor exit node")],
+        reasons: vec![Reason::new(vigil_detect::Code::TorExit, "a Tor exit node")],
         engine_version: "vigil-detect/test".into(),
         model: model.into(),
         ja4: Some("t13d1516h2_8daaf6152771_02713d6af862".into()),
         transport: None,
         device: None,
         flagged: Default::default(),
-        agent: crate::detect::Agent::NONE,
+        agent: vigil_detect::Agent::NONE,
         allowed: true,
         page: None,
     };
