@@ -16,7 +16,7 @@ use http::StatusCode;
 use lambda_http::Body;
 use vigil_core::domain::UrlPolicy;
 use vigil_core::service::vigil::{Detecting, Vigil};
-use vigil_http::{answer, handlers};
+use vigil_http::{answer, handlers, ingest, insight};
 use vigil_store_dynamo::DynamoStore;
 
 /// Records the operation of every request the client sends (retries included).
@@ -228,7 +228,7 @@ async fn round_trips_per_request() {
     // trip.
     let ev = [("projectId", "prj_1"), ("sessionId", "sess_9")];
     let visit = r#"{"ipAddress":"185.220.101.1","userAgent":"curl/8.5.0"}"#;
-    let s = answer::<handlers::CreateEvent, _, _>(&app, req(&ev, Body::Text(visit.into())))
+    let s = answer::<ingest::CreateEvent, _, _>(&app, req(&ev, Body::Text(visit.into())))
         .await
         .status();
     check(
@@ -249,7 +249,7 @@ async fn round_trips_per_request() {
         ],
     );
     let created =
-        answer::<handlers::CreateEvent, _, _>(&app, req(&ev, Body::Text(visit.into()))).await;
+        answer::<ingest::CreateEvent, _, _>(&app, req(&ev, Body::Text(visit.into()))).await;
     check(
         "POST events (warm: velocity and summary + tx)",
         created.status(),
@@ -273,7 +273,7 @@ async fn round_trips_per_request() {
         .next()
         .unwrap()
         .to_owned();
-    let s = answer::<handlers::ListEvents, _, _>(&app, req(&ev, Body::Empty))
+    let s = answer::<ingest::ListEvents, _, _>(&app, req(&ev, Body::Empty))
         .await
         .status();
     check(
@@ -287,7 +287,7 @@ async fn round_trips_per_request() {
         ("sessionId", "sess_9"),
         ("eventId", event_id.as_str()),
     ];
-    let s = answer::<handlers::GetEvent, _, _>(&app, req(&one, Body::Empty))
+    let s = answer::<ingest::GetEvent, _, _>(&app, req(&one, Body::Empty))
         .await
         .status();
     check(
@@ -392,7 +392,7 @@ async fn round_trips_per_request() {
     );
 
     // Sessions and statistics: one Query each (ownership is cached by now).
-    let s = answer::<handlers::ListSessions, _, _>(&app, req(&p, Body::Empty))
+    let s = answer::<insight::ListSessions, _, _>(&app, req(&p, Body::Empty))
         .await
         .status();
     check(
@@ -401,7 +401,7 @@ async fn round_trips_per_request() {
         StatusCode::OK,
         &["UpdateItem", "UpdateItem", "Query"],
     );
-    let s = answer::<handlers::GetStats, _, _>(&app, req(&p, Body::Empty))
+    let s = answer::<insight::GetStats, _, _>(&app, req(&p, Body::Empty))
         .await
         .status();
     check(

@@ -11,7 +11,7 @@ mod lambda {
     use crate::common::lambda::*;
     use http::{StatusCode, header};
     use serde_json::{Value, json};
-    use vigil_http::handlers;
+    use vigil_http::ingest;
 
     /// The seeded result of sess_1, as an event: no reasons, no engine.
     fn sess_1_event() -> Value {
@@ -32,7 +32,7 @@ mod lambda {
     #[tokio::test]
     async fn create_event_evaluates_stores_and_locates_the_event() {
         let f = fixture().await;
-        let a = call::<handlers::CreateEvent>(&f.app, request("create-event.json")).await;
+        let a = call::<ingest::CreateEvent>(&f.app, request("create-event.json")).await;
         assert_eq!(a.status, StatusCode::CREATED, "{}", a.body);
         let event = &a.body["data"];
         let id = event["id"].as_str().unwrap();
@@ -58,7 +58,7 @@ mod lambda {
         get["path"] = json!(format!("/projects/prj_1/sessions/sess_2/events/{id}"));
         get["pathParameters"]["sessionId"] = json!("sess_2");
         get["pathParameters"]["eventId"] = json!(id);
-        let read = call::<handlers::GetEvent>(&f.app, request_from(&get)).await;
+        let read = call::<ingest::GetEvent>(&f.app, request_from(&get)).await;
         assert_eq!(read.status, StatusCode::OK);
         assert_eq!(&read.body["data"], event);
 
@@ -66,21 +66,21 @@ mod lambda {
         let mut bad = event_json("create-event.json");
         bad["body"] = json!(r#"{"ipAddress":"203.0.113.7","scoreBot":1}"#);
         bad["pathParameters"]["sessionId"] = json!("sess_9");
-        let refused = call::<handlers::CreateEvent>(&f.app, request_from(&bad)).await;
+        let refused = call::<ingest::CreateEvent>(&f.app, request_from(&bad)).await;
         assert_eq!(refused.status, StatusCode::BAD_REQUEST);
         let mut list = event_json("list-events.json");
         list["pathParameters"]["sessionId"] = json!("sess_9");
-        let listed = call::<handlers::ListEvents>(&f.app, request_from(&list)).await;
+        let listed = call::<ingest::ListEvents>(&f.app, request_from(&list)).await;
         assert_eq!(listed.body, json!({"data": []}));
     }
 
     #[tokio::test]
     async fn list_and_get_event_show_a_seeded_result_as_an_event() {
         let f = fixture().await;
-        let listed = call::<handlers::ListEvents>(&f.app, request("list-events.json")).await;
+        let listed = call::<ingest::ListEvents>(&f.app, request("list-events.json")).await;
         assert_eq!(listed.status, StatusCode::OK);
         assert_eq!(listed.body, json!({"data": [sess_1_event()]}));
-        let one = call::<handlers::GetEvent>(&f.app, request("get-event.json")).await;
+        let one = call::<ingest::GetEvent>(&f.app, request("get-event.json")).await;
         assert_eq!(one.status, StatusCode::OK);
         assert_eq!(one.body, json!({"data": sess_1_event()}));
     }
@@ -103,7 +103,7 @@ mod lambda {
         // edge's own headers (Via, X-Forwarded-For) are not evidence, so a clean browser scores low.
         let mut list = event_json("list-events.json");
         list["pathParameters"]["sessionId"] = json!("sess_3");
-        let listed = call::<handlers::ListEvents>(&f.app, request_from(&list)).await;
+        let listed = call::<ingest::ListEvents>(&f.app, request_from(&list)).await;
         let event = &listed.body["data"][0];
         // The page's id is a receipt: random, not the event's position in its session.
         assert_ne!(event["id"], json!(id));
@@ -153,7 +153,7 @@ mod lambda {
         async fn latest(f: &Fixture, session: &str) -> Value {
             let mut list = event_json("list-events.json");
             list["pathParameters"]["sessionId"] = json!(session);
-            let listed = call::<handlers::ListEvents>(&f.app, request_from(&list)).await;
+            let listed = call::<ingest::ListEvents>(&f.app, request_from(&list)).await;
             listed.body["data"][0].clone()
         }
         let codes = |e: &Value| -> Vec<String> {

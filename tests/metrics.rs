@@ -10,7 +10,7 @@ use std::sync::Arc;
 use common::lambda::*;
 use http::StatusCode;
 use serde_json::{Value, json};
-use vigil_http::handlers;
+use vigil_http::ingest;
 
 /// The metric lines the Lambda adapter writes (CloudWatch Embedded Metric Format): the request's
 /// route, status class and latency, and the engine's evaluation with the project as a property.
@@ -35,7 +35,7 @@ async fn the_lambda_adapter_writes_emf_metric_lines() {
     let subscriber =
         tracing_subscriber::registry().with(vigil_core::metrics::EmfLayer::new(buf.clone()));
     let _guard = tracing::subscriber::set_default(subscriber);
-    let res = vigil::lambda::answer_measured::<handlers::CreateEvent, _, _>(
+    let res = vigil::lambda::answer_measured::<ingest::CreateEvent, _, _>(
         &f.app,
         request("create-event.json"),
     )

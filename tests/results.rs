@@ -11,7 +11,7 @@ mod lambda {
     use http::{StatusCode, header};
     use serde_json::json;
     use vigil_core::seed;
-    use vigil_http::handlers;
+    use vigil_http::{handlers, insight};
 
     #[tokio::test]
     async fn list_results_returns_the_seeded_result() {
@@ -139,13 +139,13 @@ mod lambda {
     async fn list_sessions_filters_the_seeded_session_by_score() {
         let f = fixture().await;
         // The sample asks for sessions with scoreBot >= 0.5: the seeded one has 0.02.
-        let none = call::<handlers::ListSessions>(&f.app, request("list-sessions.json")).await;
+        let none = call::<insight::ListSessions>(&f.app, request("list-sessions.json")).await;
         assert_eq!(none.status, StatusCode::OK, "{}", none.body);
         assert_eq!(none.body, json!({"data": []}));
         let mut all = event_json("list-sessions.json");
         all["queryStringParameters"] = json!({"minScoreProxyVpn": "0.9"});
         all["multiValueQueryStringParameters"] = json!({"minScoreProxyVpn": ["0.9"]});
-        let listed = call::<handlers::ListSessions>(&f.app, request_from(&all)).await;
+        let listed = call::<insight::ListSessions>(&f.app, request_from(&all)).await;
         assert_eq!(
             listed.body,
             json!({"data": [{
@@ -166,20 +166,20 @@ mod lambda {
     #[tokio::test]
     async fn list_device_sessions_reads_the_devices_index() {
         let f = fixture().await;
-        let a = call::<handlers::ListDeviceSessions>(&f.app, request("list-device-sessions.json"))
-            .await;
+        let a =
+            call::<insight::ListDeviceSessions>(&f.app, request("list-device-sessions.json")).await;
         assert_eq!(a.status, StatusCode::OK, "{}", a.body);
         assert_eq!(a.body, json!({"data": []}));
         let mut bad = event_json("list-device-sessions.json");
         bad["pathParameters"]["device"] = json!("dev_XYZ");
-        let a = call::<handlers::ListDeviceSessions>(&f.app, request_from(&bad)).await;
+        let a = call::<insight::ListDeviceSessions>(&f.app, request_from(&bad)).await;
         assert_eq!(a.status, StatusCode::BAD_REQUEST, "{}", a.body);
     }
 
     #[tokio::test]
     async fn get_stats_counts_the_seeded_result_in_its_hour() {
         let f = fixture().await;
-        let a = call::<handlers::GetStats>(&f.app, request("get-stats.json")).await;
+        let a = call::<insight::GetStats>(&f.app, request("get-stats.json")).await;
         assert_eq!(a.status, StatusCode::OK, "{}", a.body);
         let buckets = a.body["data"].as_array().unwrap();
         assert_eq!(buckets.len(), 24);
@@ -194,7 +194,7 @@ mod lambda {
         let mut long = event_json("get-stats.json");
         long["queryStringParameters"]["to"] = json!("2026-12-31T00:00:00Z");
         long["multiValueQueryStringParameters"]["to"] = json!(["2026-12-31T00:00:00Z"]);
-        let refused = call::<handlers::GetStats>(&f.app, request_from(&long)).await;
+        let refused = call::<insight::GetStats>(&f.app, request_from(&long)).await;
         assert_eq!(refused.status, StatusCode::BAD_REQUEST);
         assert_eq!(
             refused.body["message"],

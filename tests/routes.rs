@@ -1,5 +1,5 @@
 //! A route is declared once, in `crates/http/src/routes.rs` (`declare_routes!`): its name (and so
-//! its endpoint, `handlers::{name}`), method, path, whether it is public, and its Lambda binary.
+//! its endpoint, `{module}::{name}`), method, path, whether it is public, and its Lambda binary.
 //! Everything else about it is checked here against that table: its binary's source, its function
 //! in `template.yaml` (the same methods and paths, the authorizer on exactly the developer routes),
 //! the Makefile's list of functions, its sample event, and the "Add a route" recipe in
@@ -89,10 +89,10 @@ fn every_route_has_its_binary_function_template_entry_and_sample_event() {
         if !r.is_public() {
             // The binary serves exactly this route's endpoint.
             let text = read(&source);
+            let endpoint = format!("{}::{}", r.module().unwrap(), name(r));
             assert!(
-                text.contains(&format!("handlers::{}>", name(r))),
-                "{source} does not run handlers::{}",
-                name(r)
+                text.contains(&format!("vigil_http::{endpoint}>")),
+                "{source} does not run {endpoint}"
             );
             let event = format!("events/{binary}.json");
             assert!(exists(&event), "{r:?}: no sample event {event}");

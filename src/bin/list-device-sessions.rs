@@ -1,5 +1,5 @@
 //! Lambda function for one route; all setup lives in the shared bootstrap.
 #[tokio::main]
 async fn main() -> Result<(), vigil::lambda::Error> {
-    vigil::lambda::run_http::<vigil_http::handlers::ListDeviceSessions>().await
+    vigil::lambda::run_http::<vigil_http::insight::ListDeviceSessions>().await
 }

@@ -19,11 +19,11 @@
 //! | list-projects.json             | list-projects        | `handlers::ListProjects`                 |
 //! | update-project.json            | update-project       | `handlers::UpdateProject`                |
 //! | get-usage.json                 | get-usage            | `handlers::GetUsage`                     |
-//! | list-sessions.json             | list-sessions        | `handlers::ListSessions`                 |
-//! | get-stats.json                 | get-stats            | `handlers::GetStats`                     |
-//! | create-event.json              | create-event         | `handlers::CreateEvent`                  |
-//! | list-events.json               | list-events          | `handlers::ListEvents`                   |
-//! | get-event.json                 | get-event            | `handlers::GetEvent`                     |
+//! | list-sessions.json             | list-sessions        | `insight::ListSessions`                 |
+//! | get-stats.json                 | get-stats            | `insight::GetStats`                     |
+//! | create-event.json              | create-event         | `ingest::CreateEvent`                  |
+//! | list-events.json               | list-events          | `ingest::ListEvents`                   |
+//! | get-event.json                 | get-event            | `ingest::GetEvent`                     |
 //! | get-sealing-key.json           | get-sealing-key      | `handlers::GetSealingKey`                |
 //! | rotate-sealing-key.json        | rotate-sealing-key   | `handlers::RotateSealingKey`             |
 //! | put-label.json                 | put-label            | `handlers::PutLabel`                     |

@@ -26,9 +26,6 @@ use vigil_core::store::{
     UsageStore, WebhookStore,
 };
 
-pub use super::extract::MAX_PAGE;
-pub use super::ingest::{CreateEvent, GetEvent, ListEvents};
-pub use super::insight::{GetStats, ListDeviceSessions, ListSessions};
 /// Largest webhook creation body accepted.
 pub const MAX_WEBHOOK_BODY: usize = 8 * 1024;
 

@@ -9,16 +9,16 @@ use vigil_core::domain::{DeliveryId, DeviceKey, EventId, ProjectId, SessionId, W
 
 /// Declares every route once (see [`ROUTES`]); generates the [`Route`] enum, the route table, each
 /// route's Lambda binary and whether it is public, and `with_routes!`, which calls a macro with
-/// every developer route's name (the pipeline's match of routes to endpoints, which are named like
-/// their routes). `$d` is a `$`, so the macro it defines can have variables of its own.
+/// every developer route's module and name (the pipeline's match of routes to endpoints, which
+/// are named like their routes). `$d` is a `$`, so the macro it defines can have variables of its own.
 macro_rules! declare_routes {
     ($d:tt
-     developer { $($name:ident $method:ident [$($seg:expr),+] $binary:literal;)* }
+     developer { $($name:ident $module:ident $method:ident [$($seg:expr),+] $binary:literal;)* }
      public { $($pname:ident $pbinary:literal [$(($pmethod:ident, $ppath:expr)),+];)* }
     ) => {
-        /// Calls macro `$m` with the name of every developer route.
+        /// Calls macro `$m` with the module and name of every developer route.
         macro_rules! with_routes {
-            ($d m:ident) => { $d m! { $($name,)* } };
+            ($d m:ident) => { $d m! { $($module::$name,)* } };
         }
         pub(crate) use with_routes;
 
@@ -37,6 +37,15 @@ macro_rules! declare_routes {
                 match self {
                     $(Route::$name => $binary,)*
                     $(Route::$pname => $pbinary,)*
+                }
+            }
+
+            /// The module of `vigil_http` that defines a developer route's endpoint (named like
+            /// the route); None for a public route.
+            pub fn module(self) -> Option<&'static str> {
+                match self {
+                    $(Route::$name => Some(stringify!($module)),)*
+                    _ => None,
                 }
             }
 
@@ -63,42 +72,43 @@ const EVENT: &str = concatcp!("{", EventId::NAME, "}");
 const DEVICE: &str = concatcp!("{", DeviceKey::NAME, "}");
 const DELIVERY: &str = concatcp!("{", DeliveryId::NAME, "}");
 
-// Every route, once. A developer route's endpoint is `handlers::{name}`; the public ones answer
-// outside the pipeline (collect, the agent script, the dashboard, the API reference). The SAM
+// Every route, once. A developer route's endpoint is `{module}::{name}` (the events routes in
+// `ingest`, the sessions and statistics in `insight`, the others in `handlers`); the public ones
+// answer outside the pipeline (collect, the agent script, the dashboard, the API reference). The SAM
 // template, the binaries, the Makefile's list, the sample events and `openapi.yaml` are checked
 // against this table (`tests/routes.rs`).
 #[rustfmt::skip]
 declare_routes! {$
     developer {
-        ListResults          GET    ["/results/", PROJECT, "/", SESSION]                             "list-results";
-        SessionScore         GET    ["/results/", PROJECT, "/", SESSION, "/general"]                 "session-score";
-        GetPlan              GET    ["/plan"]                                                        "get-plan";
-        GetProject           GET    ["/projects/", PROJECT]                                          "get-project";
-        CreateWebhook        POST   ["/projects/", PROJECT, "/webhooks"]                             "create-webhook";
-        ListWebhooks         GET    ["/projects/", PROJECT, "/webhooks"]                             "list-webhooks";
-        DeleteWebhook        DELETE ["/projects/", PROJECT, "/webhooks/", WEBHOOK]                   "delete-webhook";
-        ListDeliveries       GET    ["/projects/", PROJECT, "/webhooks/", WEBHOOK, "/deliveries"]    "list-deliveries";
-        GetWebhookSecret     GET    ["/projects/", PROJECT, "/webhooks/", WEBHOOK, "/secret"]        "get-webhook-secret";
-        RotateWebhookSecret  POST   ["/projects/", PROJECT, "/webhooks/", WEBHOOK, "/secret/rotate"] "rotate-webhook-secret";
-        TestWebhook          POST   ["/projects/", PROJECT, "/webhooks/", WEBHOOK, "/test"]          "test-webhook";
-        Redeliver            POST   ["/projects/", PROJECT, "/deliveries/", DELIVERY, "/redeliver"]  "redeliver";
-        CreateProject        POST   ["/projects"]                                                    "create-project";
-        ListProjects         GET    ["/projects"]                                                    "list-projects";
-        UpdateProject        PATCH  ["/projects/", PROJECT]                                          "update-project";
-        GetUsage             GET    ["/usage"]                                                       "get-usage";
-        CreateEvent          POST   ["/projects/", PROJECT, "/sessions/", SESSION, "/events"]        "create-event";
-        ListEvents           GET    ["/projects/", PROJECT, "/sessions/", SESSION, "/events"]        "list-events";
-        GetEvent             GET    ["/projects/", PROJECT, "/sessions/", SESSION, "/events/", EVENT] "get-event";
-        ListSessions         GET    ["/projects/", PROJECT, "/sessions"]                             "list-sessions";
-        ListDeviceSessions   GET    ["/projects/", PROJECT, "/devices/", DEVICE, "/sessions"]        "list-device-sessions";
-        GetStats             GET    ["/projects/", PROJECT, "/stats"]                                "get-stats";
-        GetSealingKey        GET    ["/projects/", PROJECT, "/sealing-key"]                          "get-sealing-key";
-        RotateSealingKey     POST   ["/projects/", PROJECT, "/sealing-key/rotate"]                   "rotate-sealing-key";
-        PutLabel             PUT    ["/projects/", PROJECT, "/sessions/", SESSION, "/label"]         "put-label";
-        GetLabel             GET    ["/projects/", PROJECT, "/sessions/", SESSION, "/label"]         "get-label";
-        DeleteLabel          DELETE ["/projects/", PROJECT, "/sessions/", SESSION, "/label"]         "delete-label";
-        ListLabels           GET    ["/projects/", PROJECT, "/labels"]                               "list-labels";
-        GetQuality           GET    ["/projects/", PROJECT, "/quality"]                              "get-quality";
+        ListResults          handlers GET    ["/results/", PROJECT, "/", SESSION]                             "list-results";
+        SessionScore         handlers GET    ["/results/", PROJECT, "/", SESSION, "/general"]                 "session-score";
+        GetPlan              handlers GET    ["/plan"]                                                        "get-plan";
+        GetProject           handlers GET    ["/projects/", PROJECT]                                          "get-project";
+        CreateWebhook        handlers POST   ["/projects/", PROJECT, "/webhooks"]                             "create-webhook";
+        ListWebhooks         handlers GET    ["/projects/", PROJECT, "/webhooks"]                             "list-webhooks";
+        DeleteWebhook        handlers DELETE ["/projects/", PROJECT, "/webhooks/", WEBHOOK]                   "delete-webhook";
+        ListDeliveries       handlers GET    ["/projects/", PROJECT, "/webhooks/", WEBHOOK, "/deliveries"]    "list-deliveries";
+        GetWebhookSecret     handlers GET    ["/projects/", PROJECT, "/webhooks/", WEBHOOK, "/secret"]        "get-webhook-secret";
+        RotateWebhookSecret  handlers POST   ["/projects/", PROJECT, "/webhooks/", WEBHOOK, "/secret/rotate"] "rotate-webhook-secret";
+        TestWebhook          handlers POST   ["/projects/", PROJECT, "/webhooks/", WEBHOOK, "/test"]          "test-webhook";
+        Redeliver            handlers POST   ["/projects/", PROJECT, "/deliveries/", DELIVERY, "/redeliver"]  "redeliver";
+        CreateProject        handlers POST   ["/projects"]                                                    "create-project";
+        ListProjects         handlers GET    ["/projects"]                                                    "list-projects";
+        UpdateProject        handlers PATCH  ["/projects/", PROJECT]                                          "update-project";
+        GetUsage             handlers GET    ["/usage"]                                                       "get-usage";
+        CreateEvent          ingest   POST   ["/projects/", PROJECT, "/sessions/", SESSION, "/events"]        "create-event";
+        ListEvents           ingest   GET    ["/projects/", PROJECT, "/sessions/", SESSION, "/events"]        "list-events";
+        GetEvent             ingest   GET    ["/projects/", PROJECT, "/sessions/", SESSION, "/events/", EVENT] "get-event";
+        ListSessions         insight  GET    ["/projects/", PROJECT, "/sessions"]                             "list-sessions";
+        ListDeviceSessions   insight  GET    ["/projects/", PROJECT, "/devices/", DEVICE, "/sessions"]        "list-device-sessions";
+        GetStats             insight  GET    ["/projects/", PROJECT, "/stats"]                                "get-stats";
+        GetSealingKey        handlers GET    ["/projects/", PROJECT, "/sealing-key"]                          "get-sealing-key";
+        RotateSealingKey     handlers POST   ["/projects/", PROJECT, "/sealing-key/rotate"]                   "rotate-sealing-key";
+        PutLabel             handlers PUT    ["/projects/", PROJECT, "/sessions/", SESSION, "/label"]         "put-label";
+        GetLabel             handlers GET    ["/projects/", PROJECT, "/sessions/", SESSION, "/label"]         "get-label";
+        DeleteLabel          handlers DELETE ["/projects/", PROJECT, "/sessions/", SESSION, "/label"]         "delete-label";
+        ListLabels           handlers GET    ["/projects/", PROJECT, "/labels"]                               "list-labels";
+        GetQuality           handlers GET    ["/projects/", PROJECT, "/quality"]                              "get-quality";
     }
     public {
         Collect      "collect"       [(POST, "/collect"), (OPTIONS, "/collect")];

@@ -689,9 +689,9 @@ async fn route_to<S: Store>(
     req: lambda_http::Request,
 ) -> lambda_http::Response<Body> {
     macro_rules! endpoints {
-        ($($name:ident),* $(,)?) => {
+        ($($module:ident :: $name:ident),* $(,)?) => {
             match route {
-                $(Route::$name => crate::pipeline::respond::<crate::handlers::$name, S, Detecting>(app, ctx, req).await,)*
+                $(Route::$name => crate::pipeline::respond::<crate::$module::$name, S, Detecting>(app, ctx, req).await,)*
                 Route::Collect => crate::ingest::collect(app, &ctx, &req).await,
                 Route::AgentScript => crate::ingest::agent_script(&req),
                 Route::Dashboard => crate::insight::dashboard(&req),
