@@ -570,6 +570,55 @@ async fn rate_windows_allow_exactly_max_rps<S: Store>(store: S) {
     );
 }
 
+/// A new limit is a step of core's count plan: both stores apply a visit plan with one more
+/// window (here a device's, 2 a second) as they apply the built-in ones, with the same rules: the
+/// first step without room refuses, and the refused visit counts nowhere.
+async fn a_new_visit_limit_is_one_more_step<S: Store>(store: S) {
+    use vigil_core::store::count::{CountPlan, CountStep, Reports, Spread, Tally};
+    let acc = AccountId::parse("acc_steps").unwrap();
+    let prj = pid("prj_steps");
+    let p = period("2026-11-01T00:00:00Z", "2026-12-01T00:00:00Z");
+    let mut plan = CountPlan::visit(&VisitCount {
+        account: &acc,
+        project: &prj,
+        source: "203.0.113.9".to_owned(),
+        second: SECOND,
+        project_rps: 50,
+        source_rps: 20,
+        period: p,
+        max_requests: 100,
+        max_rps: 5,
+    });
+    let device = CountStep {
+        sk: format!("VDEV#d1#{SECOND}"),
+        tally: Tally::Window,
+        spread: Spread::for_rate(0, 2),
+        reports: Reports::Nothing,
+        ..plan.steps[1].clone()
+    };
+    plan.steps.insert(2, device);
+    for n in 1..=2 {
+        assert_eq!(
+            store.count(&plan).await.unwrap(),
+            Counted::Allowed {
+                in_second: n,
+                in_period: u64::from(n)
+            }
+        );
+    }
+    assert_eq!(store.count(&plan).await.unwrap(), Counted::RateLimited);
+    // Nothing of the refused visit stayed: not in the period, not in the source's second.
+    assert_eq!(store.period_usage(&acc, &p).await.unwrap(), 2);
+    plan.steps.remove(2);
+    assert_eq!(
+        store.count(&plan).await.unwrap(),
+        Counted::Allowed {
+            in_second: 3,
+            in_period: 3
+        }
+    );
+}
+
 /// The collect route's budget: visits are limited per project and per source in their own
 /// windows, never by the developer rate, and count toward the period's quota; only visits are
 /// refused once the quota is spent, and developer requests are refused by their own count.
@@ -2251,6 +2300,7 @@ macro_rules! conformance {
 
 conformance!(
     visits_have_their_own_budget,
+    a_new_visit_limit_is_one_more_step,
     accounts_keys_and_projects_round_trip,
     results_are_newest_first_with_write_order_tie_break,
     pages_cover_every_result_once,

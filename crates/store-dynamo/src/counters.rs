@@ -8,116 +8,42 @@ use std::time::Duration;
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue};
 
-use vigil_core::domain::plan::{Counted, MAX_COUNTER_SHARDS, Period, Spread, VisitCount};
+use vigil_core::domain::plan::{Counted, Period};
 use vigil_core::domain::velocity::{CounterUpdate, CounterWork, Counters, Sketch, is_sketch};
 use vigil_core::domain::{AccountId, ProjectId};
+use vigil_core::store::count::{CountPlan, Decision, MAX_COUNTER_SHARDS, Spread, Tally};
 use vigil_core::store::items::CounterItem;
-use vigil_core::store::keys::{
-    SK, TTL, account_pk, project_pk, rate_sk, shard_sk, usage_sk, visit_rate_sk, visit_source_sk,
-};
-use vigil_core::store::{
-    COUNTER_GRACE_SECONDS, RATE_WINDOW_TTL, StoreError, UsageStore, VelocityStore,
-};
+use vigil_core::store::keys::{SK, TTL, account_pk, project_pk, shard_sk, usage_sk};
+use vigil_core::store::{StoreError, UsageStore, VelocityStore};
 
 use crate::dynamo::{DynamoStore, Item, build, key, n, s, sdk_error};
 
 impl UsageStore for DynamoStore {
-    async fn count_request(
-        &self,
-        account: &AccountId,
-        second: i64,
-        max_rps: u32,
-        period: &Period,
-        max_requests: u64,
-    ) -> Result<Counted, StoreError> {
-        let pk = account_pk(account);
-        let (rate_spread, usage_spread) =
-            (Spread::rate(max_rps), Spread::usage(max_rps, max_requests));
-        let (rate_base, usage_base) = (rate_sk(second), usage_sk(period.start));
-        // Both counters at once: one round trip while their shards have room. A request the rate
-        // refuses is taken back out of the period's count, which only refused requests pay for.
-        let (rate, usage) = tokio::join!(
-            self.bump_spread(
-                &pk,
-                &rate_base,
-                rate_spread,
-                Counter::Window,
-                second + RATE_WINDOW_TTL
-            ),
-            self.bump_spread(
-                &pk,
-                &usage_base,
-                usage_spread,
-                Counter::Developer,
-                period.end.unix_seconds() + COUNTER_GRACE_SECONDS,
-            ),
-        );
-        match (rate?, usage?) {
-            (Some((ri, in_second)), Some((ui, in_period))) => Ok(Counted::Allowed {
-                in_second: u32::try_from(rate_spread.estimate(ri, in_second)).unwrap_or(u32::MAX),
-                in_period: usage_spread.estimate(ui, in_period),
-            }),
-            (None, Some((ui, _))) => {
-                self.take_back(pk, shard_sk(&usage_base, ui), Counter::Developer)
-                    .await?;
-                Ok(Counted::RateLimited)
-            }
-            (None, None) => Ok(Counted::RateLimited),
-            (Some(_), None) => Ok(Counted::QuotaExceeded),
-        }
-    }
-
-    async fn count_visit(&self, v: &VisitCount<'_>) -> Result<Counted, StoreError> {
-        let (apk, ppk) = (account_pk(v.account), project_pk(v.project));
-        let expires = v.second + RATE_WINDOW_TTL;
-        let source_base = visit_source_sk(&v.source, v.second);
-        let rate_base = visit_rate_sk(v.second);
-        let usage_base = usage_sk(v.period.start);
-        let one = Spread::for_rate(0, u64::from(v.source_rps));
-        let rate_spread = Spread::for_rate(u64::from(v.project_rps), u64::from(v.project_rps));
-        let usage_spread = Spread::usage(v.max_rps, v.max_requests);
-        // The three counters at once: one round trip while their shards have room.
-        let (source, rate, usage) = tokio::join!(
-            self.bump_spread(&ppk, &source_base, one, Counter::Window, expires),
-            self.bump_spread(&ppk, &rate_base, rate_spread, Counter::Window, expires),
-            self.bump_spread(
-                &apk,
-                &usage_base,
-                usage_spread,
-                Counter::Visits,
-                v.period.end.unix_seconds() + COUNTER_GRACE_SECONDS,
-            ),
-        );
-        let (source, rate, usage) = (source?, rate?, usage?);
-        let counted = match (source, rate, usage) {
-            (Some((_, in_second)), Some(_), Some((ui, in_period))) => {
-                return Ok(Counted::Allowed {
-                    in_second: u32::try_from(in_second).unwrap_or(u32::MAX),
-                    in_period: usage_spread.estimate(ui, in_period),
+    /// Every step at once (one round trip while their shards have room), then core's decision;
+    /// what a refused count must give back is taken back, writes only refused counts pay for.
+    async fn count(&self, plan: &CountPlan) -> Result<Counted, StoreError> {
+        let tries = plan
+            .steps
+            .iter()
+            .map(|s| self.bump_spread(&s.pk, &s.sk, s.spread, Counter::of(s.tally), s.expires));
+        let counted = futures_util::future::join_all(tries)
+            .await
+            .into_iter()
+            .collect::<Result<Vec<_>, _>>()?;
+        match plan.decide(&counted) {
+            Decision::Allowed(c) => Ok(c),
+            Decision::Refused { answer, take_back } => {
+                let backs = take_back.iter().filter_map(|&i| {
+                    let (s, (shard, _)) = (plan.steps.get(i)?, (*counted.get(i)?)?);
+                    let sk = shard_sk(&s.sk, shard);
+                    Some(self.take_back(s.pk.clone(), sk, Counter::of(s.tally)))
                 });
-            }
-            (Some(_), Some(_), None) => Counted::QuotaExceeded,
-            _ => Counted::RateLimited,
-        };
-        // A refused visit counts nowhere: what the others counted is taken back (writes that
-        // only refused visits pay for), so every limit is exact as on SQLite.
-        let back = |counted: Option<(u32, u64)>, pk: &str, base: &str, counter| {
-            let pk = pk.to_owned();
-            let sk = counted.map(|(i, _)| shard_sk(base, i));
-            async move {
-                match sk {
-                    Some(sk) => self.take_back(pk, sk, counter).await,
-                    None => Ok(()),
+                for r in futures_util::future::join_all(backs).await {
+                    r?;
                 }
+                Ok(answer)
             }
-        };
-        let (a, b, c) = tokio::join!(
-            back(source, &ppk, &source_base, Counter::Window),
-            back(rate, &ppk, &rate_base, Counter::Window),
-            back(usage, &apk, &usage_base, Counter::Visits),
-        );
-        a.and(b).and(c)?;
-        Ok(counted)
+        }
     }
 
     async fn period_usage(&self, account: &AccountId, period: &Period) -> Result<u64, StoreError> {
@@ -183,13 +109,13 @@ impl DynamoStore {
     }
 }
 
-/// Which attributes of a counter item one request adds to, and which of them its limit guards.
+/// Which attributes of a counter item one request adds to, and which of them its limit guards
+/// (core's [`Tally`], in this layout's attribute names).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Counter {
     /// A rate window: `count`.
     Window,
-    /// A developer request in the period's usage item: `count` and `total`, guarded by `count`
-    /// (visits never refuse a developer request).
+    /// A developer request in the period's usage item: `count` and `total`, guarded by `count`.
     Developer,
     /// A visit in the period's usage item: `visits` and `total`, guarded by `total`.
     Visits,
@@ -198,6 +124,14 @@ enum Counter {
 type Attr = (&'static str, &'static str);
 
 impl Counter {
+    fn of(tally: Tally) -> Self {
+        match tally {
+            Tally::Window => Counter::Window,
+            Tally::Developer => Counter::Developer,
+            Tally::Visits => Counter::Visits,
+        }
+    }
+
     /// (the attributes added to, the guarded one), each as (placeholder, name).
     fn attributes(self) -> (&'static [Attr], Attr) {
         const COUNT: Attr = ("#c", "count");

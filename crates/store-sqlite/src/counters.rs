@@ -4,11 +4,10 @@
 
 use rusqlite::{Connection, OptionalExtension, params};
 use vigil_core::domain::AccountId;
-use vigil_core::domain::plan::{Counted, Period, VisitCount};
-use vigil_core::store::keys::{
-    account_pk, project_pk, rate_sk, usage_sk, visit_rate_sk, visit_source_sk, visits_sk,
-};
-use vigil_core::store::{COUNTER_GRACE_SECONDS, RATE_WINDOW_TTL, StoreError, UsageStore};
+use vigil_core::domain::plan::{Counted, Period};
+use vigil_core::store::count::{CountKind, CountPlan, CountStep, RATE_WINDOW_TTL, Reports, Tally};
+use vigil_core::store::keys::{account_pk, usage_sk, visits_sk};
+use vigil_core::store::{StoreError, UsageStore};
 
 use crate::claims::{Taken, claim_size};
 use crate::error::Db;
@@ -17,34 +16,94 @@ use crate::sqlite::SqliteStore;
 /// Positions `first..end` a claim took in a counter.
 type Block = (i64, i64);
 
+/// A developer request's counters, from its plan: the account's key, the second's window and
+/// the period's usage as this file keys them, and their limits and expiries.
+struct RequestCount {
+    pk: String,
+    second: i64,
+    rate_key: String,
+    max_rps: i64,
+    rate_expires: i64,
+    usage_key: String,
+    max_requests: i64,
+    usage_expires: i64,
+}
+
+impl RequestCount {
+    fn of(plan: &CountPlan) -> Result<Self, StoreError> {
+        let step = |tally| {
+            plan.steps
+                .iter()
+                .find(|s| s.tally == tally)
+                .ok_or_else(|| unfit("a developer request's plan names its rate and its period"))
+        };
+        // Claims know these two counters; a plan with more would be counted short here.
+        if plan.steps.len() != 2 {
+            return Err(unfit(
+                "a developer request's plan is its rate and its period",
+            ));
+        }
+        let (rate, usage) = (step(Tally::Window)?, step(Tally::Developer)?);
+        Ok(Self {
+            pk: rate.pk.clone(),
+            second: plan.second,
+            rate_key: second_key(plan.second, &rate.pk, &rate.sk),
+            max_rps: limit(rate),
+            rate_expires: rate.expires,
+            usage_key: period_key(&usage.pk, &usage.sk),
+            max_requests: limit(usage),
+            usage_expires: usage.expires,
+        })
+    }
+}
+
+/// A plan this store cannot apply: core builds every plan, so this is a bug, told as a failure.
+fn unfit(what: &'static str) -> StoreError {
+    StoreError::Backend(what.into())
+}
+
+fn limit(step: &CountStep) -> i64 {
+    i64::try_from(step.limit()).unwrap_or(i64::MAX)
+}
+
+/// The `counters` key of a period's counter.
+fn period_key(pk: &str, sk: &str) -> String {
+    format!("{pk}/{sk}")
+}
+
+/// A visit's step as this file keeps it: its counter's key, limit, expiry and what it refuses
+/// with, and for the period's total, the developer requests' counter it is read beside.
+struct HeldStep {
+    key: String,
+    limit: i64,
+    expires: i64,
+    refusal: Counted,
+    reports: Reports,
+    /// The period's developer requests (claimed in blocks): a visits step's limit is on the
+    /// total.
+    developer: Option<(String, String)>,
+}
+
 impl SqliteStore {
-    /// One try of [`UsageStore::count_request`]: positions held here, else a claim.
-    async fn count_request_once(
-        &self,
-        pk: &str,
-        second: i64,
-        max_rps: u32,
-        period: &Period,
-        usage_key: &str,
-        max_requests: i64,
-    ) -> Result<Counted, StoreError> {
+    /// One try of a developer request's count: positions held here, else a claim.
+    async fn count_request_once(&self, r: &RequestCount) -> Result<Counted, StoreError> {
         let claims = &self.shared.claims;
-        let (held, want) =
-            match claims.take(pk, second, i64::from(max_rps), usage_key, max_requests) {
-                Taken {
-                    rate: Some(r),
-                    quota: Some(q),
-                    ..
-                } => return Ok(allowed(r, q)),
-                Taken { rate, want, .. } => (rate, want),
-            };
-        let rate_key = second_key(second, pk, &rate_sk(second));
-        let usage_expires = period.end.unix_seconds() + COUNTER_GRACE_SECONDS;
-        let (account, key, held_here) = (pk.to_owned(), usage_key.to_owned(), claims.clone());
-        let (filed_for, filed_at, filed_in) = (pk.to_owned(), usage_key.to_owned(), claims.clone());
+        let (pk, second) = (r.pk.as_str(), r.second);
+        let (held, want) = match claims.take(pk, second, r.max_rps, &r.usage_key, r.max_requests) {
+            Taken {
+                rate: Some(rt),
+                quota: Some(q),
+                ..
+            } => return Ok(allowed(rt, q)),
+            Taken { rate, want, .. } => (rate, want),
+        };
+        let (account, key, held_here) = (pk.to_owned(), r.usage_key.clone(), claims.clone());
+        let (filed_for, filed_at, filed_in) = (pk.to_owned(), r.usage_key.clone(), claims.clone());
+        let (rate_key, max_rps, rate_expires) = (r.rate_key.clone(), r.max_rps, r.rate_expires);
+        let (max_requests, usage_expires) = (r.max_requests, r.usage_expires);
         // What the claim got is filed on the writer thread as its batch commits, before any
         // claim queued after it is answered: a request the file refuses because earlier claims
-        // took the room finds their unused positions held here ([`UsageStore::count_request`]).
+        // took the room finds their unused positions held here ([`UsageStore::count`]).
         let file = move |&(rate, quota): &(Option<Block>, Option<Block>)| {
             let claimed = rate.filter(|_| held.is_none());
             filed_in.file(&filed_for, second, claimed, &filed_at, quota);
@@ -55,10 +114,8 @@ impl SqliteStore {
                     let rate = match held {
                         Some(p) => (p, p + 1),
                         None => {
-                            let expires = second + RATE_WINDOW_TTL;
                             let back = held_here.surrender_rate(&account, second);
-                            let max = i64::from(max_rps);
-                            match claim(tx, &rate_key, max, want, expires, back)? {
+                            match claim(tx, &rate_key, max_rps, want, rate_expires, back)? {
                                 Some(block) => block,
                                 None => return Ok((None, None)),
                             }
@@ -77,87 +134,113 @@ impl SqliteStore {
         Ok(match (rate, quota) {
             (None, _) => Counted::RateLimited,
             (Some(_), None) => Counted::QuotaExceeded,
-            (Some((r, _)), Some((q, _))) => allowed(r, q),
+            (Some((rt, _)), Some((q, _))) => allowed(rt, q),
         })
     }
-}
 
-impl UsageStore for SqliteStore {
-    /// Counts against the positions this process holds, claiming a block from the file when it
-    /// holds none (see [`crate::claims`]): one write per claim, not per request.
-    async fn count_request(
-        &self,
-        account: &AccountId,
-        second: i64,
-        max_rps: u32,
-        period: &Period,
-        max_requests: u64,
-    ) -> Result<Counted, StoreError> {
-        let pk = account_pk(account);
-        let usage_key = format!("{pk}/{}", usage_sk(period.start));
+    /// A developer request: counted against the positions this process holds, claiming a block
+    /// from the file when it holds none (see [`crate::claims`]): one write per claim, not per
+    /// request. The plan's rules hold as they are: a request the rate refuses claims nothing in
+    /// the period; one the period refuses keeps its place in the second.
+    async fn count_claimed(&self, plan: &CountPlan) -> Result<Counted, StoreError> {
+        let r = RequestCount::of(plan)?;
         let claims = &self.shared.claims;
-        let max_requests = i64::try_from(max_requests).unwrap_or(i64::MAX);
         // A request the file refuses may find positions held here that claims before its own
         // took (they are filed before it is answered): it tries once more and takes one, or
         // those positions would go unused while the second or the period had room. (Its second
         // try takes a position in the second again, as any request refused for the period has.)
-        let once =
-            || self.count_request_once(&pk, second, max_rps, period, &usage_key, max_requests);
-        let mut counted = once().await?;
+        let mut counted = self.count_request_once(&r).await?;
         if matches!(counted, Counted::RateLimited | Counted::QuotaExceeded)
-            && claims.holds(&pk, second, &usage_key)
+            && claims.holds(&r.pk, r.second, &r.usage_key)
         {
-            counted = once().await?;
+            counted = self.count_request_once(&r).await?;
         }
         if let Counted::Allowed { .. } = counted {
-            claims.admitted(&pk, second);
+            claims.admitted(&r.pk, r.second);
         }
         Ok(counted)
     }
 
-    async fn count_visit(&self, v: &VisitCount<'_>) -> Result<Counted, StoreError> {
-        let (apk, ppk) = (account_pk(v.account), project_pk(v.project));
-        let rate_key = second_key(v.second, &ppk, &visit_rate_sk(v.second));
-        let source_key = second_key(v.second, &ppk, &visit_source_sk(&v.source, v.second));
-        let usage_key = format!("{apk}/{}", usage_sk(v.period.start));
-        let visits_key = format!("{apk}/{}", visits_sk(v.period.start));
-        let usage_expires = v.period.end.unix_seconds() + COUNTER_GRACE_SECONDS;
-        let max_requests = i64::try_from(v.max_requests).unwrap_or(i64::MAX);
-        let (second, project_rps, source_rps) = (v.second, v.project_rps, v.source_rps);
+    /// A visit: every step's room read before anything is counted, in the batch's write
+    /// transaction (no other writer meanwhile), so a refused visit counts nowhere and no
+    /// savepoint is needed. The windows and the visits are the counters the writer holds
+    /// (`held.rs`); the period's developer requests are claimed in blocks and written as they
+    /// are claimed, so they are read from the file.
+    async fn count_held(&self, plan: &CountPlan) -> Result<Counted, StoreError> {
+        let second = plan.second;
+        let steps = plan
+            .steps
+            .iter()
+            .map(|s| {
+                let (key, developer) = match s.tally {
+                    Tally::Window => (second_key(second, &s.pk, &s.sk), None),
+                    Tally::Visits => {
+                        let own = plan
+                            .visits_sk
+                            .as_deref()
+                            .ok_or_else(|| unfit("a visit's plan names its visits' counter"))?;
+                        let usage = period_key(&s.pk, &s.sk);
+                        (period_key(&s.pk, own), Some((s.pk.clone(), usage)))
+                    }
+                    Tally::Developer => {
+                        return Err(unfit("a developer request is counted by claims"));
+                    }
+                };
+                Ok(HeldStep {
+                    key,
+                    limit: limit(s),
+                    expires: s.expires,
+                    refusal: s.refusal,
+                    reports: s.reports,
+                    developer,
+                })
+            })
+            .collect::<Result<Vec<_>, StoreError>>()?;
         let claims = self.shared.claims.clone();
-        // Every limit is read before anything is counted, in the batch's write transaction (no
-        // other writer meanwhile): a refused visit counts nowhere, and no savepoint is needed.
-        // The visit's own counters are the ones the writer holds (`held.rs`); the period's usage
-        // is claimed in blocks and written as it is claimed, so it is read from the file.
         self.write_checked(
             move |tx, held| {
-                if held.count(tx, &source_key)? >= i64::from(source_rps)
-                    || held.count(tx, &rate_key)? >= i64::from(project_rps)
-                {
-                    return Ok(Err(Counted::RateLimited));
+                let mut developer = 0;
+                for s in &steps {
+                    let room = match &s.developer {
+                        None => s.limit,
+                        Some((pk, usage)) => {
+                            // Period positions this process holds unused are claimed, not spent.
+                            developer = count_of(tx, usage)? - claims.unused(pk, usage);
+                            s.limit.saturating_sub(developer)
+                        }
+                    };
+                    if held.count(tx, &s.key)? >= room {
+                        return Ok(Err(s.refusal));
+                    }
                 }
-                // Period positions this process holds unused are claimed, not spent.
-                let developer = count_of(tx, &usage_key)? - claims.unused(&apk, &usage_key);
-                if held.count(tx, &visits_key)? >= max_requests.saturating_sub(developer) {
-                    return Ok(Err(Counted::QuotaExceeded));
-                }
-                Ok(Ok((source_key, rate_key, visits_key, developer)))
+                Ok(Ok((steps, developer)))
             },
-            move |tx, held, (source_key, rate_key, visits_key, developer)| {
+            move |tx, held, (steps, developer)| {
                 if held.counters_purge_due(second) {
                     purge_counters(tx, second)?;
                 }
-                let expires = second + RATE_WINDOW_TTL;
-                let in_second = held.add_one(tx, &source_key, expires)?;
-                held.add_one(tx, &rate_key, expires)?;
-                let visits = held.add_one(tx, &visits_key, usage_expires)?;
-                Ok(Counted::Allowed {
-                    in_second: u32::try_from(in_second).unwrap_or(u32::MAX),
-                    in_period: u64::try_from(developer + visits).unwrap_or(0),
-                })
+                let (mut in_second, mut in_period) = (0, 0);
+                for s in &steps {
+                    let n = held.add_one(tx, &s.key, s.expires)?;
+                    match s.reports {
+                        Reports::Second => in_second = n,
+                        Reports::Period => in_period = n + developer,
+                        Reports::Nothing => {}
+                    }
+                }
+                Ok(allowed(in_second, in_period))
             },
         )
         .await
+    }
+}
+
+impl UsageStore for SqliteStore {
+    async fn count(&self, plan: &CountPlan) -> Result<Counted, StoreError> {
+        match plan.kind {
+            CountKind::Request => self.count_claimed(plan).await,
+            CountKind::Visit => self.count_held(plan).await,
+        }
     }
 
     async fn period_usage(&self, account: &AccountId, period: &Period) -> Result<u64, StoreError> {

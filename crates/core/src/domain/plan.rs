@@ -93,60 +93,6 @@ pub struct Period {
     pub end: Timestamp,
 }
 
-/// Writes per second one counter item is built for. A DynamoDB partition takes about 1,000; a
-/// quarter leaves room for bursts and for the other items of the account's partition.
-pub const WRITES_PER_COUNTER: u64 = 250;
-/// The most items one counter is spread over (a plan of 4,000 requests per second).
-pub const MAX_COUNTER_SHARDS: u32 = 16;
-
-/// How one limited counter is spread over items: `shards` items, each allowed its share of the
-/// limit. The shares add up to the limit, so the counter never exceeds it; a request is refused
-/// only once every shard has refused it, so the limit is also reached exactly.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Spread {
-    pub shards: u32,
-    pub limit: u64,
-}
-
-impl Spread {
-    /// Enough shards for `writes_per_second` (one, for every plan up to 250 a second), never
-    /// more shards than the limit has units.
-    pub fn for_rate(writes_per_second: u64, limit: u64) -> Self {
-        let wanted = writes_per_second.div_ceil(WRITES_PER_COUNTER).max(1);
-        let shards = wanted.min(u64::from(MAX_COUNTER_SHARDS)).min(limit.max(1));
-        Self {
-            shards: u32::try_from(shards).unwrap_or(1),
-            limit,
-        }
-    }
-
-    /// A developer rate window of `max_rps`.
-    pub fn rate(max_rps: u32) -> Self {
-        Self::for_rate(u64::from(max_rps), u64::from(max_rps))
-    }
-
-    /// A billing period's usage: written by developer requests (up to `max_rps` a second) and as
-    /// often again by visits.
-    pub fn usage(max_rps: u32, max_requests: u64) -> Self {
-        Self::for_rate(2 * u64::from(max_rps), max_requests)
-    }
-
-    /// Shard `i`'s part of the limit.
-    pub fn share(&self, i: u32) -> u64 {
-        let n = u64::from(self.shards.max(1));
-        self.limit / n + u64::from(u64::from(i) < self.limit % n)
-    }
-
-    /// The whole counter as estimated from shard `i` holding `count`: exact with one shard;
-    /// with more, the limit less what shard `i` has left times the shards (for the advisory
-    /// RateLimit headers only).
-    pub fn estimate(&self, i: u32, count: u64) -> u64 {
-        let left = self.share(i).saturating_sub(count);
-        self.limit
-            .saturating_sub(left.saturating_mul(u64::from(self.shards)))
-    }
-}
-
 /// What the counters said of one request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Counted {
@@ -227,32 +173,6 @@ pub enum Refusal {
 pub fn seconds_until(now: Timestamp, then: Timestamp) -> u64 {
     let ms = then.unix_millis().saturating_sub(now.unix_millis()).max(0) as u64;
     ms.div_ceil(1000).max(1)
-}
-
-#[cfg(test)]
-mod spread_tests {
-    use super::*;
-
-    #[test]
-    fn small_plans_keep_one_counter_and_large_ones_spread_their_limit() {
-        assert_eq!(Spread::rate(250).shards, 1);
-        assert_eq!(Spread::rate(10).estimate(0, 7), 7);
-        let big = Spread::rate(2_000);
-        assert_eq!(big.shards, 8);
-        assert_eq!((0..8).map(|i| big.share(i)).sum::<u64>(), 2_000);
-        let odd = Spread::for_rate(1_000, 1_003);
-        assert_eq!(odd.shards, 4);
-        assert_eq!(
-            (0..4).map(|i| odd.share(i)).collect::<Vec<_>>(),
-            [251, 251, 251, 250]
-        );
-        assert_eq!(Spread::for_rate(1_000_000, 3).shards, 3);
-        assert_eq!(
-            Spread::for_rate(1_000_000, 1_000_000).shards,
-            MAX_COUNTER_SHARDS
-        );
-        assert_eq!(Spread::usage(2_000, 100).shards, 16);
-    }
 }
 
 #[cfg(test)]

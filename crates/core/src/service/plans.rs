@@ -13,6 +13,7 @@ use crate::domain::plan::{
 };
 use crate::domain::{AccountId, Project, Timestamp};
 use crate::store::UsageStore;
+use crate::store::count::CountPlan;
 
 /// `GET /usage`: the current billing period and what it has used.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -68,16 +69,14 @@ impl<S: UsageStore, D> Vigil<S, D> {
         if terms.max_requests == 0 {
             return Err(refusal(now, &period, Counted::QuotaExceeded));
         }
-        let counted = self
-            .store
-            .count_request(
-                account,
-                now.unix_seconds(),
-                terms.max_rps,
-                &period,
-                terms.max_requests,
-            )
-            .await?;
+        let plan = CountPlan::request(
+            account,
+            now.unix_seconds(),
+            terms.max_rps,
+            &period,
+            terms.max_requests,
+        );
+        let counted = self.store.count(&plan).await?;
         match counted {
             Counted::Allowed {
                 in_second,
@@ -118,7 +117,7 @@ impl<S: UsageStore, D> Vigil<S, D> {
         } else if terms.max_requests == 0 {
             Counted::QuotaExceeded
         } else {
-            self.store.count_visit(&visit).await?
+            self.store.count(&CountPlan::visit(&visit)).await?
         };
         match counted {
             Counted::Allowed { .. } => Ok(()),

@@ -13,6 +13,7 @@ use crate::domain::{
 };
 
 pub mod change;
+pub mod count;
 mod error;
 pub mod feed;
 pub mod items;
@@ -186,19 +187,17 @@ pub trait ProjectStore: ItemStore {
     }
 }
 
-/// Seconds a per-second window is kept after it starts (expired by the table's TTL).
-pub const RATE_WINDOW_TTL: i64 = 120;
-/// Days a period's counter is kept after the period ends, so a late reader still finds it.
-pub const COUNTER_GRACE_SECONDS: i64 = 40 * 86_400;
-
 /// Request counters of accounts: one per second (`maxRps`) and one per billing period
-/// (`maxRequests`). Past windows expire by the table's TTL.
+/// (`maxRequests`), and the collect route's own windows. Past windows expire by the table's TTL.
+/// What is counted where, and what a refusal leaves, is a [`count::CountPlan`] that core builds;
+/// a store only applies it.
 pub trait UsageStore: Send + Sync {
+    /// Applies `plan` ([`count`]'s rules), exactly under concurrent requests and processes.
+    fn count(&self, plan: &count::CountPlan) -> impl Future<Output = Res<Counted>> + Send;
+
     /// Counts one developer request of `account` in the second `second` (epoch seconds) unless it
     /// already has `max_rps`, and then in `period` unless the period's developer requests already
-    /// reach `max_requests` (visits are not held against them). A request refused by the rate is
-    /// not counted in the period. Exact under concurrent requests and
-    /// processes.
+    /// reach `max_requests` (visits are not held against them): [`count::CountPlan::request`].
     fn count_request(
         &self,
         account: &AccountId,
@@ -206,15 +205,18 @@ pub trait UsageStore: Send + Sync {
         max_rps: u32,
         period: &Period,
         max_requests: u64,
-    ) -> impl Future<Output = Res<Counted>> + Send;
+    ) -> impl Future<Output = Res<Counted>> + Send {
+        let plan = count::CountPlan::request(account, second, max_rps, period, max_requests);
+        async move { self.count(&plan).await }
+    }
 
-    /// Counts one visit of the collect route: in its project's second unless that already has
-    /// `project_rps`, in its source's second unless that has `source_rps`, then in the account's
-    /// period unless the period's developer requests and visits together already reach
-    /// `max_requests`. Developer requests are refused by their own count only (see
-    /// [`UsageStore::count_request`]), so no number of visits can refuse one. A visit refused by a
-    /// rate is not counted in the period. Exact under concurrent requests and processes.
-    fn count_visit(&self, visit: &VisitCount<'_>) -> impl Future<Output = Res<Counted>> + Send;
+    /// Counts one visit of the collect route in its source's second, its project's second and
+    /// the account's period (developer requests and visits together):
+    /// [`count::CountPlan::visit`].
+    fn count_visit(&self, visit: &VisitCount<'_>) -> impl Future<Output = Res<Counted>> + Send {
+        let plan = count::CountPlan::visit(visit);
+        async move { self.count(&plan).await }
+    }
 
     /// The requests counted in `period` so far: developer requests and visits.
     fn period_usage(
