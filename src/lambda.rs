@@ -9,6 +9,7 @@ use aws_lambda_events::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse
 use lambda_http::{Body, Request, Response, service_fn};
 use lambda_runtime::LambdaEvent;
 
+use crate::gateway::{self, Edge};
 use vigil_core::config::Config;
 use vigil_core::domain::UrlPolicy;
 use vigil_core::report::Chain;
@@ -16,8 +17,7 @@ use vigil_core::service::error::ServiceError;
 use vigil_core::service::vigil::{Detecting, Vigil};
 use vigil_core::store::{DeliveryStore, ProjectStore};
 use vigil_dispatch::Dispatcher;
-use vigil_http::gateway::Edge;
-use vigil_http::{ApiError, Endpoint, Resolved, Router, answer, auth, gateway};
+use vigil_http::{ApiError, Endpoint, Resolved, Router, auth, respond};
 use vigil_store_dynamo::DynamoStore;
 
 pub type Error = lambda_runtime::Error;
@@ -176,7 +176,7 @@ pub async fn run_collect() -> Result<(), Error> {
         Config::from_env()?.origin_verify.as_deref(),
     )));
     lambda_http::run(service_fn(move |req: Request| async move {
-        Ok::<_, std::convert::Infallible>(measured("Collect", collect(app, edge, &req)).await)
+        Ok::<_, std::convert::Infallible>(measured("Collect", collect(app, edge, req)).await)
     }))
     .await
 }
@@ -184,7 +184,7 @@ pub async fn run_collect() -> Result<(), Error> {
 /// The collect function's answer to one request: its typed context from API Gateway's, with
 /// what CloudFront saw of the viewer when the request proves it came through it, then the
 /// collect route.
-pub async fn collect<S>(app: &Vigil<S, Detecting>, edge: &Edge, req: &Request) -> Response<Body>
+pub async fn collect<S>(app: &Vigil<S, Detecting>, edge: &Edge, req: Request) -> Response<Body>
 where
     S: vigil_core::store::AccountStore
         + ProjectStore
@@ -193,12 +193,13 @@ where
         + vigil_core::store::VelocityStore
         + vigil_core::store::AgentStore,
 {
-    match gateway::request_context(app, req).await {
+    match gateway::request_context(app, &req).await {
         Ok(ctx) => {
             let ctx = edge.viewer(ctx, req.headers());
-            vigil_http::ingest::collect(app, &ctx, req).await
+            let req = gateway::request(req);
+            gateway::response(vigil_http::ingest::collect(app, &ctx, &req).await)
         }
-        Err(e) => ApiError::from(e).into_response(),
+        Err(e) => gateway::response(ApiError::from(e).into_response()),
     }
 }
 
@@ -232,6 +233,20 @@ where
     .await
 }
 
+/// Answers one request that API Gateway passed to endpoint `E`'s function: its typed context
+/// from API Gateway's ([`gateway::request_context`]), then the pipeline ([`respond`]).
+pub async fn answer<E, S, D>(app: &Vigil<S, D>, req: Request) -> Response<Body>
+where
+    E: Endpoint<S, D>,
+    S: vigil_core::store::AccountStore + ProjectStore + vigil_core::store::UsageStore + Sync,
+    D: Sync,
+{
+    gateway::response(match gateway::request_context(app, &req).await {
+        Ok(ctx) => respond::<E, S, D>(app, ctx, gateway::request(req)).await,
+        Err(e) => ApiError::from(e).into_response(),
+    })
+}
+
 /// [`answer`], with the request's metrics: count and latency by route and status class.
 pub async fn answer_measured<E, S, D>(app: &Vigil<S, D>, req: Request) -> Response<Body>
 where
@@ -262,16 +277,31 @@ async fn measured(
 pub async fn run_agent_script() -> Result<(), Error> {
     init_tracing();
     lambda_http::run(service_fn(|req: Request| async move {
-        Ok::<_, std::convert::Infallible>(vigil_http::ingest::agent_script(&req))
+        Ok::<_, std::convert::Infallible>(agent_script(req))
     }))
     .await
+}
+
+/// The agent script's answer to one request (no store, no engine).
+pub fn agent_script(req: Request) -> Response<Body> {
+    gateway::response(vigil_http::ingest::agent_script(&gateway::request(req)))
+}
+
+/// The dashboard page's answer to one request.
+pub fn dashboard(req: Request) -> Response<Body> {
+    gateway::response(vigil_http::insight::dashboard(&gateway::request(req)))
+}
+
+/// The API reference's answer to one request.
+pub fn reference(req: Request) -> Response<Body> {
+    gateway::response(vigil_http::reference::reference(&gateway::request(req)))
 }
 
 /// Runs the dashboard page's function: a static page, no key, no table.
 pub async fn run_dashboard() -> Result<(), Error> {
     init_tracing();
     lambda_http::run(service_fn(|req: Request| async move {
-        Ok::<_, std::convert::Infallible>(vigil_http::insight::dashboard(&req))
+        Ok::<_, std::convert::Infallible>(dashboard(req))
     }))
     .await
 }
@@ -280,7 +310,7 @@ pub async fn run_dashboard() -> Result<(), Error> {
 pub async fn run_reference() -> Result<(), Error> {
     init_tracing();
     lambda_http::run(service_fn(|req: Request| async move {
-        Ok::<_, std::convert::Infallible>(vigil_http::reference::reference(&req))
+        Ok::<_, std::convert::Infallible>(reference(req))
     }))
     .await
 }
@@ -321,11 +351,11 @@ pub async fn fallback(req: Request) -> Response<Body> {
     let path = req.uri().path();
     let path = path.strip_prefix(vigil_http::paths::BASE).unwrap_or(path);
     static ROUTER: std::sync::LazyLock<Router> = std::sync::LazyLock::new(Router::new);
-    match ROUTER.resolve(req.method(), path) {
+    gateway::response(match ROUTER.resolve(req.method(), path) {
         Resolved::MethodNotAllowed(allow) => ApiError::MethodNotAllowed(allow).into_response(),
         // A known route reaching the fallback means API Gateway and the table disagree; still 404.
         _ => ApiError::NotFound("Not found").into_response(),
-    }
+    })
 }
 
 /// Runs the fallback function; it needs no storage.

@@ -13,5 +13,6 @@
 
 pub mod agents;
 pub mod cli;
+pub mod gateway;
 pub mod lambda;
 pub mod root;

@@ -385,8 +385,8 @@ mod gateway {
 
     use crate::common::lambda::*;
     use serde_json::json;
+    use vigil::gateway::request_context;
     use vigil_core::domain::PlanStatus;
-    use vigil_http::gateway::request_context;
 
     #[tokio::test]
     async fn the_authorizers_context_becomes_a_typed_principal_and_client() {

@@ -14,9 +14,10 @@ use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
 use aws_smithy_runtime_api::box_error::BoxError;
 use http::StatusCode;
 use lambda_http::Body;
+use vigil::lambda::answer;
 use vigil_core::domain::UrlPolicy;
 use vigil_core::service::vigil::{Detecting, Vigil};
-use vigil_http::{answer, handlers, ingest, insight};
+use vigil_http::{handlers, ingest, insight};
 use vigil_store_dynamo::DynamoStore;
 
 /// Records the operation of every request the client sends (retries included).
@@ -306,7 +307,7 @@ async fn round_trips_per_request() {
                 .unwrap();
         lambda_http::request::from_str(&text).unwrap()
     };
-    let s = vigil::lambda::collect(&app, &Default::default(), &collect())
+    let s = vigil::lambda::collect(&app, &Default::default(), collect())
         .await
         .status();
     check(
@@ -330,7 +331,7 @@ async fn round_trips_per_request() {
             "TransactWriteItems",
         ],
     );
-    let s = vigil::lambda::collect(&app, &Default::default(), &collect())
+    let s = vigil::lambda::collect(&app, &Default::default(), collect())
         .await
         .status();
     check(

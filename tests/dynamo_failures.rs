@@ -5,9 +5,10 @@ mod common;
 
 use http::StatusCode;
 use lambda_http::{Body, Request, Response};
+use vigil::lambda::answer;
 use vigil_core::domain::UrlPolicy;
 use vigil_core::service::vigil::Vigil;
-use vigil_http::{answer, handlers};
+use vigil_http::handlers;
 use vigil_store_dynamo::DynamoStore;
 
 async fn store(endpoint: &str, table: &str) -> DynamoStore {

@@ -89,7 +89,7 @@ mod lambda {
     async fn collect_takes_the_visit_from_the_request_and_answers_only_the_id() {
         let f = fixture().await;
         let a = answer(
-            vigil::lambda::collect(&f.app, &Default::default(), &request("collect.json")).await,
+            vigil::lambda::collect(&f.app, &Default::default(), request("collect.json")).await,
         );
         assert_eq!(a.status, StatusCode::ACCEPTED, "{}", a.body);
         assert_eq!(
@@ -121,14 +121,14 @@ mod lambda {
         foreign["headers"]["Origin"] = json!("https://evil.example");
         foreign["multiValueHeaders"]["Origin"] = json!(["https://evil.example"]);
         let r = answer(
-            vigil::lambda::collect(&f.app, &Default::default(), &request_from(&foreign)).await,
+            vigil::lambda::collect(&f.app, &Default::default(), request_from(&foreign)).await,
         );
         assert_eq!(r.status, StatusCode::FORBIDDEN);
         assert_eq!(r.header(header::ACCESS_CONTROL_ALLOW_ORIGIN), None);
         let mut unknown = event_json("collect.json");
         unknown["body"] = json!(r#"{"publicKey":"pk_nope","sessionId":"sess_3"}"#);
         let r = answer(
-            vigil::lambda::collect(&f.app, &Default::default(), &request_from(&unknown)).await,
+            vigil::lambda::collect(&f.app, &Default::default(), request_from(&unknown)).await,
         );
         assert_eq!(r.status, StatusCode::UNAUTHORIZED);
         assert_eq!(r.body, message("Unauthorized"));
@@ -141,7 +141,7 @@ mod lambda {
     /// in nothing.
     #[tokio::test]
     async fn collect_believes_cloudfront_viewer_headers_only_behind_the_origin_secret() {
-        use vigil_http::gateway::Edge;
+        use vigil::gateway::Edge;
         const SECRET: &str = "test-origin-verify-secret-0123456789";
         let visit = |session: &str| {
             let mut e = event_json("collect-cloudfront.json");
@@ -167,7 +167,7 @@ mod lambda {
         let f = fixture().await;
 
         let edge = Edge::new(Some(SECRET));
-        let a = answer(vigil::lambda::collect(&f.app, &edge, &visit("sess_cf")).await);
+        let a = answer(vigil::lambda::collect(&f.app, &edge, visit("sess_cf")).await);
         assert_eq!(a.status, StatusCode::ACCEPTED, "{}", a.body);
         let event = latest(&f, "sess_cf").await;
         assert_eq!(
@@ -198,7 +198,7 @@ mod lambda {
                 "sess_cf_wrong",
             ),
         ] {
-            let a = answer(vigil::lambda::collect(&f.app, &edge, &visit(session)).await);
+            let a = answer(vigil::lambda::collect(&f.app, &edge, visit(session)).await);
             assert_eq!(a.status, StatusCode::ACCEPTED, "{}", a.body);
             let event = latest(&f, session).await;
             assert_eq!(event["ja4"], Value::Null, "{session}");
@@ -214,7 +214,7 @@ mod lambda {
 
     #[test]
     fn agent_script_is_served_with_its_etag() {
-        let res = vigil_http::ingest::agent_script(&request("agent-script.json"));
+        let res = vigil::lambda::agent_script(request("agent-script.json"));
         assert_eq!(res.status(), StatusCode::OK);
         assert_eq!(
             res.headers()[header::CONTENT_TYPE],
@@ -229,7 +229,7 @@ mod lambda {
         let mut again = event_json("agent-script.json");
         again["headers"]["If-None-Match"] = json!(etag);
         again["multiValueHeaders"]["If-None-Match"] = json!([etag]);
-        let res = vigil_http::ingest::agent_script(&request_from(&again));
+        let res = vigil::lambda::agent_script(request_from(&again));
         assert_eq!(res.status(), StatusCode::NOT_MODIFIED);
         assert!(res.body().as_ref().is_empty());
     }

@@ -11,7 +11,7 @@ mod lambda {
     use crate::common::lambda::*;
     use http::{StatusCode, header};
     use serde_json::json;
-    use vigil_http::{self as http_api, handlers};
+    use vigil_http::handlers;
 
     #[tokio::test]
     async fn get_project_returns_exactly_nine_fields() {
@@ -194,7 +194,7 @@ mod lambda {
     #[tokio::test]
     async fn create_project_then_list_and_update_it() {
         let f = fixture().await;
-        let created = http_api::answer::<handlers::CreateProject, _, _>(
+        let created = vigil::lambda::answer::<handlers::CreateProject, _, _>(
             &f.app,
             request("create-project.json"),
         )

@@ -204,7 +204,7 @@ mod lambda {
 
     #[tokio::test]
     async fn the_dashboard_is_a_static_page_with_a_strict_policy() {
-        let res = vigil_http::insight::dashboard(&request("dashboard.json"));
+        let res = vigil::lambda::dashboard(request("dashboard.json"));
         assert_eq!(res.status(), StatusCode::OK);
         let h = res.headers();
         assert_eq!(h[header::CONTENT_TYPE], "text/html; charset=utf-8");

@@ -208,7 +208,7 @@ pub async fn call<E: Endpoint<SqliteStore, Detecting>>(
     app: &Vigil<SqliteStore, Detecting>,
     req: Request,
 ) -> Answer {
-    answer(vigil_http::answer::<E, _, _>(app, req).await)
+    answer(vigil::lambda::answer::<E, _, _>(app, req).await)
 }
 
 /// Every answer has a JSON body and says so.

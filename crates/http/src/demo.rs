@@ -11,10 +11,11 @@
 
 use std::net::IpAddr;
 
+use bytes::Bytes;
 use http::{HeaderValue, StatusCode, header};
-use lambda_http::{Body, Response};
 
 use crate::error::ApiError;
+use crate::message::Response;
 use vigil_core::domain::token::random_base62;
 use vigil_core::domain::{AccountId, ProjectId, SessionId};
 use vigil_core::seed::{DEMO_ACCOUNT, DEMO_PROJECT};
@@ -71,7 +72,7 @@ pub async fn answer<S: Store, D, B>(
     app: &Vigil<S, D>,
     req: &http::Request<B>,
     peer: IpAddr,
-) -> Option<Response<Body>> {
+) -> Option<Response> {
     let rest = req.uri().path().strip_prefix("/demo")?;
     if !(rest.is_empty() || rest.starts_with("/events/") || rest.starts_with("/products/")) {
         return None;
@@ -144,7 +145,7 @@ async fn render<S: Store, D, B>(
     account: &AccountId,
     project: &ProjectId,
     shelf: Shelf,
-) -> Response<Body> {
+) -> Response {
     let asked = url::form_urlencoded::parse(req.uri().query().unwrap_or("").as_bytes())
         .find(|(k, _)| k == "session")
         .map(|(_, v)| v.into_owned())
@@ -216,7 +217,7 @@ fn shelf_html(shelf: Shelf) -> (String, String) {
     (nav, format!("{product}<div id=\"catalogue\">{cards}</div>"))
 }
 
-fn page(public_key: &str, session: &str, token: &str, shelf: Shelf) -> Response<Body> {
+fn page(public_key: &str, session: &str, token: &str, shelf: Shelf) -> Response {
     // Quoting as JSON keeps each value a string whatever a seed put in it.
     let js = |v: &str| {
         serde_json::to_string(v)
@@ -230,7 +231,7 @@ fn page(public_key: &str, session: &str, token: &str, shelf: Shelf) -> Response<
         .replace("__PUBLIC_KEY__", &js(public_key))
         .replace("__SESSION__", &js(session))
         .replace("__SESSION_TOKEN__", &js(token));
-    let mut res = Response::new(Body::Text(html));
+    let mut res = Response::new(Bytes::from(html));
     *res.status_mut() = StatusCode::OK;
     let h = res.headers_mut();
     h.insert(

@@ -4,8 +4,8 @@
 use std::borrow::Cow;
 
 use http::{HeaderValue, StatusCode, header};
-use lambda_http::{Body, Response};
 
+use crate::message::Response;
 use vigil_core::domain::plan::Refusal;
 use vigil_core::report::Chain;
 use vigil_core::service::error::{ServiceError, TestBudget};
@@ -78,7 +78,7 @@ impl ApiError {
         }
     }
 
-    pub fn into_response(self) -> Response<Body> {
+    pub fn into_response(self) -> Response {
         let body = serde_json::json!({ "message": self.message() }).to_string();
         let mut res = crate::response::json_response(self.status(), body);
         match &self {

@@ -2,10 +2,9 @@
 //! bad request into its one `{"message"}` error before the handler runs.
 
 use http::header;
-use lambda_http::aws_lambda_events::query_map::QueryMap;
-use lambda_http::{Request, RequestExt};
 use serde_json::{Map, Value};
 
+use super::message::{PathParams, Request};
 use super::paths::{BASE, PathParam};
 use super::reply::Reply;
 use crate::error::ApiError;
@@ -48,8 +47,9 @@ path_param! {
 fn param<T: PathParam>(req: &Request) -> Result<T, ApiError> {
     let name = T::NAME;
     let raw = req
-        .path_parameters_ref()
-        .and_then(|p| p.first(name))
+        .extensions()
+        .get::<PathParams>()
+        .and_then(|p| p.get(name))
         .ok_or_else(|| ApiError::bad_request(format!("{name} is required")))?;
     T::parse(raw).map_err(|e| ApiError::bad_request(format!("{name} {e}")))
 }
@@ -254,18 +254,43 @@ fn list(names: &[&str]) -> String {
 /// Most items per page, and the default page size.
 pub const MAX_PAGE: usize = 100;
 
-/// A request's query parameters, as either door hands them over.
-#[derive(Clone, Copy, Default)]
-pub struct Query<'a>(Option<&'a QueryMap>);
+/// A request's query parameters, parsed once from its URI (`application/x-www-form-urlencoded`,
+/// as both doors pass the URI on).
+#[derive(Debug, Clone, Default)]
+pub struct QueryParams(Vec<(String, String)>);
+
+impl QueryParams {
+    /// The parameters of `req`'s URI, in their order.
+    pub fn of<B>(req: &http::Request<B>) -> Self {
+        Self::parse(req.uri().query().unwrap_or(""))
+    }
+
+    /// The parameters of a query string (without its `?`).
+    pub fn parse(query: &str) -> Self {
+        Self(
+            url::form_urlencoded::parse(query.as_bytes())
+                .map(|(k, v)| (k.into_owned(), v.into_owned()))
+                .collect(),
+        )
+    }
+}
+
+/// What the endpoints read of a request's query: each parameter's first value.
+#[derive(Clone, Copy)]
+pub struct Query<'a>(&'a QueryParams);
 
 impl<'a> Query<'a> {
-    pub fn of(req: &'a Request) -> Self {
-        Self(req.query_string_parameters_ref())
+    pub fn of(params: &'a QueryParams) -> Self {
+        Self(params)
     }
 
     /// A parameter's first value.
     pub fn first(&self, name: &str) -> Option<&'a str> {
-        self.0.and_then(|q| q.first(name))
+        self.0
+            .0
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
     }
 }
 
@@ -412,13 +437,8 @@ mod tests {
 
     #[test]
     fn path_params_are_validated_by_name() {
-        use std::collections::HashMap;
         let req = |p: &[(&str, &str)]| {
-            Request::default().with_path_parameters(
-                p.iter()
-                    .map(|(k, v)| (k.to_string(), v.to_string()))
-                    .collect::<HashMap<_, _>>(),
-            )
+            crate::message::request(bytes::Bytes::new(), p.iter().copied().collect())
         };
         let ok = req(&[("projectId", "prj_1"), ("sessionId", "s")]);
         let (p, s) = <(ProjectId, SessionId)>::from_path(&ok).unwrap();

@@ -535,13 +535,11 @@ mod tests {
 
     /// The creation body as the pipeline's body step and the handler read it.
     fn parse(body: &str) -> Result<(WebhookType, WebhookUrl), ApiError> {
-        let req = lambda_http::Request::new(lambda_http::Body::from(body));
-        let (mut parts, body) = req.into_parts();
-        parts.headers.insert(
+        let mut req = crate::message::Request::new(body.to_owned().into());
+        req.headers_mut().insert(
             http::header::CONTENT_TYPE,
             http::HeaderValue::from_static("application/json"),
         );
-        let req = lambda_http::Request::from_parts(parts, body);
         let Json(NewWebhook { kind, url }) = Json::<NewWebhook>::from_body(&req)?;
         let url = WebhookUrl::parse(&url, UrlPolicy::default())
             .map_err(|e| ApiError::bad_request(e.to_string()))?;

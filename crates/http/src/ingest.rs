@@ -3,8 +3,8 @@
 
 use std::sync::LazyLock;
 
+use bytes::Bytes;
 use http::{HeaderValue, Method, StatusCode, header};
-use lambda_http::{Body, Request, Response};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -16,6 +16,7 @@ use super::paths::BASE;
 use super::pipeline::endpoint;
 use super::reply::Reply;
 use crate::error::ApiError;
+use crate::message::{Request, Response};
 use vigil_core::domain::project::Origin;
 use vigil_core::domain::{AddressedEvidence, Event, EventId, ProjectId, SessionId};
 use vigil_core::service::error::ServiceError;
@@ -236,7 +237,7 @@ struct Collected {
 /// name a project (401) whose domain the origin is (403) and that is enabled (403); then the plan
 /// (403), the session token (401) and the route's own budget (429, `Retry-After`). Answers carry
 /// no rate-limit headers, and CORS only for an origin the project allows.
-pub async fn collect<S>(app: &Vigil<S, Detecting>, ctx: &Context, req: &Request) -> Response<Body>
+pub async fn collect<S>(app: &Vigil<S, Detecting>, ctx: &Context, req: &Request) -> Response
 where
     S: ProjectStore + ResultStore + AccountStore + UsageStore + VelocityStore + AgentStore,
 {
@@ -302,7 +303,7 @@ fn page_origin(req: &Request) -> Option<Origin> {
 
 /// CORS for an answer to a page whose origin the project allows: this origin only, and of the
 /// headers only `Retry-After` readable (nothing about the customer's plan).
-fn allow_origin(res: &mut Response<Body>, origin: HeaderValue) {
+fn allow_origin(res: &mut Response, origin: HeaderValue) {
     let h = res.headers_mut();
     h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);
     h.insert(header::VARY, HeaderValue::from_static("Origin"));
@@ -315,11 +316,11 @@ fn allow_origin(res: &mut Response<Body>, origin: HeaderValue) {
 /// OPTIONS /collect: a page that posts JSON asks first. A preflight carries no body, so no public
 /// key: it is granted to any origin a browser sends (POST with `Content-Type`, for 10 minutes),
 /// which grants nothing by itself: the POST that follows is judged in full.
-fn preflight(req: &Request) -> Response<Body> {
+fn preflight(req: &Request) -> Response {
     let Some(origin) = page_origin(req).and_then(|o| HeaderValue::from_str(o.as_str()).ok()) else {
         return ApiError::Forbidden(ORIGIN_REFUSED).into_response();
     };
-    let mut res = Response::new(Body::Empty);
+    let mut res = Response::new(Bytes::new());
     *res.status_mut() = StatusCode::NO_CONTENT;
     allow_origin(&mut res, origin);
     let h = res.headers_mut();
@@ -351,7 +352,7 @@ static AGENT: LazyLock<(String, String)> = LazyLock::new(|| {
 });
 
 /// GET /agent.js: the agent script, public and cacheable (no key, no plan: it carries no data).
-pub fn agent_script(req: &Request) -> Response<Body> {
+pub fn agent_script(req: &Request) -> Response {
     crate::statics::asset(req, &AGENT.0, &AGENT.1, "text/javascript; charset=utf-8")
 }
 
@@ -371,7 +372,7 @@ impl StunAgent {
         Self { body, etag }
     }
 
-    pub fn answer(&self, req: &Request) -> Response<Body> {
+    pub fn answer(&self, req: &Request) -> Response {
         crate::statics::asset(
             req,
             &self.body,

@@ -1,6 +1,6 @@
 //! A project's sessions and statistics, and the dashboard page that shows them.
 
-use lambda_http::{Body, Request, Response};
+use crate::message::{Request, Response};
 use vigil_detect::agents::Status;
 
 use super::extract::{FromQuery, Query, page_limit, query_time, with_next_link};
@@ -196,22 +196,21 @@ static DASHBOARD_CSP: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| 
 });
 
 /// GET /dashboard (and HEAD): the page, the same for everyone; it holds no data.
-pub fn dashboard(req: &Request) -> Response<Body> {
+pub fn dashboard(req: &Request) -> Response {
     crate::statics::page(req, DASHBOARD_HTML, &DASHBOARD_CSP)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::extract::QueryParams;
     use http::{StatusCode, header};
-    use lambda_http::RequestExt;
-    use std::collections::HashMap;
 
-    fn req(q: &[(&str, &str)]) -> Request {
-        Request::default().with_query_string_parameters(
-            q.iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect::<HashMap<_, _>>(),
+    fn req(q: &[(&str, &str)]) -> QueryParams {
+        QueryParams::parse(
+            &url::form_urlencoded::Serializer::new(String::new())
+                .extend_pairs(q)
+                .finish(),
         )
     }
 

@@ -1,5 +1,6 @@
 //! The one place where a request becomes an answer, for the Lambda functions and `vigil serve`
-//! alike. Every route passes the same steps in the same order:
+//! alike: a plain `http` request ([`crate::message`]) and the door's typed [`Context`] in, a plain
+//! `http` response out. Every route passes the same steps in the same order:
 //!
 //! 1. route: API Gateway (or the local router) picked the endpoint; unknown paths are 404 and known
 //!    paths with another method 405, before anything here runs;
@@ -20,14 +21,15 @@
 use std::future::Future;
 
 use http::HeaderName;
-use lambda_http::{Body, Request, Response};
 use serde::Serialize;
 
 use super::context::Context;
-use super::extract::{FromBody, FromPath, FromQuery, Query, UnreadableBody, idempotency};
+use super::extract::{
+    FromBody, FromPath, FromQuery, Query, QueryParams, UnreadableBody, idempotency,
+};
+use super::message::{Request, Response};
 use super::reply::Reply;
 use crate::error::ApiError;
-use crate::gateway;
 use crate::response::set_header;
 use vigil_core::domain::idempotency::Once;
 use vigil_core::domain::plan::{Period, Principal, Refusal, Standing, Terms, seconds_until};
@@ -133,22 +135,8 @@ pub struct Call<P, B = (), Q = ()> {
 pub type CallOf<E, S, D> =
     Call<<E as Endpoint<S, D>>::Path, <E as Endpoint<S, D>>::Body, <E as Endpoint<S, D>>::Query>;
 
-/// Answers one request that API Gateway passed to endpoint `E`'s function: the seam reads its
-/// typed context ([`gateway::request_context`]), then [`respond`].
-pub async fn answer<E, S, D>(app: &Vigil<S, D>, req: Request) -> Response<Body>
-where
-    E: Endpoint<S, D>,
-    S: AccountStore + ProjectStore + UsageStore + Sync,
-    D: Sync,
-{
-    match gateway::request_context(app, &req).await {
-        Ok(ctx) => respond::<E, S, D>(app, ctx, req).await,
-        Err(e) => ApiError::from(e).into_response(),
-    }
-}
-
 /// Answers one request of endpoint `E` with the door's typed context (steps 2 to 8 above).
-pub async fn respond<E, S, D>(app: &Vigil<S, D>, ctx: Context, req: Request) -> Response<Body>
+pub async fn respond<E, S, D>(app: &Vigil<S, D>, ctx: Context, req: Request) -> Response
 where
     E: Endpoint<S, D>,
     S: AccountStore + ProjectStore + UsageStore + Sync,
@@ -203,7 +191,7 @@ where
         return Err(e.clone());
     }
     let body = E::Body::from_body(req)?;
-    let query = E::Query::from_query(Query::of(req), &path, now)?;
+    let query = E::Query::from_query(Query::of(&QueryParams::of(req)), &path, now)?;
     let once = if E::IDEMPOTENT {
         idempotency(req, &account, now)?
     } else {
@@ -263,7 +251,7 @@ fn refused_remaining(e: &ServiceError, period: &Period, now: Timestamp) -> Optio
 /// `RateLimit-Policy` and `RateLimit` (IETF httpapi rate-limit header fields): a "burst" policy of
 /// `maxRps` per second and a "monthly" one of `maxRequests` per billing period.
 fn rate_limit_headers(
-    res: &mut Response<Body>,
+    res: &mut Response,
     terms: &Terms,
     period: &Period,
     remaining: Option<Remaining>,
@@ -290,10 +278,7 @@ static RATELIMIT: HeaderName = HeaderName::from_static("ratelimit");
 
 #[cfg(test)]
 mod tests {
-    use std::collections::HashMap;
-
     use http::HeaderValue;
-    use lambda_http::RequestExt;
 
     use super::*;
     use crate::extract::{Json, Paging};
@@ -328,21 +313,19 @@ mod tests {
     }
 
     fn request(path: &[(&str, &str)], query: &[(&str, &str)], headers: &[(&str, &str)]) -> Request {
-        let pairs = |p: &[(&str, &str)]| {
-            p.iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect::<HashMap<_, _>>()
-        };
         let body = r#"{"n":7}"#;
-        let mut req = Request::new(Body::from(body));
+        let mut req = crate::message::request(body, path.iter().copied().collect());
+        let query: String = url::form_urlencoded::Serializer::new(String::new())
+            .extend_pairs(query)
+            .finish();
+        *req.uri_mut() = format!("/v1/probe?{query}").parse().unwrap();
         for (name, value) in headers {
             req.headers_mut().insert(
                 HeaderName::from_bytes(name.as_bytes()).unwrap(),
                 HeaderValue::from_str(value).unwrap(),
             );
         }
-        req.with_path_parameters(pairs(path))
-            .with_query_string_parameters(pairs(query))
+        req
     }
 
     const IDS: &[(&str, &str)] = &[("projectId", "prj_1"), ("sessionId", "s1")];

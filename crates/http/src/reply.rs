@@ -2,10 +2,10 @@
 //! extractors (a page's `Link`) and turned into a response by the pipeline.
 
 use http::{HeaderName, StatusCode, header};
-use lambda_http::{Body, Response};
 use serde::Serialize;
 
 use crate::error::ApiError;
+use crate::message::Response;
 use crate::response::{json_response, set_header};
 
 /// A successful answer: `{"data": ...}` with its status and headers.
@@ -48,7 +48,7 @@ impl<T: Serialize> Reply<T> {
         self
     }
 
-    pub(crate) fn into_response(self) -> Result<Response<Body>, ApiError> {
+    pub(crate) fn into_response(self) -> Result<Response, ApiError> {
         #[derive(Serialize)]
         struct Envelope<T> {
             data: T,

@@ -22,7 +22,6 @@ use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 use hyper::server::conn::{http1, http2};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use lambda_http::{Body, RequestExt};
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tracing::Instrument;
@@ -31,6 +30,7 @@ use crate::auth;
 use crate::context::Context;
 use crate::error::ApiError;
 use crate::extract::UnreadableBody;
+use crate::message::{PathParams, Request, Response};
 use crate::routes::{Resolved, Router};
 use crate::routes::{Route, with_routes};
 use crate::server::tcp::{Metered, Physics};
@@ -536,15 +536,7 @@ async fn handle<S: Store>(
             micros = started.elapsed().as_micros() as u64,
             "answered"
         );
-        let (parts, body) = res.into_parts();
-        // Hand the body over without copying it.
-        let bytes = match body {
-            Body::Empty => Bytes::new(),
-            Body::Text(s) => Bytes::from(s),
-            Body::Binary(v) => Bytes::from(v),
-            _ => Bytes::new(),
-        };
-        hyper::Response::from_parts(parts, Full::new(bytes))
+        res.map(Full::new)
     }
     .instrument(span)
     .await;
@@ -566,7 +558,7 @@ async fn answer<S: Store>(
     router: &Router,
     req: hyper::Request<Incoming>,
     conn: &Connection,
-) -> http::Response<Body> {
+) -> Response {
     // The demo answers loopback clients only: behind a trusted proxy, the client it forwards.
     if conn.demo
         && let Some(res) =
@@ -618,26 +610,13 @@ async fn answer<S: Store>(
             }
         }
     };
-    let mut query: HashMap<String, Vec<String>> = HashMap::new();
-    for (k, v) in url::form_urlencoded::parse(parts.uri.query().unwrap_or("").as_bytes()) {
-        query
-            .entry(k.into_owned())
-            .or_default()
-            .push(v.into_owned());
-    }
-    let body = if bytes.is_empty() {
-        Body::Empty
-    } else {
-        Body::Binary(bytes.to_vec())
-    };
-    let req = http::Request::from_parts(parts, body)
-        .with_path_parameters(
-            params
-                .into_iter()
-                .map(|(k, v)| (k, decode_segment(v)))
-                .collect::<HashMap<_, _>>(),
-        )
-        .with_query_string_parameters(query);
+    parts.extensions.insert(
+        params
+            .into_iter()
+            .map(|(k, v)| (k, decode_segment(v)))
+            .collect::<PathParams>(),
+    );
+    let req = Request::from_parts(parts, bytes);
     if route == Route::AgentScript
         && let Some(agent) = &conn.agent
     {
@@ -686,8 +665,8 @@ async fn route_to<S: Store>(
     app: &Vigil<S, Detecting>,
     route: Route,
     ctx: Context,
-    req: lambda_http::Request,
-) -> lambda_http::Response<Body> {
+    req: Request,
+) -> Response {
     macro_rules! endpoints {
         ($($module:ident :: $name:ident),* $(,)?) => {
             match route {

@@ -1,9 +1,11 @@
 //! The static answers outside the pipeline (the dashboard, the agent script, the API reference):
 //! a page with its CSP, and a cacheable asset with its entity tag, each built in one place.
 
+use bytes::Bytes;
 use http::{HeaderValue, Method, StatusCode, header};
-use lambda_http::{Body, Request, Response};
 use sha2::{Digest, Sha256};
+
+use crate::message::{Request, Response};
 
 /// An entity tag for a static text: its SHA-256, shortened.
 pub fn etag(text: &str) -> String {
@@ -39,16 +41,16 @@ pub fn not_modified(req: &Request, etag: &str) -> bool {
         })
 }
 
-fn body(req: &Request, text: &str) -> Body {
+fn body(req: &Request, text: &str) -> Bytes {
     if req.method() == Method::HEAD {
-        Body::Empty
+        Bytes::new()
     } else {
-        Body::Text(text.to_owned())
+        Bytes::copy_from_slice(text.as_bytes())
     }
 }
 
 /// GET (and HEAD) of a page: the same for everyone, revalidated each time, under `csp`.
-pub fn page(req: &Request, html: &str, csp: &str) -> Response<Body> {
+pub fn page(req: &Request, html: &str, csp: &str) -> Response {
     let mut res = Response::new(body(req, html));
     let h = res.headers_mut();
     h.insert(
@@ -72,9 +74,9 @@ pub fn page(req: &Request, html: &str, csp: &str) -> Response<Body> {
 
 /// GET (and HEAD) of a public asset: cached an hour and revalidated by `etag` (304 when the
 /// client has it), so a deploy's new version is fetched cheaply.
-pub fn asset(req: &Request, text: &str, etag: &str, kind: &'static str) -> Response<Body> {
+pub fn asset(req: &Request, text: &str, etag: &str, kind: &'static str) -> Response {
     let fresh = not_modified(req, etag);
-    let mut res = Response::new(if fresh { Body::Empty } else { body(req, text) });
+    let mut res = Response::new(if fresh { Bytes::new() } else { body(req, text) });
     if fresh {
         *res.status_mut() = StatusCode::NOT_MODIFIED;
     }

@@ -1,6 +1,8 @@
 //! The API Gateway seam: the TOKEN authorizer's answer (its policy and the context that carries
-//! the account and its plan's terms as strings) and, on the functions' side, that context read
-//! back into the typed [`Context`]. The authorizer-context JSON exists only here.
+//! the account and its plan's terms as strings) and, on the functions' side, API Gateway's event
+//! adapted to the pipeline: its context read back into the typed [`Context`], its request into a
+//! plain [`vigil_http::Request`] and the answer back into the response Lambda returns. The
+//! authorizer-context JSON and `lambda_http`'s types exist only here and in `lambda.rs`.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -10,18 +12,16 @@ use aws_lambda_events::apigw::{
 };
 use aws_lambda_events::iam::{IamPolicyEffect, IamPolicyStatement};
 use lambda_http::request::RequestContext;
-use lambda_http::{Request, RequestExt};
+use lambda_http::{Body, Request, RequestExt, Response};
 use serde_json::{Value, json};
-
 use sha2::{Digest, Sha256};
 
-use super::context::Context;
-use crate::forwarded;
 use vigil_core::domain::AccountId;
 use vigil_core::domain::plan::{Principal, Terms};
 use vigil_core::service::error::ServiceResult;
 use vigil_core::service::vigil::Vigil;
 use vigil_core::store::AccountStore;
+use vigil_http::{Context, PathParams, forwarded};
 
 /// The typed context of a request API Gateway passed to a function: the principal from the
 /// authorizer's context (its terms read from the account when a policy cached before they were
@@ -109,6 +109,46 @@ impl Edge {
         ctx.wire = forwarded::wire(headers);
         ctx
     }
+}
+
+/// API Gateway's request as the pipeline reads it: the same method, URI (query included) and
+/// headers, the body read whole (`lambda_http` has decoded base64), and the path ids API Gateway
+/// matched as [`PathParams`].
+pub fn request(req: Request) -> vigil_http::Request {
+    let params: PathParams = req
+        .path_parameters_ref()
+        .map(|p| {
+            p.iter()
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let (mut parts, body) = req.into_parts();
+    parts.extensions.clear();
+    parts.extensions.insert(params);
+    let body = match body {
+        Body::Empty => bytes::Bytes::new(),
+        Body::Text(s) => s.into(),
+        Body::Binary(v) => v.into(),
+        // The enum is non-exhaustive: a kind added later carries bytes too.
+        other => bytes::Bytes::copy_from_slice(other.as_ref()),
+    };
+    vigil_http::Request::from_parts(parts, body)
+}
+
+/// The pipeline's answer as the function returns it: UTF-8 as text (every answer is text or
+/// empty), anything else as binary, which `lambda_http` sends base64-encoded.
+pub fn response(res: vigil_http::Response) -> Response<Body> {
+    res.map(|bytes| {
+        if bytes.is_empty() {
+            Body::Empty
+        } else {
+            match String::from_utf8(bytes.into()) {
+                Ok(text) => Body::Text(text),
+                Err(e) => Body::Binary(e.into_bytes()),
+            }
+        }
+    })
 }
 
 /// The policy returned to API Gateway. It allows every method and path of the stage, because
@@ -253,6 +293,38 @@ mod tests {
         assert_eq!(v["policyDocument"]["Statement"][0]["Effect"], "Allow");
         assert_eq!(v["context"]["accountId"], "acc_1");
         assert_eq!(v["principalId"], "acc_1");
+    }
+
+    #[test]
+    fn a_request_crosses_with_its_query_path_ids_and_body() {
+        // A sample event, with a query and a path id that need decoding, and a body.
+        let mut event: Value =
+            serde_json::from_str(include_str!("../events/list-results-paged.json")).unwrap();
+        event["queryStringParameters"] = json!({"limit": "5", "cursor": "a+b/c="});
+        event["multiValueQueryStringParameters"] = json!({"limit": ["5"], "cursor": ["a+b/c="]});
+        event["pathParameters"] = json!({"projectId": "prj_1", "sessionId": "s 1"});
+        event["headers"]["Content-Type"] = json!("application/json");
+        event["multiValueHeaders"]["Content-Type"] = json!(["application/json"]);
+        event["body"] = json!(r#"{"n":1}"#);
+        let req = request(lambda_http::request::from_str(&event.to_string()).unwrap());
+        let params = req.extensions().get::<PathParams>().unwrap();
+        assert_eq!(params.get("sessionId"), Some("s 1"));
+        let query = vigil_http::extract::QueryParams::of(&req);
+        let query = vigil_http::extract::Query::of(&query);
+        assert_eq!(query.first("cursor"), Some("a+b/c="));
+        assert_eq!(query.first("limit"), Some("5"));
+        assert_eq!(&req.body()[..], br#"{"n":1}"#);
+        assert_eq!(req.headers()["content-type"], "application/json");
+    }
+
+    #[test]
+    fn an_answer_crosses_as_text_or_empty() {
+        let text = response(vigil_http::Response::new("{}".into()));
+        assert!(matches!(text.body(), Body::Text(t) if t == "{}"));
+        let empty = response(vigil_http::Response::new(bytes::Bytes::new()));
+        assert!(matches!(empty.body(), Body::Empty));
+        let binary = response(vigil_http::Response::new(vec![0xff, 0].into()));
+        assert!(matches!(binary.body(), Body::Binary(b) if b == &[0xff, 0]));
     }
 
     proptest::proptest! {
