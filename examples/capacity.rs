@@ -158,7 +158,7 @@ fn main() {
         country: Some("US"),
         at: now,
     };
-    let work = tick.work();
+    let work = tick.work(vigil_core::store::keys::velocity_sk);
     let velocity_b: Vec<usize> = work
         .updates
         .iter()

@@ -77,7 +77,7 @@ fn exactness(events: u64) {
             country: None,
             at,
         };
-        apply(&mut store, &tick.work());
+        apply(&mut store, &tick.work(vigil_core::store::keys::velocity_sk));
     }
     let fed = started.elapsed();
     // Read each address back at the end of the day, as its next visit would.
@@ -94,7 +94,7 @@ fn exactness(events: u64) {
             country: None,
             at: end,
         };
-        let work = tick.work();
+        let work = tick.work(vigil_core::store::keys::velocity_sk);
         // Read without adding: the items as they stand.
         let updated: Vec<Counters> = work
             .updates
@@ -196,7 +196,7 @@ fn sqlite_cost(visits: i64) {
                 country: Some("DE"),
                 at,
             };
-            let work = tick.work();
+            let work = tick.work(vigil_core::store::keys::velocity_sk);
             let started = Instant::now();
             let (updated, read) = store
                 .count_velocity(&project, &work)

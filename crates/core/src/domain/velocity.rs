@@ -235,11 +235,32 @@ pub struct CounterWork {
     pub reads: Vec<String>,
 }
 
+/// Whose counts an item holds: an address (or IPv6 /64), a device key, or a shard of the project.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
+pub enum Kind {
     Address,
     Device,
     Project,
+}
+
+/// Which of a subject's items: its hour's (twelve 5-minute slots and the hour's totals) or its
+/// day's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ItemSpan {
+    Hour,
+    Day,
+}
+
+/// One counter item a visit adds to or reads, as the storage layout names it
+/// (`store::keys::velocity_sk` spells its sort key; the domain never does).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CounterItem<'a> {
+    pub kind: Kind,
+    /// The subject within its kind: an address or /64, a device key, a project shard's number.
+    pub name: &'a str,
+    pub span: ItemSpan,
+    /// The item's hour or day start (epoch seconds).
+    pub start: i64,
 }
 
 /// The counter subject of an address: itself, or its /64 for IPv6 (one subscriber's prefix).
@@ -274,23 +295,6 @@ pub fn estimate(filled: usize) -> u64 {
     (m * (m / (m - k)).ln()).round() as u64
 }
 
-fn hour_sk(subject: &str, start: i64) -> String {
-    format!("VEL#{subject}#H#{start}")
-}
-
-fn day_sk(subject: &str, start: i64) -> String {
-    format!("VEL#{subject}#D#{start}")
-}
-
-/// A subject's key part: its kind and its name.
-fn subject(kind: Kind, name: &str) -> String {
-    match kind {
-        Kind::Address => format!("a#{name}"),
-        Kind::Device => format!("d#{name}"),
-        Kind::Project => format!("p#{name}"),
-    }
-}
-
 fn floor(t: i64, step: i64) -> i64 {
     t.div_euclid(step) * step
 }
@@ -302,14 +306,11 @@ impl Tick<'_> {
     fn subjects(&self) -> Vec<(Kind, String)> {
         let shard = self.session.stable_hash() % PROJECT_SHARDS;
         let mut out = vec![
-            (
-                Kind::Address,
-                subject(Kind::Address, &address_subject(self.address)),
-            ),
-            (Kind::Project, subject(Kind::Project, &shard.to_string())),
+            (Kind::Address, address_subject(self.address)),
+            (Kind::Project, shard.to_string()),
         ];
         if let Some(d) = self.device {
-            out.push((Kind::Device, subject(Kind::Device, d.as_str())));
+            out.push((Kind::Device, d.as_str().to_owned()));
         }
         out
     }
@@ -335,8 +336,9 @@ impl Tick<'_> {
     }
 
     /// What the visit writes and reads: each subject's current hour and day items, added to,
-    /// and the previous hour's and day's, read.
-    pub fn work(&self) -> CounterWork {
+    /// and the previous hour's and day's, read; each item's sort key spelled by `sk` (the
+    /// storage layout's `store::keys::velocity_sk`).
+    pub fn work(&self, sk: impl Fn(CounterItem<'_>) -> String) -> CounterWork {
         let t = self.at.unix_seconds();
         let (hour, day) = (floor(t, HOUR), floor(t, DAY));
         let slot = (t - hour) / SLOT_SECONDS;
@@ -344,10 +346,18 @@ impl Tick<'_> {
         let mut reads = Vec::new();
         for (kind, name) in self.subjects() {
             let (buckets, members) = self.members(kind);
+            let item = |span, start| {
+                sk(CounterItem {
+                    kind,
+                    name: &name,
+                    span,
+                    start,
+                })
+            };
             // Each member goes into the slot's, the hour's and the day's set.
             let hourly = |set: char| [format!("{set}{slot}"), format!("{set}h")];
             updates.push(CounterUpdate {
-                sk: hour_sk(&name, hour),
+                sk: item(ItemSpan::Hour, hour),
                 expires: hour + 2 * HOUR + GRACE,
                 adds: vec![(format!("e{slot}"), 1), ("eh".to_owned(), 1)],
                 buckets: buckets
@@ -360,7 +370,7 @@ impl Tick<'_> {
                     .collect(),
             });
             updates.push(CounterUpdate {
-                sk: day_sk(&name, day),
+                sk: item(ItemSpan::Day, day),
                 expires: day + 2 * DAY + GRACE,
                 adds: vec![("ed".to_owned(), 1)],
                 buckets: buckets
@@ -372,8 +382,8 @@ impl Tick<'_> {
                     .map(|&(set, m)| (format!("{set}d"), m.to_owned()))
                     .collect(),
             });
-            reads.push(hour_sk(&name, hour - HOUR));
-            reads.push(day_sk(&name, day - DAY));
+            reads.push(item(ItemSpan::Hour, hour - HOUR));
+            reads.push(item(ItemSpan::Day, day - DAY));
         }
         CounterWork {
             at: t,
@@ -547,7 +557,8 @@ mod tests {
             country: Some("DE"),
             at: Timestamp::from_unix_millis(at * 1000).expect("time"),
         };
-        let work = tick.work();
+        // Any spelling that keeps items apart will do here; the table's is `store::keys`'.
+        let work = tick.work(|i| format!("{:?}#{}#{:?}#{}", i.kind, i.name, i.span, i.start));
         let updated = apply(store, &work);
         let read: Vec<Counters> = work
             .reads

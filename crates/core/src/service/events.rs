@@ -140,7 +140,7 @@ impl<S: ProjectStore + ResultStore + VelocityStore + AgentStore> Vigil<S, Detect
             country: country.as_deref(),
             at: self.now(),
         };
-        let work = tick.work();
+        let work = tick.work(crate::store::keys::velocity_sk);
         match self.store.count_velocity(&p.id, &work).await {
             Ok((updated, read)) => Some(tick.velocity(&updated, &read)),
             Err(e) => {
