@@ -44,12 +44,12 @@ impl<S: ProjectStore, D> Vigil<S, D> {
     /// Whether the project exists, whoever owns it. Known projects are remembered, as by
     /// [`Vigil::check_owner`], so a run of writes to one project reads it once.
     pub async fn project_exists(&self, id: &ProjectId) -> ServiceResult<bool> {
-        if self.owners.get(id).is_some() {
+        if self.projects.owner(id).is_some() {
             return Ok(true);
         }
         match self.store.project(id).await? {
             Some(p) => {
-                self.owners.insert(p.id, p.account_id);
+                self.projects.remember_owner(p.id, p.account_id);
                 Ok(true)
             }
             None => Ok(false),

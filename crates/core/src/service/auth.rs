@@ -30,7 +30,7 @@ impl<S: ProjectStore, D> Vigil<S, D> {
     /// Succeeds when `project` exists and belongs to `account`. Another account's project is
     /// indistinguishable from a missing one. Positive answers are cached.
     pub async fn check_owner(&self, account: &AccountId, project: &ProjectId) -> ServiceResult<()> {
-        if let Some(owner) = self.owners.get(project) {
+        if let Some(owner) = self.projects.owner(project) {
             return if &owner == account {
                 Ok(())
             } else {
@@ -38,7 +38,7 @@ impl<S: ProjectStore, D> Vigil<S, D> {
             };
         }
         let p = self.project(account, project).await?;
-        self.owners.insert(p.id, p.account_id);
+        self.projects.remember_owner(p.id, p.account_id);
         Ok(())
     }
 

@@ -65,7 +65,7 @@ impl<S: ProjectStore + ResultStore + LabelStore, D> Vigil<S, D> {
                 train.push(example.clone());
             }
         }
-        let (weights, comparison) = calibrate(&train, &test, self.threshold.get());
+        let (weights, comparison) = calibrate(&train, &test, self.webhooks.threshold.get());
         let kept = comparison.better();
         let calibration = Calibration {
             version: p.calibration.as_ref().map_or(1, |c| c.version + 1),

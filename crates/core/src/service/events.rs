@@ -4,7 +4,7 @@
 //! each admitting a visit by its own rules and then handing it to the same `ingest`.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use super::error::{ServiceError, ServiceResult};
 use super::site::Site;
@@ -31,13 +31,8 @@ use vigil_detect::SignatureCheck;
 use vigil_detect::path::Page;
 use vigil_detect::velocity::Velocity;
 
-/// How long a warm instance trusts what it read of a project (its domain, whether it is disabled)
-/// and of its account's plan: a change made through the API applies to new visits within this.
-pub const VISITOR_CACHE_TTL: Duration = Duration::from_secs(60);
 /// Longest public key looked up; anything longer is not a key and costs no read.
 const MAX_PUBLIC_KEY: usize = 128;
-/// How long a warm instance remembers that a public key names no project.
-pub const UNKNOWN_KEY_TTL: Duration = Duration::from_secs(10);
 
 impl<S: ProjectStore + ResultStore + IdempotencyStore + VelocityStore + AgentStore>
     Vigil<S, Detecting>
@@ -189,7 +184,8 @@ impl<S: ProjectStore + ResultStore + VelocityStore + AgentStore> Vigil<S, Detect
         let (score_bot, score_proxy_vpn) =
             (score(verdict.score_bot)?, score(verdict.score_proxy_vpn)?);
         let allowed = p.agents.allows(&verdict.agent);
-        let flagged = Flagged::of_visit(self.threshold, score_bot, score_proxy_vpn, allowed);
+        let flagged =
+            Flagged::of_visit(self.webhooks.threshold, score_bot, score_proxy_vpn, allowed);
         crate::metrics::evaluation(project.as_str(), micros, flagged.bot, flagged.proxy);
         let new = NewResult {
             project_id: project.clone(),
@@ -254,7 +250,8 @@ impl<S: ProjectStore + AccountStore, D> Vigil<S, D> {
     /// The project a browser's request is for: its public key must be a project's, the page's
     /// origin one of the project's domain (judged before anything else about the project is
     /// said), and the project enabled. Warm instances answer from memory for
-    /// [`VISITOR_CACHE_TTL`], and remember unknown keys for [`UNKNOWN_KEY_TTL`].
+    /// [`VISITOR_CACHE_TTL`](super::project_cache::VISITOR_CACHE_TTL), and remember unknown keys for
+    /// [`UNKNOWN_KEY_TTL`](super::project_cache::UNKNOWN_KEY_TTL).
     pub async fn site(&self, public_key: &str, origin: &Origin) -> ServiceResult<Site> {
         let site = self.site_by_key(public_key).await?;
         if !origin_allowed(&site.project.domain, origin) {
@@ -267,22 +264,17 @@ impl<S: ProjectStore + AccountStore, D> Vigil<S, D> {
     }
 
     async fn site_by_key(&self, public_key: &str) -> ServiceResult<Site> {
-        if let Some(v) = self.sites.get(public_key)
-            && v.read_at.elapsed() < VISITOR_CACHE_TTL
-        {
-            return Ok(v);
+        if let Some(site) = self.projects.site(public_key) {
+            return Ok(site);
         }
         if !is_public_key(public_key) {
             return Err(ServiceError::UnknownPublicKey);
         }
-        if let Some(at) = self.unknown_keys.get(public_key)
-            && at.elapsed() < UNKNOWN_KEY_TTL
-        {
+        if self.projects.known_unknown(public_key) {
             return Err(ServiceError::UnknownPublicKey);
         }
         let Some(project) = self.store.project_by_public_key(public_key).await? else {
-            self.unknown_keys
-                .insert(public_key.to_owned(), Instant::now());
+            self.projects.remember_unknown(public_key);
             return Err(ServiceError::UnknownPublicKey);
         };
         let terms = self.terms(&project.account_id).await?;
@@ -291,7 +283,7 @@ impl<S: ProjectStore + AccountStore, D> Vigil<S, D> {
             terms,
             read_at: Instant::now(),
         };
-        self.sites.insert(public_key.to_owned(), v.clone());
+        self.projects.remember_site(public_key, v.clone());
         Ok(v)
     }
 }
@@ -300,14 +292,12 @@ impl<S, D> Vigil<S, D> {
     /// Forgets what this instance remembers of a project for ingestion, so that a change made
     /// through it (disabled, domain, token setting) applies to the next visit.
     pub fn forget_project(&self, project: &Project) {
-        self.sites.remove(&project.api_key_public);
-        self.unknown_keys.remove(&project.api_key_public);
-        self.projects.remove(&project.id);
+        self.projects.forget(project);
     }
 
     /// Forgets every project's plan terms this instance remembers (an account's plan changed).
     pub fn forget_plans(&self) {
-        self.sites.clear();
+        self.projects.forget_sites();
     }
 }
 
@@ -323,11 +313,9 @@ pub fn is_public_key(key: &str) -> bool {
 }
 
 impl<S: ProjectStore, D> Vigil<S, D> {
-    /// The project, as read within the last [`VISITOR_CACHE_TTL`].
+    /// The project, as read within the last [`VISITOR_CACHE_TTL`](super::project_cache::VISITOR_CACHE_TTL).
     async fn fresh_project(&self, id: &ProjectId) -> ServiceResult<Arc<Project>> {
-        if let Some((read_at, p)) = self.projects.get(id)
-            && read_at.elapsed() < VISITOR_CACHE_TTL
-        {
+        if let Some(p) = self.projects.fresh(id) {
             return Ok(p);
         }
         let p = Arc::new(
@@ -336,8 +324,7 @@ impl<S: ProjectStore, D> Vigil<S, D> {
                 .await?
                 .ok_or(ServiceError::ProjectNotFound)?,
         );
-        self.projects
-            .insert(id.clone(), (Instant::now(), p.clone()));
+        self.projects.remember(p.clone());
         Ok(p)
     }
 

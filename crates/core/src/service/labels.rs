@@ -116,7 +116,7 @@ impl<S: ProjectStore + ResultStore + LabelStore, D> Vigil<S, D> {
         let all = self
             .labels_where(project, in_range, MAX_QUALITY_LABELS)
             .await?;
-        Ok(quality(&all, self.threshold))
+        Ok(quality(&all, self.webhooks.threshold))
     }
 }
 

@@ -11,6 +11,7 @@ pub mod events;
 pub mod insight;
 pub mod labels;
 pub mod plans;
+pub mod project_cache;
 pub mod projects;
 mod replay;
 mod results;

@@ -73,7 +73,8 @@ impl<S: ProjectStore + IdempotencyStore, D> Vigil<S, D> {
             .await?
         {
             Written::New(ProjectInsert::Created) => {
-                self.owners.insert(project.id.clone(), account.clone());
+                self.projects
+                    .remember_owner(project.id.clone(), account.clone());
                 Ok(project)
             }
             Written::New(ProjectInsert::LimitReached) => Err(ServiceError::ProjectLimit),
@@ -166,7 +167,7 @@ impl<S: ProjectStore, D> Vigil<S, D> {
     ) -> ServiceResult<SealingKeysView> {
         let mut p = self.project(account, project).await?;
         p.sealing_keys = Some(match &p.sealing_keys {
-            Some(keys) => keys.rotated(self.now(), self.secret_overlap),
+            Some(keys) => keys.rotated(self.now(), self.webhooks.secret_overlap),
             None => SealingKeys::new(),
         });
         if !self.store.update_project(&p).await? {

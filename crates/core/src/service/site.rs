@@ -8,7 +8,7 @@ use crate::domain::Project;
 use crate::domain::plan::Terms;
 
 /// A site: a project as a public page reaches it (by its public key, from its domain), with its
-/// account's plan terms, read once per [`VISITOR_CACHE_TTL`](super::events::VISITOR_CACHE_TTL).
+/// account's plan terms, read once per [`VISITOR_CACHE_TTL`](super::project_cache::VISITOR_CACHE_TTL).
 #[derive(Clone)]
 pub struct Site {
     pub project: Arc<Project>,

@@ -2,46 +2,35 @@
 //! operations, a file per resource.
 
 use std::sync::Arc;
-use std::time::Instant;
 
-use quick_cache::sync::Cache;
-
-use super::site::Site;
-use super::web_bot_auth::directories::{
-    DirectoryCache, DirectoryFetcher, FetchBudget, NoFetcher, directory_cache,
-};
+use super::project_cache::ProjectCache;
+use super::web_bot_auth::directories::{Directories, DirectoryFetcher, NoFetcher};
 use crate::domain::webhook::UrlPolicy;
-use crate::domain::{AccountId, Clock, Project, ProjectId, Score, SystemClock, Timestamp};
+use crate::domain::{Clock, Score, SystemClock, Timestamp};
 use vigil_detect::Engine;
 
-/// How many project owners a warm instance remembers. Ownership never changes, so entries never go
-/// stale; the bound only caps memory.
-const OWNER_CACHE_SIZE: usize = 10_000;
-
 /// The service over a store `S`, with the detection engine when `D` is [`Detecting`]. Built once
-/// per process (per Lambda cold start).
+/// per process (per Lambda cold start). Its parts by concern: the store and the clock every
+/// operation reads, the engine, what the instance remembers of projects, the webhook policy, and
+/// Web Bot Auth's key directories.
 pub struct Vigil<S, D = ()> {
     pub(super) store: S,
-    pub(super) owners: Cache<ProjectId, AccountId>,
-    pub(super) url_policy: UrlPolicy,
     pub(super) clock: Arc<dyn Clock>,
     pub(super) engine: D,
-    /// Projects as read for ingestion, with when they were read.
-    pub(super) projects: Cache<ProjectId, (Instant, Arc<Project>)>,
-    /// Projects by public key, for the collect route.
-    pub(super) sites: Cache<String, Site>,
-    /// Public keys that named no project, with when that was found: a flood of made-up keys
-    /// costs one read per key and window, not one per request.
-    pub(super) unknown_keys: Cache<String, Instant>,
+    /// Projects' owners, projects read for ingestion, and sites by public key (`project_cache.rs`).
+    pub(super) projects: ProjectCache,
+    pub(super) webhooks: WebhookPolicy,
+    /// Web Bot Auth's key directories (`web_bot_auth/directories.rs`).
+    pub(super) directories: Directories,
+}
+
+/// What webhooks are held to: where they may point, the score that crosses, and how long a
+/// rotated-out secret keeps signing.
+pub(super) struct WebhookPolicy {
+    pub(super) url_policy: UrlPolicy,
+    /// The webhook threshold, which statistics, quality and calibration count by too.
     pub(super) threshold: Score,
-    /// How long a rotated-out webhook secret keeps signing.
     pub(super) secret_overlap: std::time::Duration,
-    /// Fetches Web Bot Auth key directories.
-    pub(super) fetcher: Arc<dyn DirectoryFetcher>,
-    /// Key directories as this instance found them.
-    pub(super) directories: DirectoryCache,
-    /// Directory fetches this instance may still make this minute.
-    pub(super) fetch_budget: Arc<FetchBudget>,
 }
 
 /// The engine of a service that evaluates visits ([`Vigil::with_engine`]): the routes that
@@ -53,18 +42,15 @@ impl<S> Vigil<S> {
     pub fn new(store: S, url_policy: UrlPolicy) -> Self {
         Self {
             store,
-            owners: Cache::new(OWNER_CACHE_SIZE),
-            url_policy,
             clock: Arc::new(SystemClock),
             engine: (),
-            projects: Cache::new(OWNER_CACHE_SIZE),
-            sites: Cache::new(OWNER_CACHE_SIZE),
-            unknown_keys: Cache::new(OWNER_CACHE_SIZE),
-            threshold: crate::domain::webhook::DEFAULT_THRESHOLD,
-            secret_overlap: crate::config::DEFAULT_SECRET_OVERLAP,
-            fetcher: Arc::new(NoFetcher),
-            directories: directory_cache(),
-            fetch_budget: Arc::new(FetchBudget::default()),
+            projects: ProjectCache::default(),
+            webhooks: WebhookPolicy {
+                url_policy,
+                threshold: crate::domain::webhook::DEFAULT_THRESHOLD,
+                secret_overlap: crate::config::DEFAULT_SECRET_OVERLAP,
+            },
+            directories: Directories::new(Arc::new(NoFetcher)),
         }
     }
 
@@ -72,18 +58,11 @@ impl<S> Vigil<S> {
     pub fn with_engine(self, engine: Detecting) -> Vigil<S, Detecting> {
         Vigil {
             store: self.store,
-            owners: self.owners,
-            url_policy: self.url_policy,
             clock: self.clock,
             engine,
             projects: self.projects,
-            sites: self.sites,
-            unknown_keys: self.unknown_keys,
-            threshold: self.threshold,
-            secret_overlap: self.secret_overlap,
-            fetcher: self.fetcher,
+            webhooks: self.webhooks,
             directories: self.directories,
-            fetch_budget: self.fetch_budget,
         }
     }
 }
@@ -92,19 +71,19 @@ impl<S, D> Vigil<S, D> {
     /// The same service counting evaluated visits at or above `threshold` as bots and proxies in
     /// the statistics (the composition roots pass the webhook threshold).
     pub fn with_threshold(mut self, threshold: Score) -> Self {
-        self.threshold = threshold;
+        self.webhooks.threshold = threshold;
         self
     }
 
     /// The same service keeping a rotated-out webhook secret for `overlap`.
     pub fn with_secret_overlap(mut self, overlap: std::time::Duration) -> Self {
-        self.secret_overlap = overlap;
+        self.webhooks.secret_overlap = overlap;
         self
     }
 
     /// The same service fetching Web Bot Auth key directories with `fetcher`.
     pub fn with_directory_fetcher(mut self, fetcher: impl DirectoryFetcher) -> Self {
-        self.fetcher = Arc::new(fetcher);
+        self.directories = Directories::new(Arc::new(fetcher));
         self
     }
 
@@ -115,7 +94,7 @@ impl<S, D> Vigil<S, D> {
     }
 
     pub fn url_policy(&self) -> UrlPolicy {
-        self.url_policy
+        self.webhooks.url_policy
     }
 
     /// The engine this service evaluates with (another service on the same store may share it).

@@ -71,7 +71,7 @@ impl<S: ProjectStore + WebhookStore, D> Vigil<S, D> {
                 .webhook(project, id)
                 .await?
                 .ok_or(ServiceError::WebhookNotFound)?;
-            let next = w.secrets.rotated(self.now(), self.secret_overlap);
+            let next = w.secrets.rotated(self.now(), self.webhooks.secret_overlap);
             let written = self
                 .store
                 .set_webhook_secrets(project, id, w.secrets.current.as_ref(), &next)

@@ -129,10 +129,15 @@ impl<S: AgentStore, D> Vigil<S, D> {
     ) -> Result<Found, String> {
         // Twice at most: a remembered answer past its time is dropped and looked up again.
         for _ in 0..2 {
-            match self.directories.get_value_or_guard_async(origin).await {
+            match self
+                .directories
+                .found
+                .get_value_or_guard_async(origin)
+                .await
+            {
                 Ok(r) if r.until > now => return r.found(),
                 Ok(_) => {
-                    self.directories.remove_if(origin, |r| r.until <= now);
+                    self.directories.found.remove_if(origin, |r| r.until <= now);
                 }
                 Err(guard) => {
                     let Some(r) = self.find_directory(origin, caller, now).await else {
@@ -169,7 +174,7 @@ impl<S: AgentStore, D> Vigil<S, D> {
             Ok(None) => {}
             Err(e) => tracing::warn!(error = %e, "cached directory not read; fetching it"),
         }
-        if !self.fetch_budget.take(caller.source(), now) {
+        if !self.directories.budget.take(caller.source(), now) {
             tracing::info!(%origin, "directory fetch refused by the fetch budget");
             return None;
         }
@@ -179,7 +184,7 @@ impl<S: AgentStore, D> Vigil<S, D> {
             stored: false,
         };
         let url = format!("{origin}{DIRECTORY_PATH}");
-        let fetched = match self.fetcher.fetch(&url).await {
+        let fetched = match self.directories.fetcher.fetch(&url).await {
             Ok(f) => f,
             Err(why) => return Some(failed(format!("its directory could not be fetched: {why}"))),
         };
@@ -206,7 +211,7 @@ impl<S: AgentStore, D> Vigil<S, D> {
             tracing::warn!(error = %e, "directory not cached in the store");
             return;
         }
-        self.directories.insert(
+        self.directories.found.insert(
             origin.to_owned(),
             Remembered {
                 keys: Ok(found.keys.clone()),

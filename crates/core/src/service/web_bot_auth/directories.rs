@@ -167,8 +167,22 @@ pub(super) struct Found {
 
 pub type DirectoryCache = quick_cache::sync::Cache<String, Remembered>;
 
-pub fn directory_cache() -> DirectoryCache {
-    quick_cache::sync::Cache::new(DIRECTORY_CACHE_SIZE)
+/// Web Bot Auth's key directories as one service instance has them: how they are fetched, what
+/// was found (or not) per origin, and the fetches left this minute.
+pub struct Directories {
+    pub(super) fetcher: Arc<dyn DirectoryFetcher>,
+    pub(super) found: DirectoryCache,
+    pub(super) budget: FetchBudget,
+}
+
+impl Directories {
+    pub fn new(fetcher: Arc<dyn DirectoryFetcher>) -> Self {
+        Self {
+            fetcher,
+            found: quick_cache::sync::Cache::new(DIRECTORY_CACHE_SIZE),
+            budget: FetchBudget::default(),
+        }
+    }
 }
 
 /// The lifetime a directory's `max-age` asks for, bounded.
