@@ -439,7 +439,7 @@ async fn run_on<S: Store + ChangeFeed>(
                 crate::root::detecting(store.clone(), policy, directories, config, engine)
                     .map_err(CliError::WebhookClient)?,
             );
-            let limits = vigil_http::server::Limits {
+            let limits = vigil_http::server::limits::Limits {
                 max_connections,
                 read_timeout,
                 trust_proxy: trust_proxy.into(),
@@ -685,7 +685,7 @@ async fn serve<S: Store + ChangeFeed + Clone>(
     seed_file: Option<PathBuf>,
     demo_account: bool,
     dispatcher: Arc<Dispatcher<S>>,
-    limits: vigil_http::server::Limits,
+    limits: vigil_http::server::limits::Limits,
 ) -> Result<(), CliError> {
     if let Some(file) = &seed_file {
         let r = load_seed(&app, file).await?;
