@@ -158,19 +158,17 @@ fn legacy_signature_default() -> bool {
     true
 }
 
+/// A project for tests: `prj_1` of `acc_1`, on `shop.example`, with session tokens required.
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn project_shows_exactly_thirteen_fields() {
-        let p = Project {
-            id: ProjectId::parse("p").unwrap(),
-            account_id: AccountId::parse("a").unwrap(),
-            name: "n".into(),
+impl Project {
+    pub(crate) fn example() -> Self {
+        Project {
+            id: ProjectId::parse("prj_1").unwrap(),
+            account_id: AccountId::parse("acc_1").unwrap(),
+            name: "Shop".into(),
             api_key_public: "pk".into(),
             api_key_private: "sk".into(),
-            domain: "d".into(),
+            domain: "shop.example".into(),
             disabled: false,
             require_session_token: true,
             webhook_legacy_signature: true,
@@ -180,7 +178,17 @@ mod tests {
             calibration: None,
             agents: Default::default(),
             created_at: "2026-11-21T00:00:00Z".parse().unwrap(),
-        };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn project_shows_exactly_thirteen_fields() {
+        let p = Project::example();
         let v = serde_json::to_value(&p).unwrap();
         let keys: Vec<_> = v.as_object().unwrap().keys().cloned().collect();
         assert_eq!(keys.len(), 13, "{keys:?}");

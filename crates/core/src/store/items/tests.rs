@@ -5,23 +5,7 @@ use crate::store::keys::results_prefix;
 
 #[test]
 fn project_items_keep_the_owner_in_both_encodings() {
-    let project = Project {
-        id: ProjectId::parse("prj_1").unwrap(),
-        account_id: AccountId::parse("acc_1").unwrap(),
-        name: "Shop".into(),
-        api_key_public: "pk".into(),
-        api_key_private: "sk".into(),
-        domain: "shop.example".into(),
-        disabled: false,
-        require_session_token: true,
-        webhook_legacy_signature: true,
-        sealed_results: false,
-        sealing_keys: None,
-        model: Default::default(),
-        calibration: None,
-        agents: Default::default(),
-        created_at: "2026-11-21T00:00:00Z".parse().unwrap(),
-    };
+    let project = Project::example();
     let item = ProjectItem::from(&project);
     let dynamo: serde_dynamo::Item = serde_dynamo::to_item(&item).unwrap();
     assert!(dynamo.contains_key("accountId"), "{dynamo:?}");
