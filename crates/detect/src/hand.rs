@@ -13,7 +13,7 @@
 //!   (ghost-cursor), noise on one axis only or on every few samples (pyclick, HumanCursor,
 //!   botasaurus). 5.4% of people's approach movements are named so; two in a row of the same
 //!   person, 0.28% of pairs.
-//! - [`Hand::protocol`]: input events no device makes: a press held under 20 ms within 60 ms of
+//! - [`Hand::tells`]: input events no device makes: a press held under 20 ms within 60 ms of
 //!   the pointer's arrival (a touchpad's tap is as short, but comes 150 ms or more after the
 //!   pointer stopped), wheel turns with three or more ratios of `wheelDelta` to `delta`, the
 //!   largest 1.5 times the smallest (one device has one, give or take rounding), mouse events whose screen position is the client position in a window with
@@ -172,6 +172,68 @@ pub struct Strokes {
     pub tell: Option<&'static str>,
 }
 
+/// What on one page no device makes ([`Hand::tells`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Tells<'a> {
+    /// Presses held under 20 ms within 60 ms of the pointer's arrival.
+    quick: usize,
+    /// Wheel turns whose ratios of wheelDelta to delta spread: their count, least and most.
+    wheels: Option<(usize, f64, f64)>,
+    /// Mouse events at the screen's corner of a window with a toolbar, of all mouse events.
+    corner: Option<(u32, u32)>,
+    /// Printable keys without a key code (not counted on a mobile device).
+    no_code: Option<u32>,
+    /// What the agent found patched or drawn by a humanizer.
+    foreign: &'a [String],
+}
+
+impl Tells<'_> {
+    pub fn is_empty(&self) -> bool {
+        self.quick == 0
+            && self.wheels.is_none()
+            && self.corner.is_none()
+            && self.no_code.is_none()
+            && self.foreign.is_empty()
+    }
+
+    /// The tells in words, for a reason's detail (empty when none).
+    pub fn describe(&self) -> Vec<String> {
+        let mut why = Vec::new();
+        if self.quick > 0 {
+            why.push(format!(
+                "{} presses held under 20 ms within 60 ms of the pointer's arrival",
+                self.quick
+            ));
+        }
+        if let Some((n, lo, hi)) = self.wheels {
+            why.push(format!(
+                "wheel turns with {n} ratios of wheelDelta to delta from {lo} to {hi} (a wheel has one)"
+            ));
+        }
+        if let Some((eq, mouse)) = self.corner {
+            why.push(format!(
+                "{eq} of {mouse} mouse events at the screen's corner of a window with a toolbar"
+            ));
+        }
+        if let Some(n) = self.no_code {
+            why.push(format!("{n} printable keys without a key code"));
+        }
+        if !self.foreign.is_empty() {
+            let names: Vec<String> = self
+                .foreign
+                .iter()
+                .take(4)
+                .map(|f| crate::reasons::visitor_text(f, 40))
+                .collect();
+            why.push(format!(
+                "patched or drawn by a humanizer: {}",
+                names.join(", ")
+            ));
+        }
+        why
+    }
+}
+
 impl Hand {
     fn movements(&self) -> impl Iterator<Item = Movement> + '_ {
         self.m.iter().take(ROWS).filter_map(|r| Movement::of(r))
@@ -190,57 +252,29 @@ impl Hand {
         s
     }
 
-    /// The input events no device makes, in words (empty when none). `foreign` is what the agent
-    /// found patched or drawn when it summarised the page; `mobile` spares keys without a code
-    /// (virtual keyboards send none).
-    pub fn protocol(&self, foreign: &[String], mobile: bool) -> Vec<String> {
-        let mut why = Vec::new();
+    /// The input events no device makes on the page, counted (no words: a session's path only
+    /// asks whether there were any). `foreign` is what the agent found patched or drawn when it
+    /// summarised the page; `mobile` spares keys without a code (virtual keyboards send none).
+    pub fn tells<'a>(&self, foreign: &'a [String], mobile: bool) -> Tells<'a> {
         let quick = self.movements().filter(Movement::protocol_press).count();
-        if quick > 0 {
-            why.push(format!(
-                "{quick} presses held under 20 ms within 60 ms of the pointer's arrival"
-            ));
-        }
         // A device's ratio is one number, give or take wheelDelta's rounding to an integer (a
         // touchpad's small deltas); a generator's deltas drawn at random spread it widely.
-        let ratios: Vec<f64> = self
-            .ratios
-            .iter()
-            .take(ROWS)
-            .map(|r| r.abs())
-            .filter(|r| r.is_finite() && *r > 0.0)
-            .collect();
-        let (lo, hi) = ratios
-            .iter()
-            .fold((f64::MAX, 0.0f64), |(lo, hi), r| (lo.min(*r), hi.max(*r)));
-        if ratios.len() >= 3 && hi >= 1.5 * lo {
-            why.push(format!(
-                "wheel turns with {} ratios of wheelDelta to delta from {lo} to {hi} (a wheel has one)",
-                ratios.len()
-            ));
+        let (mut wheels, mut lo, mut hi) = (0, f64::MAX, 0.0f64);
+        for r in self.ratios.iter().take(ROWS).map(|r| r.abs()) {
+            if r.is_finite() && r > 0.0 {
+                wheels += 1;
+                (lo, hi) = (lo.min(r), hi.max(r));
+            }
         }
         let (mouse, eq) = (self.mouse.unwrap_or(0), self.screen_eq.unwrap_or(0));
-        if eq >= 3 && eq * 2 >= mouse {
-            why.push(format!(
-                "{eq} of {mouse} mouse events at the screen's corner of a window with a toolbar"
-            ));
-        }
         let no_code = self.no_code.unwrap_or(0);
-        if no_code >= 3 && !mobile {
-            why.push(format!("{no_code} printable keys without a key code"));
+        Tells {
+            quick,
+            wheels: (wheels >= 3 && hi >= 1.5 * lo).then_some((wheels, lo, hi)),
+            corner: (eq >= 3 && eq * 2 >= mouse).then_some((eq, mouse)),
+            no_code: (no_code >= 3 && !mobile).then_some(no_code),
+            foreign,
         }
-        if !foreign.is_empty() {
-            let names: Vec<String> = foreign
-                .iter()
-                .take(4)
-                .map(|f| crate::reasons::visitor_text(f, 40))
-                .collect();
-            why.push(format!(
-                "patched or drawn by a humanizer: {}",
-                names.join(", ")
-            ));
-        }
-        why
     }
 
     /// Whether the claimed input comes with a device's events: a press or a tap with its hold,
@@ -358,9 +392,11 @@ mod tests {
             no_code: Some(5),
             ..Default::default()
         };
-        let why = h.protocol(&["MouseEvent.screenX".into()], false);
+        let foreign = ["MouseEvent.screenX".to_owned()];
+        let why = h.tells(&foreign, false).describe();
         assert_eq!(why.len(), 5, "{why:?}");
-        assert_eq!(h.protocol(&[], true).len(), 3);
+        assert_eq!(h.tells(&[], true).describe().len(), 3);
+        assert!(!h.tells(&[], true).is_empty());
         let device = Hand {
             m: vec![PERSON.to_vec()],
             ratios: vec![-120.0],
@@ -368,7 +404,8 @@ mod tests {
             screen_eq: Some(0),
             ..Default::default()
         };
-        assert!(device.protocol(&[], false).is_empty());
+        assert!(device.tells(&[], false).is_empty());
+        assert!(device.tells(&[], false).describe().is_empty());
     }
 
     #[test]

@@ -38,7 +38,7 @@ pub struct Before {
     pub dwell_ms: u64,
     /// The page's pointer movements, judged ([`crate::hand`]).
     pub strokes: crate::hand::Strokes,
-    /// Input no device makes on the page ([`crate::hand::Hand::protocol`], the tells that hold
+    /// Input no device makes on the page ([`crate::hand::Hand::tells`], the tells that hold
     /// on any device).
     pub protocol: bool,
 }
@@ -75,7 +75,7 @@ impl Page {
                     // Keys without a code are left to the page's own judgement, which knows
                     // the device (a virtual keyboard sends none).
                     protocol: p.input.kin.as_ref().is_some_and(|h| {
-                        !h.protocol(p.input.foreign.as_deref().unwrap_or_default(), true)
+                        !h.tells(p.input.foreign.as_deref().unwrap_or_default(), true)
                             .is_empty()
                     }),
                 }

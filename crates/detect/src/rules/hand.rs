@@ -48,7 +48,10 @@ pub fn reasons(_: &crate::engine::Engine, v: &Visit<'_>, out: &mut Vec<Reason>) 
     }
     let why = page
         .and_then(|a| a.kin.as_ref().map(|h| (a, h)))
-        .map(|(a, h)| h.protocol(a.foreign.as_deref().unwrap_or_default(), judged_as(v).0))
+        .map(|(a, h)| {
+            h.tells(a.foreign.as_deref().unwrap_or_default(), judged_as(v).0)
+                .describe()
+        })
         .unwrap_or_default();
     // Pages before in the session (a load's page before, judged here, is one of them).
     let earlier = v.path.map_or(0, |p| p.protocol);
