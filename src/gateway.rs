@@ -124,6 +124,7 @@ pub fn request(req: Request) -> vigil_http::Request {
         })
         .unwrap_or_default();
     let (mut parts, body) = req.into_parts();
+    // API Gateway's own extensions stay behind: the pipeline reads only what this seam made.
     parts.extensions.clear();
     parts.extensions.insert(params);
     let body = match body {

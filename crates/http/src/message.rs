@@ -42,8 +42,9 @@ impl<K: Into<String>, V: Into<String>> FromIterator<(K, V)> for PathParams {
     }
 }
 
-/// A request with `body`, no headers and the path ids `params` (what tests and the CLI build).
-pub fn request(body: impl Into<Bytes>, params: PathParams) -> Request {
+/// A request with `body`, no headers and the path ids `params`, as the extractors' tests build.
+#[cfg(test)]
+pub(crate) fn request(body: impl Into<Bytes>, params: PathParams) -> Request {
     let mut req = Request::new(body.into());
     req.extensions_mut().insert(params);
     req
