@@ -451,10 +451,18 @@ export class Vigil {
     options: VerdictOptions<F> & { fallback: F },
   ): Promise<SessionScore | F>;
   async verdict<F>(projectId: string, sessionId: string, options: VerdictOptions<F> = {}): Promise<SessionScore | F> {
+    const timeoutMs = Math.max(options.timeoutMs ?? 1500, 0);
+    const deadline = performance.now() + timeoutMs;
     // One signal for the whole call, so a 429's retry wait cannot outlast the deadline.
-    const signal = AbortSignal.timeout(options.timeoutMs ?? 1500);
+    const signal = AbortSignal.timeout(timeoutMs);
     try {
-      return await this.sessionScore(projectId, sessionId, { signal });
+      const score = await this.sessionScore(projectId, sessionId, { signal });
+      // The timer fires on a later turn of the event loop, so an answer can beat it and still be
+      // late (a deadline of 0 ms, a busy process): a late answer is not the decision's.
+      if (performance.now() > deadline) {
+        throw new TimeoutError(`No answer within the verdict's deadline of ${timeoutMs} ms`);
+      }
+      return score;
     } catch (err) {
       if ("fallback" in options) return options.fallback as F;
       throw err;

@@ -108,6 +108,21 @@ test("verdict() returns the fallback when the deadline passes, and throws withou
   await assert.rejects(vigil.verdict(projectId, "s", { timeoutMs: 50 }), TimeoutError);
 });
 
+test("verdict() does not take an answer that beat the timer but came after the deadline", async (t) => {
+  const server = await fake(t, (_n, _req, res) =>
+    res
+      .writeHead(200, { "Content-Type": "application/json" })
+      .end(JSON.stringify({ data: { scoreBot: 0.5, scoreProxyVpn: 0.1 } })),
+  );
+  const vigil = new Vigil({ apiKey: "vgl_test", baseUrl: server.baseUrl });
+  // A deadline of 0 ms is past before any answer, however fast the server.
+  for (let i = 0; i < 5; i++) {
+    assert.equal(await vigil.verdict(projectId, "s", { timeoutMs: 0, fallback: "late" }), "late");
+  }
+  await assert.rejects(vigil.verdict(projectId, "s", { timeoutMs: 0 }), TimeoutError);
+  assert.deepEqual(await vigil.verdict(projectId, "s", { timeoutMs: 2000 }), { scoreBot: 0.5, scoreProxyVpn: 0.1 });
+});
+
 test("verdict() never outwaits its deadline on a 429's Retry-After", async (t) => {
   const server = await fake(t, (_n, _req, res) => tooMany(res));
   const vigil = new Vigil({ apiKey: "vgl_test", baseUrl: server.baseUrl });
