@@ -286,11 +286,7 @@ impl<'a> Query<'a> {
 
     /// A parameter's first value.
     pub fn first(&self, name: &str) -> Option<&'a str> {
-        self.0
-            .0
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
+        super::message::first(&self.0.0, name)
     }
 }
 

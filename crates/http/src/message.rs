@@ -25,11 +25,16 @@ pub struct PathParams(Vec<(String, String)>);
 impl PathParams {
     /// The value of path id `name`, if the route has one.
     pub fn get(&self, name: &str) -> Option<&str> {
-        self.0
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
+        first(&self.0, name)
     }
+}
+
+/// The first value named `name` among `pairs` (path ids and query parameters alike).
+pub(crate) fn first<'a>(pairs: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    pairs
+        .iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.as_str())
 }
 
 impl<K: Into<String>, V: Into<String>> FromIterator<(K, V)> for PathParams {
