@@ -152,11 +152,24 @@ class Display:
     """An Xvfb display for the browsers that need one."""
 
     def __enter__(self):
-        self.name = f":{100 + os.getpid() % 400}"
-        self.proc = subprocess.Popen(["Xvfb", self.name, "-screen", "0", "1280x900x24", "-nolisten", "tcp"],
-                                     stderr=subprocess.DEVNULL)
-        time.sleep(1)
-        return self
+        number = 100 + os.getpid() % 400
+        self.name = f":{number}"
+        # -noreset: by default the X server resets when its last client leaves, and a client that
+        # connects during that reset is dropped ("Connection reset by peer"). A matrix closes one
+        # browser and then opens the next connection at once, so the reset must not happen.
+        self.proc = subprocess.Popen(["Xvfb", self.name, "-screen", "0", "1280x900x24", "-nolisten", "tcp",
+                                      "-noreset"], stderr=subprocess.DEVNULL)
+        # Ready when its socket accepts (a file left by an earlier server is not enough).
+        deadline = time.time() + 10
+        while self.proc.poll() is None and time.time() < deadline:
+            with socket.socket(socket.AF_UNIX) as probe:
+                try:
+                    probe.connect(f"/tmp/.X11-unix/X{number}")
+                    return self
+                except OSError:
+                    time.sleep(0.05)
+        self.proc.kill()
+        raise RuntimeError(f"Xvfb {self.name} did not start")
 
     def env(self):
         return dict(os.environ, DISPLAY=self.name)
