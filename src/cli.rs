@@ -521,7 +521,12 @@ async fn run_on<S: Store + ChangeFeed>(
         } => {
             let app = crate::root::service(store, UrlPolicy::default(), config);
             let secs = i64::try_from(ttl.as_secs()).unwrap_or(i64::MAX);
-            println!("{}", app.session_token(&project, &session, secs).await?);
+            println!(
+                "{}",
+                app.projects()
+                    .session_token(&project, &session, secs)
+                    .await?
+            );
             Ok(())
         }
         Command::Results {
@@ -643,17 +648,17 @@ async fn projects<S: Store>(app: &Vigil<S>, action: ProjectsAction) -> Result<()
             domain,
             no_session_token,
         } => {
-            let terms = app.terms(&account).await?;
+            let terms = app.plans().terms(&account).await?;
             let spec = ProjectSpec {
                 name,
                 domain,
                 require_session_token: !no_session_token,
             };
-            let project = app.create_project(&account, &terms, spec, None).await?;
+            let project = app.projects().create(&account, &terms, spec, None).await?;
             serde_json::to_string_pretty(&project)
         }
         ProjectsAction::List { account } => {
-            serde_json::to_string_pretty(&app.projects(&account).await?)
+            serde_json::to_string_pretty(&app.projects().list(&account).await?)
         }
     };
     println!("{}", json.map_err(CliError::Output)?);
@@ -703,7 +708,7 @@ async fn serve<S: Store + ChangeFeed + Clone>(
         // The day is posted by a service of its own whose clock walks through the last 24
         // hours; the server's clock is never moved.
         let clock = ManualClock::at(Timestamp::now());
-        let day = Vigil::new(store.clone(), app.url_policy())
+        let day = Vigil::new(store.clone(), app.webhooks().url_policy())
             .with_engine(app.engine().clone())
             .with_clock(clock.clone());
         vigil_core::demo::day(&day, &clock, &store)

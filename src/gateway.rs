@@ -41,7 +41,7 @@ pub async fn request_context<S: AccountStore, D>(
             plan: None,
         }),
         Some((account, None)) => {
-            let plan = app.plan(&account).await?;
+            let plan = app.plans().plan(&account).await?;
             Some(Principal {
                 account,
                 terms: plan.terms(),

@@ -430,7 +430,7 @@ mod gateway {
             .await
             .unwrap();
         let principal = ctx.principal.expect("the account");
-        let plan = f.app.plan(&principal.account).await.unwrap();
+        let plan = f.app.plans().plan(&principal.account).await.unwrap();
         assert_eq!(principal.terms, plan.terms());
         // A garbled source address is no address, never a panic.
         event["requestContext"]["identity"]["sourceIp"] = json!("not an address");

@@ -50,16 +50,16 @@ async fn a_key_names_its_account_with_the_plans_terms() {
 #[tokio::test]
 async fn a_site_is_its_public_key_from_its_own_domain() {
     let f = fixture().await;
-    let site = f.app.site("pk_example", &shop()).await.unwrap();
+    let site = f.app.ingestion().site("pk_example", &shop()).await.unwrap();
     assert_eq!(site.project.id.as_str(), "prj_1");
     let elsewhere = Origin::parse("https://evil.example").unwrap();
     assert!(matches!(
-        f.app.site("pk_example", &elsewhere).await,
+        f.app.ingestion().site("pk_example", &elsewhere).await,
         Err(ServiceError::OriginNotAllowed)
     ));
     for key in ["pk_unknown", "not a key", ""] {
         assert!(matches!(
-            f.app.site(key, &shop()).await,
+            f.app.ingestion().site(key, &shop()).await,
             Err(ServiceError::UnknownPublicKey)
         ));
     }
@@ -69,10 +69,11 @@ async fn a_site_is_its_public_key_from_its_own_domain() {
 async fn a_visit_needs_a_plan_in_force_and_the_token_its_project_requires() {
     let f = fixture().await;
     let session = SessionId::parse("sess_v").unwrap();
-    let mut lapsed = f.app.site("pk_example", &shop()).await.unwrap();
+    let mut lapsed = f.app.ingestion().site("pk_example", &shop()).await.unwrap();
     lapsed.terms.expires_at = Some("2026-01-01T00:00:00Z".parse().unwrap());
     assert!(matches!(
         f.app
+            .ingestion()
             .record_visit(&lapsed, &shop(), &session, None, &visit("81.2.69.142"))
             .await,
         // As for an unknown key: the page learns nothing of its customer's billing.
@@ -83,18 +84,29 @@ async fn a_visit_needs_a_plan_in_force_and_the_token_its_project_requires() {
         ..ProjectChanges::default()
     };
     let prj = ProjectId::parse("prj_1").unwrap();
-    f.app.update_project(&acc(), &prj, changes).await.unwrap();
+    f.app
+        .projects()
+        .update(&acc(), &prj, changes)
+        .await
+        .unwrap();
     // The change applies to the next visit at once: the instance forgets what it read.
-    let site = f.app.site("pk_example", &shop()).await.unwrap();
+    let site = f.app.ingestion().site("pk_example", &shop()).await.unwrap();
     assert!(matches!(
         f.app
+            .ingestion()
             .record_visit(&site, &shop(), &session, None, &visit("81.2.69.142"))
             .await,
         Err(ServiceError::SessionTokenRequired)
     ));
-    let token = f.app.session_token(&prj, &session, 60).await.unwrap();
+    let token = f
+        .app
+        .projects()
+        .session_token(&prj, &session, 60)
+        .await
+        .unwrap();
     let receipt = f
         .app
+        .ingestion()
         .record_visit(
             &site,
             &shop(),
@@ -113,6 +125,7 @@ async fn a_visit_needs_a_plan_in_force_and_the_token_its_project_requires() {
     let other = SessionId::parse("sess_w").unwrap();
     assert!(
         f.app
+            .ingestion()
             .record_visit(&site, &shop(), &other, Some(&token), &visit("81.2.69.142"))
             .await
             .is_err()
@@ -133,17 +146,20 @@ async fn an_idempotency_key_records_an_event_once_and_only_for_the_same_request(
     let evidence = visit("185.220.101.1");
     let first = f
         .app
+        .ingestion()
         .record_event(&acc(), &prj, &session, &evidence, Some(&once(b"a")))
         .await
         .unwrap();
     let again = f
         .app
+        .ingestion()
         .record_event(&acc(), &prj, &session, &evidence, Some(&once(b"a")))
         .await
         .unwrap();
     assert_eq!(first, again);
     assert!(matches!(
         f.app
+            .ingestion()
             .record_event(&acc(), &prj, &session, &evidence, Some(&once(b"b")))
             .await,
         Err(ServiceError::IdempotencyMismatch)
@@ -161,7 +177,7 @@ async fn an_idempotency_key_records_an_event_once_and_only_for_the_same_request(
 #[tokio::test]
 async fn projects_are_created_up_to_the_plans_limit() {
     let f = fixture().await;
-    let terms = f.app.terms(&acc()).await.unwrap();
+    let terms = f.app.plans().terms(&acc()).await.unwrap();
     let spec = |n: u32| ProjectSpec {
         name: ProjectName::parse(&format!("Shop {n}")).unwrap(),
         domain: Domain::parse(&format!("shop{n}.example")).unwrap(),
@@ -171,16 +187,17 @@ async fn projects_are_created_up_to_the_plans_limit() {
     for n in 2..=3 {
         let p = f
             .app
-            .create_project(&acc(), &terms, spec(n), None)
+            .projects()
+            .create(&acc(), &terms, spec(n), None)
             .await
             .unwrap();
         assert!(p.require_session_token);
     }
     assert!(matches!(
-        f.app.create_project(&acc(), &terms, spec(4), None).await,
+        f.app.projects().create(&acc(), &terms, spec(4), None).await,
         Err(ServiceError::ProjectLimit)
     ));
-    assert_eq!(f.app.projects(&acc()).await.unwrap().len(), 3);
+    assert_eq!(f.app.projects().list(&acc()).await.unwrap().len(), 3);
 }
 
 /// Web Bot Auth key directories as an attacker would use them: a visitor chooses which
@@ -283,7 +300,11 @@ mod directories {
     ) -> Status {
         let prj = ProjectId::parse("prj_1").unwrap();
         let s = SessionId::parse(session).unwrap();
-        let event = app.record_event(&acc(), &prj, &s, e, None).await.unwrap();
+        let event = app
+            .ingestion()
+            .record_event(&acc(), &prj, &s, e, None)
+            .await
+            .unwrap();
         event.agent.map_or(Status::Unsigned, |a| a.status)
     }
 
@@ -434,7 +455,7 @@ mod directories {
         let f = fixture()
             .await
             .map(|app| app.with_directory_fetcher(dirs.clone()).with_clock(clock()));
-        let site = f.app.site("pk_example", &shop()).await.unwrap();
+        let site = f.app.ingestion().site("pk_example", &shop()).await.unwrap();
         let prj = ProjectId::parse("prj_1").unwrap();
         let agent_of = |session: &str| {
             let app = &f.app;
@@ -451,7 +472,10 @@ mod directories {
         let e = signed(&key, "https://agent.example", "shop.example", "q1");
         let s = SessionId::parse("s_refused").unwrap();
         assert!(matches!(
-            f.app.record_visit(&spent, &shop(), &s, None, &e).await,
+            f.app
+                .ingestion()
+                .record_visit(&spent, &shop(), &s, None, &e)
+                .await,
             Err(ServiceError::Refused(_))
         ));
         assert!(dirs.fetched().is_empty());
@@ -460,6 +484,7 @@ mod directories {
         let replayed = signed(&key, "https://agent.example", "other.example", "o1");
         let s = SessionId::parse("s_other").unwrap();
         f.app
+            .ingestion()
             .record_visit(&site, &shop(), &s, None, &replayed)
             .await
             .unwrap();
@@ -469,6 +494,7 @@ mod directories {
         let own = signed(&key, "https://agent.example", "www.shop.example", "o2");
         let s = SessionId::parse("s_own").unwrap();
         f.app
+            .ingestion()
             .record_visit(&site, &shop(), &s, None, &own)
             .await
             .unwrap();

@@ -873,7 +873,7 @@ async fn the_service_enforces_plans_at_exact_boundaries<S: Store>(store: S) {
     store.put_account(&acc).await.unwrap();
     let app = Vigil::new(store, UrlPolicy::default()).with_clock(clock.clone());
     let terms = acc.plan.terms();
-    let admit = |plan_read| app.admit(&acc.id, &terms, plan_read);
+    let admit = |plan_read| app.plans().admit(&acc.id, &terms, plan_read);
 
     // The last request of a second is allowed, the next refused, the next second allowed again.
     clock.set(ts("2025-02-27T23:59:58.000Z"));
@@ -916,7 +916,7 @@ async fn the_service_enforces_plans_at_exact_boundaries<S: Store>(store: S) {
         }
         other => panic!("{other:?}"),
     }
-    let usage = app.usage(&acc.id, &terms).await.unwrap();
+    let usage = app.plans().usage(&acc.id, &terms).await.unwrap();
     assert_eq!((usage.requests, usage.remaining), (5, 0));
     assert_eq!(usage.period_end, ts("2025-03-31T00:00:00.000Z"));
 
@@ -926,19 +926,19 @@ async fn the_service_enforces_plans_at_exact_boundaries<S: Store>(store: S) {
     expiring.max_rps = 1000;
     expiring.expires_at = Some(ts("2025-03-01T00:00:00.000Z"));
     clock.set(ts("2025-02-28T23:59:59.999Z"));
-    app.admit(&acc.id, &expiring, false).await.unwrap();
+    app.plans().admit(&acc.id, &expiring, false).await.unwrap();
     clock.set(ts("2025-03-01T00:00:00.000Z"));
-    match app.admit(&acc.id, &expiring, false).await {
+    match app.plans().admit(&acc.id, &expiring, false).await {
         Err(ServiceError::Refused(Refusal::PlanInactive)) => {}
         other => panic!("{other:?}"),
     }
-    app.admit(&acc.id, &expiring, true).await.unwrap();
+    app.plans().admit(&acc.id, &expiring, true).await.unwrap();
     // Each refused status.
     for status in [PlanStatus::Canceled, PlanStatus::Unpaid, PlanStatus::Paused] {
         let mut t = expiring;
         t.expires_at = None;
         t.status = status;
-        match app.admit(&acc.id, &t, false).await {
+        match app.plans().admit(&acc.id, &t, false).await {
             Err(ServiceError::Refused(Refusal::PlanInactive)) => {}
             other => panic!("{status:?}: {other:?}"),
         }
@@ -1600,6 +1600,7 @@ async fn a_burst_of_sessions_from_one_address_is_flagged_and_forgotten<S: Store>
     for i in 0..200 {
         clock.set(secs(ts("2026-11-24T10:00:00.000Z").unix_seconds() + i / 2));
         let e = app
+            .ingestion()
             .record_event(
                 &acc,
                 &p,
@@ -1655,6 +1656,7 @@ async fn a_burst_of_sessions_from_one_address_is_flagged_and_forgotten<S: Store>
     // Two days later the windows have let the burst go.
     clock.set(ts("2026-11-26T10:00:00.000Z"));
     let e = app
+        .ingestion()
         .record_event(
             &acc,
             &p,
@@ -1678,15 +1680,16 @@ async fn one_device_over_many_addresses_is_address_churn<S: Store>(store: S) {
         clock.set(secs(ts("2026-11-24T11:00:00.000Z").unix_seconds() + i * 5));
         let ip = format!("203.0.113.{}", 10 + i);
         last = Some(
-            app.record_event(
-                &acc,
-                &p,
-                &sid(&format!("rot-{}", i % 3)),
-                &browser_visit(&ip, "Europe/Berlin"),
-                None,
-            )
-            .await
-            .unwrap(),
+            app.ingestion()
+                .record_event(
+                    &acc,
+                    &p,
+                    &sid(&format!("rot-{}", i % 3)),
+                    &browser_visit(&ip, "Europe/Berlin"),
+                    None,
+                )
+                .await
+                .unwrap(),
         );
     }
     let last = last.unwrap();
@@ -1705,6 +1708,7 @@ async fn one_device_over_many_addresses_is_address_churn<S: Store>(store: S) {
     );
     assert!(last.score_bot.get() >= 0.8, "{last:?}");
     let other = app
+        .ingestion()
         .record_event(
             &acc,
             &p,
@@ -1728,17 +1732,19 @@ async fn velocity_is_judged_by_the_visit_s_own_share<S: Store>(store: S) {
     let (acc, p) = (AccountId::parse("acc_v").unwrap(), pid("pv"));
     for i in 0..24 {
         clock.set(secs(ts(start).unix_seconds() + i * 2));
-        app.record_event(
-            &acc,
-            &p,
-            &sid(&format!("poison-{i}")),
-            &browser_visit("198.51.100.30", "Europe/Berlin"),
-            None,
-        )
-        .await
-        .unwrap();
+        app.ingestion()
+            .record_event(
+                &acc,
+                &p,
+                &sid(&format!("poison-{i}")),
+                &browser_visit("198.51.100.30", "Europe/Berlin"),
+                None,
+            )
+            .await
+            .unwrap();
     }
     let person = app
+        .ingestion()
         .record_event(
             &acc,
             &p,
@@ -1752,6 +1758,7 @@ async fn velocity_is_judged_by_the_visit_s_own_share<S: Store>(store: S) {
     assert!(person.score_bot.get() < 0.5, "{person:?}");
     // The burst's own address is still judged by it.
     let again = app
+        .ingestion()
         .record_event(
             &acc,
             &p,
@@ -1773,22 +1780,25 @@ async fn velocity_is_judged_by_the_visit_s_own_share<S: Store>(store: S) {
         vigil_core::domain::AddressedEvidence::new(ip.parse().unwrap(), e)
     };
     for i in 0..40 {
-        app.record_event(
-            &acc,
-            &p,
-            &sid(&format!("spray-{i}")),
-            &bare("198.51.100.40"),
-            None,
-        )
-        .await
-        .unwrap();
+        app.ingestion()
+            .record_event(
+                &acc,
+                &p,
+                &sid(&format!("spray-{i}")),
+                &bare("198.51.100.40"),
+                None,
+            )
+            .await
+            .unwrap();
     }
     let keyless = app
+        .ingestion()
         .record_event(&acc, &p, &sid("spray-last"), &bare("198.51.100.40"), None)
         .await
         .unwrap();
     let full = reason(&keyless, "session_churn").expect("session_churn");
     let person = app
+        .ingestion()
         .record_event(
             &acc,
             &p,
@@ -1817,7 +1827,8 @@ async fn test_events_have_a_budget_per_account<S: Store>(store: S) {
         )
         .unwrap();
         let w = app
-            .create_webhook(&acc, &p, WebhookType::BotDetect, url)
+            .webhooks()
+            .create(&acc, &p, WebhookType::BotDetect, url)
             .await
             .unwrap();
         hooks.push(w.id);
@@ -1825,7 +1836,7 @@ async fn test_events_have_a_budget_per_account<S: Store>(store: S) {
     let mut outcomes = Vec::new();
     for w in &hooks {
         for _ in 0..vigil_core::service::webhooks::TEST_BUDGET {
-            outcomes.push(app.test_webhook(&acc, &p, w).await);
+            outcomes.push(app.webhooks().test(&acc, &p, w).await);
         }
     }
     let accepted = outcomes.iter().filter(|o| o.is_ok()).count() as u64;
@@ -1843,11 +1854,15 @@ async fn test_events_have_a_budget_per_account<S: Store>(store: S) {
         );
     }
     // Nothing was queued for the refused ones.
-    let last = app.deliveries(&acc, &p, &hooks[4]).await.unwrap();
+    let last = app
+        .webhooks()
+        .deliveries(&acc, &p, &hooks[4])
+        .await
+        .unwrap();
     assert!(last.is_empty(), "{last:?}");
     // The next minute has room again.
     clock.set(ts("2026-11-24T13:01:00.000Z"));
-    assert!(app.test_webhook(&acc, &p, &hooks[4]).await.is_ok());
+    assert!(app.webhooks().test(&acc, &p, &hooks[4]).await.is_ok());
 }
 
 /// Forty test events sent at once to a fresh webhook: its cap of five holds (it is counted in
@@ -1857,11 +1872,12 @@ async fn a_webhooks_test_cap_holds_under_concurrency<S: Store>(store: S) {
     let (acc, p) = (AccountId::parse("acc_v").unwrap(), pid("pv"));
     let url = WebhookUrl::parse("https://receiver.example/hook", UrlPolicy::default()).unwrap();
     let w = app
-        .create_webhook(&acc, &p, WebhookType::BotDetect, url)
+        .webhooks()
+        .create(&acc, &p, WebhookType::BotDetect, url)
         .await
         .unwrap();
     let outcomes =
-        futures_util::future::join_all((0..40).map(|_| app.test_webhook(&acc, &p, &w.id))).await;
+        futures_util::future::join_all((0..40).map(|_| app.webhooks().test(&acc, &p, &w.id))).await;
     let accepted = outcomes.iter().filter(|o| o.is_ok()).count();
     assert_eq!(
         accepted,
@@ -1880,7 +1896,7 @@ async fn a_webhooks_test_cap_holds_under_concurrency<S: Store>(store: S) {
             "{refused:?}"
         );
     }
-    let queued = app.deliveries(&acc, &p, &w.id).await.unwrap();
+    let queued = app.webhooks().deliveries(&acc, &p, &w.id).await.unwrap();
     assert_eq!(queued.len(), vigil_core::service::webhooks::TEST_BUDGET);
 }
 
@@ -1953,29 +1969,30 @@ async fn sealed_verdicts_open_with_the_projects_keys_only<S: Store>(store: S) {
                 sealed_results: Some(true),
                 ..ProjectChanges::default()
             };
-            app.update_project(acc, &p, changes).await.unwrap()
+            app.projects().update(acc, &p, changes).await.unwrap()
         }
     };
     let keys_of = |p: &str| {
         let (app, acc, p) = (&app, &acc, pid(p));
         async move {
-            serde_json::to_value(app.sealing_keys(acc, &p).await.unwrap()).unwrap()["keys"].clone()
+            serde_json::to_value(app.projects().sealing_keys(acc, &p).await.unwrap()).unwrap()["keys"].clone()
         }
     };
     let visit = |p: &str, session: &str| {
         let (app, origin, session) = (&app, &origin, sid(session));
         let key = format!("pk_{p}");
         async move {
-            let site = app.site(&key, origin).await.unwrap();
-            app.record_visit(
-                &site,
-                origin,
-                &session,
-                None,
-                &browser_visit("81.2.69.142", "Europe/London"),
-            )
-            .await
-            .unwrap()
+            let site = app.ingestion().site(&key, origin).await.unwrap();
+            app.ingestion()
+                .record_visit(
+                    &site,
+                    origin,
+                    &session,
+                    None,
+                    &browser_visit("81.2.69.142", "Europe/London"),
+                )
+                .await
+                .unwrap()
         }
     };
 
@@ -2033,7 +2050,10 @@ async fn sealed_verdicts_open_with_the_projects_keys_only<S: Store>(store: S) {
     }
     // Rotated: the replaced key is listed for the overlap and still opens what it sealed; once
     // the overlap has passed, the keys the API lists open it no more.
-    app.rotate_sealing_key(&acc, &pid("pv")).await.unwrap();
+    app.projects()
+        .rotate_sealing_key(&acc, &pid("pv"))
+        .await
+        .unwrap();
     let during = keys_of("pv").await;
     assert_eq!(during.as_array().unwrap().len(), 2, "{during}");
     assert!(
@@ -2108,7 +2128,8 @@ async fn calibration_learns_a_kiosk_shop_and_leaves_others_alone<S: Store>(store
     let visit = |p: &'static str, session: String, e: vigil_core::domain::AddressedEvidence| {
         let (app, acc) = (&app, &acc);
         async move {
-            app.record_event(acc, &pid(p), &sid(&session), &e, None)
+            app.ingestion()
+                .record_event(acc, &pid(p), &sid(&session), &e, None)
                 .await
                 .unwrap()
         }
@@ -2202,14 +2223,14 @@ async fn calibration_learns_a_kiosk_shop_and_leaves_others_alone<S: Store>(store
     assert_eq!(other.model.as_deref(), Some("shared"));
 
     // The project shows its model; pinning `shared` rolls back at once.
-    let shown = serde_json::to_value(app.project(&acc, &pid("pv")).await.unwrap()).unwrap();
+    let shown = serde_json::to_value(app.projects().get(&acc, &pid("pv")).await.unwrap()).unwrap();
     assert_eq!(shown["model"], "latest");
     assert_eq!(shown["calibration"]["version"], 1);
     let pin = ProjectChanges {
         model: Some(ModelChoice::Shared),
         ..ProjectChanges::default()
     };
-    app.update_project(&acc, &pid("pv"), pin).await.unwrap();
+    app.projects().update(&acc, &pid("pv"), pin).await.unwrap();
     let pinned = visit("pv", "pinned".into(), kiosk(400)).await;
     assert_eq!(pinned.score_bot, before.score_bot);
     assert_eq!(pinned.model.as_deref(), Some("shared"));
@@ -2371,13 +2392,15 @@ async fn a_sessions_path_is_kept_in_its_summary_and_judged_on_its_pages<S: Store
         };
         let page = page_load(q, "none");
         scraper.push(
-            app.record_event(&acc, &p, &sid("quiet"), &page, None)
+            app.ingestion()
+                .record_event(&acc, &p, &sid("quiet"), &page, None)
                 .await
                 .unwrap(),
         );
         let page = page_load(c, "same-site");
         person.push(
-            app.record_event(&acc, &p, &sid("reader"), &page, None)
+            app.ingestion()
+                .record_event(&acc, &p, &sid("reader"), &page, None)
                 .await
                 .unwrap(),
         );
@@ -2413,6 +2436,7 @@ async fn a_sessions_path_is_kept_in_its_summary_and_judged_on_its_pages<S: Store
     signals.activity = Some(Default::default());
     action = action.with_signals(Some(signals));
     let e = app
+        .ingestion()
         .record_event(&acc, &p, &sid("quiet"), &action, None)
         .await
         .unwrap();

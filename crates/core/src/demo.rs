@@ -1,6 +1,6 @@
 //! The demo shop's day: what `vigil serve` shows on a fresh store. Every visit is a scripted
 //! piece of evidence posted through the events route's own service call
-//! ([`Vigil::record_event`]) at a back-dated time, so the engine judges each one, velocity counts
+//! ([`Ingestion::record_event`](crate::service::events::Ingestion::record_event)) at a back-dated time, so the engine judges each one, velocity counts
 //! them as they come, and totals, charts, flagged sessions and their reasons all agree, as they
 //! would for a real shop: people across the day's curve, a scraper burst, a credential-stuffing
 //! run from hosting addresses, a few Tor and VPN visitors, AI agents (one declared and verified by
@@ -317,14 +317,15 @@ pub async fn day<S: Store>(
         let evidence: Evidence = serde_json::from_value(v.evidence.clone())
             .map_err(|e| invalid(format!("demo evidence: {e}")))?;
         let session = SessionId::parse(v.session.as_str()).map_err(|e| invalid(e.to_string()))?;
-        app.record_event(
-            &account,
-            &project,
-            &session,
-            &AddressedEvidence::new(ip, evidence),
-            None,
-        )
-        .await?;
+        app.ingestion()
+            .record_event(
+                &account,
+                &project,
+                &session,
+                &AddressedEvidence::new(ip, evidence),
+                None,
+            )
+            .await?;
         sessions.insert(v.session.as_str());
     }
     clock.set(now);

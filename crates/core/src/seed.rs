@@ -212,7 +212,7 @@ impl<S: Store, D> Validator<'_, S, D> {
         i: usize,
         id: &ProjectId,
     ) -> Result<(), SeedError> {
-        if self.projects.contains(id) || self.app.project_exists(id).await? {
+        if self.projects.contains(id) || self.app.projects().exists(id).await? {
             self.projects.insert(id.clone());
             Ok(())
         } else {
@@ -327,7 +327,7 @@ pub async fn write<S: Store, D>(
         {
             continue;
         }
-        match app.insert_webhook(&project, hook).await {
+        match app.webhooks().insert(&project, hook).await {
             Ok(_) => report.webhooks += 1,
             Err(e @ ServiceError::Store(_)) => return Err(e.into()),
             Err(e) => return Err(invalid(format!("webhook on project {project}: {e}"))),
@@ -342,7 +342,7 @@ pub async fn write<S: Store, D>(
 
 /// Parses, validates and writes a seed file's text.
 pub async fn load<S: Store, D>(app: &Vigil<S, D>, text: &str) -> Result<SeedReport, SeedError> {
-    let seed = validate(app, parse(text)?, app.url_policy()).await?;
+    let seed = validate(app, parse(text)?, app.webhooks().url_policy()).await?;
     write(app, seed).await
 }
 

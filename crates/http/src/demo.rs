@@ -161,7 +161,7 @@ async fn render<S: Store, D, B>(
             Err(_) => return ApiError::Internal.into_response(),
         },
     };
-    let p = match app.project(account, project).await {
+    let p = match app.projects().get(account, project).await {
         Ok(p) => p,
         Err(ServiceError::ProjectNotFound) => {
             return ApiError::NotFound(
@@ -171,7 +171,11 @@ async fn render<S: Store, D, B>(
         }
         Err(e) => return ApiError::from(e).into_response(),
     };
-    let token = match app.session_token(project, &session, TOKEN_TTL_SECS).await {
+    let token = match app
+        .projects()
+        .session_token(project, &session, TOKEN_TTL_SECS)
+        .await
+    {
         Ok(t) => t,
         Err(e) => return ApiError::from(e).into_response(),
     };

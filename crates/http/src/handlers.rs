@@ -63,7 +63,7 @@ endpoint! {
         // The plan authenticating read a moment ago, or (Lambda) the account's.
         let plan = match call.plan {
             Some(plan) => plan,
-            None => app.plan(&call.account).await?,
+            None => app.plans().plan(&call.account).await?,
         };
         Ok(Reply::ok(plan))
     }
@@ -73,7 +73,7 @@ endpoint! {
     /// GET /projects/{projectId}: one project of the account.
     GetProject: ProjectStore;
     (app, call: ProjectId, (), ()) -> Project {
-        Ok(Reply::ok(app.project(&call.account, &call.path).await?))
+        Ok(Reply::ok(app.projects().get(&call.account, &call.path).await?))
     }
 }
 
@@ -102,10 +102,10 @@ endpoint! {
     CreateWebhook: ProjectStore + WebhookStore;
     (app, call: ProjectId, Json<NewWebhook>, ()) -> () {
         let Json(NewWebhook { kind, url }) = call.body;
-        let url = WebhookUrl::parse(&url, app.url_policy())
+        let url = WebhookUrl::parse(&url, app.webhooks().url_policy())
             .map_err(|e| ApiError::bad_request(e.to_string()))?;
         let hook = app
-            .create_webhook(&call.account, &call.path, kind, url)
+            .webhooks().create(&call.account, &call.path, kind, url)
             .await?;
         let location = format!("{BASE}/projects/{}/webhooks/{}", call.path, hook.id);
         Ok(Reply::created((), location))
@@ -116,7 +116,7 @@ endpoint! {
     /// GET /projects/{projectId}/webhooks: the project's webhooks, oldest first.
     ListWebhooks: ProjectStore + WebhookStore;
     (app, call: ProjectId, (), ()) -> Vec<Webhook> {
-        Ok(Reply::ok(app.webhooks(&call.account, &call.path).await?))
+        Ok(Reply::ok(app.webhooks().list(&call.account, &call.path).await?))
     }
 }
 
@@ -125,7 +125,7 @@ endpoint! {
     DeleteWebhook: ProjectStore + WebhookStore;
     (app, call: (ProjectId, WebhookId), (), ()) -> () {
         let (project, webhook) = &call.path;
-        app.delete_webhook(&call.account, project, webhook).await?;
+        app.webhooks().delete(&call.account, project, webhook).await?;
         Ok(Reply::ok(()))
     }
 }
@@ -144,7 +144,7 @@ endpoint! {
     GetWebhookSecret: ProjectStore + WebhookStore;
     (app, call: (ProjectId, WebhookId), (), ()) -> SecretView {
         let (project, webhook) = &call.path;
-        let secret = app.webhook_secret(&call.account, project, webhook).await?;
+        let secret = app.webhooks().secret(&call.account, project, webhook).await?;
         Ok(Reply::ok(SecretView {
             secret: secret.map(String::from),
         }))
@@ -158,7 +158,7 @@ endpoint! {
     (app, call: (ProjectId, WebhookId), (), ()) -> SecretView {
         let (project, webhook) = &call.path;
         let secret = app
-            .rotate_webhook_secret(&call.account, project, webhook)
+            .webhooks().rotate_secret(&call.account, project, webhook)
             .await?;
         Ok(Reply::ok(SecretView {
             secret: Some(secret.into()),
@@ -172,7 +172,7 @@ endpoint! {
     GetSealingKey: ProjectStore;
     (app, call: ProjectId, (), ()) -> SealingKeysView {
         Ok(Reply::ok(
-            app.sealing_keys(&call.account, &call.path).await?,
+            app.projects().sealing_keys(&call.account, &call.path).await?,
         ))
     }
 }
@@ -183,7 +183,7 @@ endpoint! {
     RotateSealingKey: ProjectStore;
     (app, call: ProjectId, (), ()) -> SealingKeysView {
         Ok(Reply::ok(
-            app.rotate_sealing_key(&call.account, &call.path).await?,
+            app.projects().rotate_sealing_key(&call.account, &call.path).await?,
         ))
     }
 }
@@ -201,7 +201,7 @@ endpoint! {
     TestWebhook: ProjectStore + WebhookStore + DeliveryStore;
     (app, call: (ProjectId, WebhookId), (), ()) -> Queued {
         let (project, webhook) = &call.path;
-        let id = app.test_webhook(&call.account, project, webhook).await?;
+        let id = app.webhooks().test(&call.account, project, webhook).await?;
         Ok(Reply::accepted(Queued { delivery_id: id }))
     }
 }
@@ -212,7 +212,7 @@ endpoint! {
     Redeliver: ProjectStore + WebhookStore + DeliveryStore;
     (app, call: (ProjectId, vigil_core::domain::DeliveryId), (), ()) -> Queued {
         let (project, delivery) = &call.path;
-        let id = app.redeliver(&call.account, project, delivery).await?;
+        let id = app.webhooks().redeliver(&call.account, project, delivery).await?;
         Ok(Reply::accepted(Queued { delivery_id: id }))
     }
 }
@@ -223,7 +223,7 @@ endpoint! {
     (app, call: (ProjectId, WebhookId), (), ()) -> Vec<DeliveryView> {
         let (project, webhook) = &call.path;
         Ok(Reply::ok(
-            app.deliveries(&call.account, project, webhook).await?,
+            app.webhooks().deliveries(&call.account, project, webhook).await?,
         ))
     }
 }
@@ -264,7 +264,7 @@ endpoint! {
     (app, call: (), Json<NewProject>, ()) -> Project {
         let Json(NewProject(spec)) = call.body;
         let project = app
-            .create_project(&call.account, &call.terms, spec, call.once.as_ref())
+            .projects().create(&call.account, &call.terms, spec, call.once.as_ref())
             .await?;
         let location = format!("{BASE}/projects/{}", project.id);
         Ok(Reply::created(project, location))
@@ -275,7 +275,7 @@ endpoint! {
     /// GET /projects: the account's projects, oldest first.
     ListProjects: ProjectStore;
     (app, call: (), (), ()) -> Vec<Project> {
-        Ok(Reply::ok(app.projects(&call.account).await?))
+        Ok(Reply::ok(app.projects().list(&call.account).await?))
     }
 }
 
@@ -360,7 +360,7 @@ endpoint! {
     (app, call: ProjectId, Json<ProjectChanges>, ()) -> Project {
         let Json(changes) = call.body;
         Ok(Reply::ok(
-            app.update_project(&call.account, &call.path, changes)
+            app.projects().update(&call.account, &call.path, changes)
                 .await?,
         ))
     }
@@ -370,7 +370,7 @@ endpoint! {
     /// GET /usage: the current billing period's requests against `maxRequests`.
     GetUsage: UsageStore;
     (app, call: (), (), ()) -> Usage {
-        Ok(Reply::ok(app.usage(&call.account, &call.terms).await?))
+        Ok(Reply::ok(app.plans().usage(&call.account, &call.terms).await?))
     }
 }
 

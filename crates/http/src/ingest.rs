@@ -85,7 +85,7 @@ endpoint! {
         let (project, session) = &call.path;
         let Json(NewEvent(evidence)) = &call.body;
         let event = app
-            .record_event(
+            .ingestion().record_event(
                 &call.account,
                 project,
                 session,
@@ -273,10 +273,11 @@ where
 {
     let visit = VisitBody::read(req)?;
     let origin = page_origin(req).ok_or(ApiError::Forbidden(ORIGIN_REFUSED))?;
-    let site = app.site(&visit.public_key, &origin).await?;
+    let site = app.ingestion().site(&visit.public_key, &origin).await?;
     *allowed = HeaderValue::from_str(origin.as_str()).ok();
     let evidence = request_evidence(ctx, req)?.with_signals(visit.signals);
     let recorded = app
+        .ingestion()
         .record_visit(
             &site,
             &origin,

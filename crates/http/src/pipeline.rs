@@ -154,6 +154,7 @@ where
     let now = app.now();
     let period = terms.period(now);
     match app
+        .plans()
         .admit_at(&account, &terms, E::WITHOUT_PLAN_IN_FORCE, now)
         .await
     {

@@ -65,7 +65,7 @@ impl<S: ProjectStore + ResultStore + LabelStore, D> Vigil<S, D> {
                 train.push(example.clone());
             }
         }
-        let (weights, comparison) = calibrate(&train, &test, self.webhooks.threshold.get());
+        let (weights, comparison) = calibrate(&train, &test, self.webhook_policy.threshold.get());
         let kept = comparison.better();
         let calibration = Calibration {
             version: p.calibration.as_ref().map_or(1, |c| c.version + 1),
@@ -78,7 +78,7 @@ impl<S: ProjectStore + ResultStore + LabelStore, D> Vigil<S, D> {
             if !self.store.update_project(&p).await? {
                 return Err(ServiceError::ProjectNotFound);
             }
-            self.forget_project(&p);
+            self.projects().forget(&p);
         }
         tracing::info!(
             project = %project, kept, version = calibration.version,

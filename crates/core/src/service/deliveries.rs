@@ -1,23 +1,20 @@
 //! A webhook's delivery log, and sending a delivery again.
 
 use super::error::{ServiceError, ServiceResult};
-use super::vigil::Vigil;
+use super::webhooks::{MAX_DELIVERIES, Webhooks};
 use crate::domain::{AccountId, DeliveryView, ProjectId, WebhookId};
 use crate::store::{DeliveryStore, ProjectStore, WebhookStore};
 
-/// Most deliveries the log shows: the newest.
-pub const MAX_DELIVERIES: usize = 100;
-
-impl<S: ProjectStore + WebhookStore + DeliveryStore, D> Vigil<S, D> {
+impl<S: ProjectStore + WebhookStore + DeliveryStore> Webhooks<'_, S> {
     /// Sends a delivery again: the same body and `webhook-id` (receivers de-duplicate on it) as
     /// one more attempt in its log, due now. A delivery still pending is already queued.
     pub async fn redeliver(
-        &self,
+        self,
         account: &AccountId,
         project: &ProjectId,
         id: &crate::domain::DeliveryId,
     ) -> ServiceResult<crate::domain::DeliveryId> {
-        self.check_owner(account, project).await?;
+        self.projects.check_owner(account, project).await?;
         let mut d = self
             .store
             .delivery(project, id)
@@ -25,7 +22,7 @@ impl<S: ProjectStore + WebhookStore + DeliveryStore, D> Vigil<S, D> {
             .ok_or(ServiceError::DeliveryNotFound)?;
         if d.status != crate::domain::DeliveryStatus::Pending {
             d.status = crate::domain::DeliveryStatus::Pending;
-            d.next_attempt_at = Some(self.now());
+            d.next_attempt_at = Some(self.clock.now());
             // Finished deliveries carry no due time; a concurrent redelivery got there first
             // when this refuses, and the delivery is queued either way.
             self.store.update_delivery(&d, None).await?;
@@ -35,12 +32,12 @@ impl<S: ProjectStore + WebhookStore + DeliveryStore, D> Vigil<S, D> {
 
     /// A webhook's delivery log, newest first.
     pub async fn deliveries(
-        &self,
+        self,
         account: &AccountId,
         project: &ProjectId,
         webhook: &WebhookId,
     ) -> ServiceResult<Vec<DeliveryView>> {
-        self.check_owner(account, project).await?;
+        self.projects.check_owner(account, project).await?;
         if !self
             .store
             .webhooks(project)

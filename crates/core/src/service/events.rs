@@ -7,10 +7,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::error::{ServiceError, ServiceResult};
+use super::plans::Plans;
+use super::projects::Projects;
+use super::replay;
 use super::site::Site;
-use super::vigil::{Detecting, Vigil};
-use super::web_bot_auth::directories::Caller;
-use crate::domain::Flagged;
+use super::web_bot_auth::directories::{Caller, Directories};
 use crate::domain::idempotency::{Once, Written};
 use crate::domain::project::{Origin, origin_allowed};
 use crate::domain::sealing::{MAX_SEALED_LIFETIME_SECS, SealingKeys, Verdict, seal};
@@ -18,29 +19,52 @@ use crate::domain::session_token;
 use crate::domain::token::random_base62;
 use crate::domain::velocity::Tick;
 use crate::domain::{
-    AccountId, AddressedEvidence, CheckResult, DeviceKey, Evaluation, Event, EventId, NewResult,
-    Project, ProjectId, Score, SessionId,
+    AccountId, AddressedEvidence, CheckResult, Clock, DeviceKey, Evaluation, Event, Flagged,
+    NewResult, Project, ProjectId, Score, SessionId,
 };
 use crate::store::write::PriorSummary;
 use crate::store::{
-    AccountStore, AgentStore, IdempotencyStore, ProjectStore, ResultPage, ResultStore, UsageStore,
+    AccountStore, AgentStore, IdempotencyStore, ProjectStore, ResultStore, UsageStore,
     VelocityStore,
 };
-use vigil_detect::ENGINE_VERSION;
 use vigil_detect::SignatureCheck;
 use vigil_detect::path::Page;
 use vigil_detect::velocity::Velocity;
+use vigil_detect::{ENGINE_VERSION, Engine};
 
 /// Longest public key looked up; anything longer is not a key and costs no read.
 const MAX_PUBLIC_KEY: usize = 128;
 
+/// Ingestion, the part of [`Vigil`](super::vigil::Vigil) that evaluates visits
+/// ([`Vigil::ingestion`](super::vigil::Vigil::ingestion), on a service built with the engine):
+/// the engine, the projects and plans a visit is admitted by, Web Bot Auth's directories, and the
+/// threshold a visit is flagged at.
+pub struct Ingestion<'a, S> {
+    pub(super) store: &'a S,
+    pub(super) clock: &'a dyn Clock,
+    pub(super) engine: &'a Engine,
+    pub(super) projects: Projects<'a, S>,
+    pub(super) plans: Plans<'a, S>,
+    pub(super) directories: &'a Directories,
+    /// The webhook threshold: a visit at or above it is flagged (and counted, and delivered).
+    pub(super) threshold: Score,
+}
+
+impl<S> Clone for Ingestion<'_, S> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<S> Copy for Ingestion<'_, S> {}
+
 impl<S: ProjectStore + ResultStore + IdempotencyStore + VelocityStore + AgentStore>
-    Vigil<S, Detecting>
+    Ingestion<'_, S>
 {
     /// Evaluates a visit that a customer's backend reports and stores it as an event; once per
     /// idempotency key when `once` is given (a retry gets the event the key created).
     pub async fn record_event(
-        &self,
+        self,
         account: &AccountId,
         project: &ProjectId,
         session: &SessionId,
@@ -48,10 +72,10 @@ impl<S: ProjectStore + ResultStore + IdempotencyStore + VelocityStore + AgentSto
         once: Option<&Once>,
     ) -> ServiceResult<Event> {
         // A used key is answered before anything else, as the first request was.
-        if let Some(event) = self.replay_first(account, once).await? {
+        if let Some(event) = replay::first(self.store, account, once).await? {
             return Ok(event);
         }
-        let p = self.fresh_project(project).await?;
+        let p = self.projects.fresh(project).await?;
         if &p.account_id != account {
             return Err(ServiceError::ProjectNotFound);
         }
@@ -61,7 +85,7 @@ impl<S: ProjectStore + ResultStore + IdempotencyStore + VelocityStore + AgentSto
         let caller = Caller::Backend { project: &p.id };
         match self.ingest(&p, session, evidence, caller, once).await? {
             Written::New(event) => Ok(event),
-            Written::Before(used) => self.replay(once, used).await,
+            Written::Before(used) => replay::answer(self.store, once, used).await,
         }
     }
 }
@@ -83,12 +107,12 @@ fn device_of(p: &Project, evidence: &AddressedEvidence) -> Option<DeviceKey> {
         .and_then(|s| DeviceKey::of(&p.api_key_private, s))
 }
 
-impl<S: ProjectStore + ResultStore + VelocityStore + AgentStore> Vigil<S, Detecting> {
+impl<S: ProjectStore + ResultStore + VelocityStore + AgentStore> Ingestion<'_, S> {
     /// What both doors do with a visit once they have admitted it (each by its own rules): the
     /// velocity counters, the summary's read and (signed visits only) the signature's check at
     /// once, one round trip between them; then the evaluation and its write.
     async fn ingest(
-        &self,
+        self,
         p: &Project,
         session: &SessionId,
         evidence: &AddressedEvidence,
@@ -115,7 +139,7 @@ impl<S: ProjectStore + ResultStore + VelocityStore + AgentStore> Vigil<S, Detect
     /// three windows. A store that fails to count costs the visit its velocity evidence, never
     /// the visit: the error is logged and the engine judges the visit alone.
     async fn velocity(
-        &self,
+        self,
         p: &Project,
         session: &SessionId,
         evidence: &AddressedEvidence,
@@ -133,7 +157,7 @@ impl<S: ProjectStore + ResultStore + VelocityStore + AgentStore> Vigil<S, Detect
             address,
             device,
             country: country.as_deref(),
-            at: self.now(),
+            at: self.clock.now(),
         };
         let work = tick.work(crate::store::keys::velocity_sk);
         match self.store.count_velocity(&p.id, &work).await {
@@ -146,7 +170,7 @@ impl<S: ProjectStore + ResultStore + VelocityStore + AgentStore> Vigil<S, Detect
     }
 
     async fn evaluate_and_store(
-        &self,
+        self,
         p: &Project,
         session: &SessionId,
         evidence: &AddressedEvidence,
@@ -164,7 +188,7 @@ impl<S: ProjectStore + ResultStore + VelocityStore + AgentStore> Vigil<S, Detect
         // The session's path with this page added, judged now and kept by the summary's write
         // (which adds the page again to the summary it writes over, should another write of
         // the session have landed meanwhile).
-        let now = self.now();
+        let now = self.clock.now();
         let page = Page::of(evidence.evidence()).map(|pg| pg.at(now.unix_millis()));
         let path = prior.path_after(page);
         let (model, weights) = p.judging_model();
@@ -184,8 +208,7 @@ impl<S: ProjectStore + ResultStore + VelocityStore + AgentStore> Vigil<S, Detect
         let (score_bot, score_proxy_vpn) =
             (score(verdict.score_bot)?, score(verdict.score_proxy_vpn)?);
         let allowed = p.agents.allows(&verdict.agent);
-        let flagged =
-            Flagged::of_visit(self.webhooks.threshold, score_bot, score_proxy_vpn, allowed);
+        let flagged = Flagged::of_visit(self.threshold, score_bot, score_proxy_vpn, allowed);
         crate::metrics::evaluation(project.as_str(), micros, flagged.bot, flagged.proxy);
         let new = NewResult {
             project_id: project.clone(),
@@ -218,41 +241,13 @@ impl<S: ProjectStore + ResultStore + VelocityStore + AgentStore> Vigil<S, Detect
     }
 }
 
-impl<S: ProjectStore + ResultStore, D> Vigil<S, D> {
-    /// A page of the session's events, newest first (the same order and cursors as results).
-    pub async fn events(
-        &self,
-        account: &AccountId,
-        project: &ProjectId,
-        session: &SessionId,
-        limit: usize,
-        after: Option<crate::domain::ResultPosition>,
-    ) -> ServiceResult<ResultPage> {
-        self.results(account, project, session, limit, after).await
-    }
-
-    pub async fn event(
-        &self,
-        account: &AccountId,
-        project: &ProjectId,
-        session: &SessionId,
-        id: EventId,
-    ) -> ServiceResult<Event> {
-        self.check_owner(account, project).await?;
-        self.store
-            .event(project, session, id.position())
-            .await?
-            .ok_or(ServiceError::EventNotFound)
-    }
-}
-
-impl<S: ProjectStore + AccountStore, D> Vigil<S, D> {
+impl<S: ProjectStore + AccountStore> Ingestion<'_, S> {
     /// The project a browser's request is for: its public key must be a project's, the page's
     /// origin one of the project's domain (judged before anything else about the project is
     /// said), and the project enabled. Warm instances answer from memory for
     /// [`VISITOR_CACHE_TTL`](super::project_cache::VISITOR_CACHE_TTL), and remember unknown keys for
     /// [`UNKNOWN_KEY_TTL`](super::project_cache::UNKNOWN_KEY_TTL).
-    pub async fn site(&self, public_key: &str, origin: &Origin) -> ServiceResult<Site> {
+    pub async fn site(self, public_key: &str, origin: &Origin) -> ServiceResult<Site> {
         let site = self.site_by_key(public_key).await?;
         if !origin_allowed(&site.project.domain, origin) {
             return Err(ServiceError::OriginNotAllowed);
@@ -263,41 +258,28 @@ impl<S: ProjectStore + AccountStore, D> Vigil<S, D> {
         Ok(site)
     }
 
-    async fn site_by_key(&self, public_key: &str) -> ServiceResult<Site> {
-        if let Some(site) = self.projects.site(public_key) {
+    async fn site_by_key(self, public_key: &str) -> ServiceResult<Site> {
+        if let Some(site) = self.projects.cache.site(public_key) {
             return Ok(site);
         }
         if !is_public_key(public_key) {
             return Err(ServiceError::UnknownPublicKey);
         }
-        if self.projects.known_unknown(public_key) {
+        if self.projects.cache.known_unknown(public_key) {
             return Err(ServiceError::UnknownPublicKey);
         }
         let Some(project) = self.store.project_by_public_key(public_key).await? else {
-            self.projects.remember_unknown(public_key);
+            self.projects.cache.remember_unknown(public_key);
             return Err(ServiceError::UnknownPublicKey);
         };
-        let terms = self.terms(&project.account_id).await?;
+        let terms = self.plans.terms(&project.account_id).await?;
         let v = Site {
             project: Arc::new(project),
             terms,
             read_at: Instant::now(),
         };
-        self.projects.remember_site(public_key, v.clone());
+        self.projects.cache.remember_site(public_key, v.clone());
         Ok(v)
-    }
-}
-
-impl<S, D> Vigil<S, D> {
-    /// Forgets what this instance remembers of a project for ingestion, so that a change made
-    /// through it (disabled, domain, token setting) applies to the next visit.
-    pub fn forget_project(&self, project: &Project) {
-        self.projects.forget(project);
-    }
-
-    /// Forgets every project's plan terms this instance remembers (an account's plan changed).
-    pub fn forget_plans(&self) {
-        self.projects.forget_sites();
     }
 }
 
@@ -312,55 +294,20 @@ pub fn is_public_key(key: &str) -> bool {
     })
 }
 
-impl<S: ProjectStore, D> Vigil<S, D> {
-    /// The project, as read within the last [`VISITOR_CACHE_TTL`](super::project_cache::VISITOR_CACHE_TTL).
-    async fn fresh_project(&self, id: &ProjectId) -> ServiceResult<Arc<Project>> {
-        if let Some(p) = self.projects.fresh(id) {
-            return Ok(p);
-        }
-        let p = Arc::new(
-            self.store
-                .project(id)
-                .await?
-                .ok_or(ServiceError::ProjectNotFound)?,
-        );
-        self.projects.remember(p.clone());
-        Ok(p)
-    }
-
-    /// A session token for `session` of `project`, valid for `ttl_secs` (at most 24 hours), as
-    /// the customer's backend would mint it (`vigil sessions token`, the demo page).
-    pub async fn session_token(
-        &self,
-        project: &ProjectId,
-        session: &SessionId,
-        ttl_secs: i64,
-    ) -> ServiceResult<String> {
-        let p = self.fresh_project(project).await?;
-        let ttl = ttl_secs.clamp(1, session_token::MAX_LIFETIME_SECS);
-        Ok(session_token::mint(
-            &p.api_key_private,
-            &p.id,
-            session,
-            self.now().unix_seconds() + ttl,
-        ))
-    }
-}
-
-impl<S: ProjectStore + ResultStore + UsageStore + VelocityStore + AgentStore> Vigil<S, Detecting> {
-    /// Records a visit the browser agent reports for a site [`Vigil::site`] admitted: the
+impl<S: ProjectStore + ResultStore + UsageStore + VelocityStore + AgentStore> Ingestion<'_, S> {
+    /// Records a visit the browser agent reports for a site [`Ingestion::site`] admitted: the
     /// plan must be in force, the session vouched for by a token when the project requires one,
     /// and the visit within the collect route's own budget. The answer is a receipt: a random id,
     /// opaque to the page, that says nothing of the session's other visits.
     pub async fn record_visit(
-        &self,
+        self,
         site: &Site,
         origin: &Origin,
         session: &SessionId,
         token: Option<&str>,
         evidence: &AddressedEvidence,
     ) -> ServiceResult<Visited> {
-        let (project, now) = (&site.project, self.now());
+        let (project, now) = (&site.project, self.clock.now());
         // A page of a plan not in force is answered exactly as for an unknown key: it must not
         // learn its customer's billing state, nor when the period ends (a Retry-After).
         if !site.terms.in_force(now) {
@@ -373,7 +320,8 @@ impl<S: ProjectStore + ResultStore + UsageStore + VelocityStore + AgentStore> Vi
         // The plan's counters first: a refused visit (429) is counted as an attempt and nothing
         // else, so a flood over the budget neither raises its address's velocity (poisoning the
         // people behind it) nor makes the server fetch a key directory.
-        self.admit_visit(project, &site.terms, evidence.address())
+        self.plans
+            .admit_visit(project, &site.terms, evidence.address())
             .await?;
         let caller = Caller::Page {
             domain: &project.domain,

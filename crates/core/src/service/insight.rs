@@ -14,7 +14,7 @@ impl<S: ProjectStore + InsightStore, D> Vigil<S, D> {
         project: &ProjectId,
         query: &SessionQuery,
     ) -> ServiceResult<SessionPage> {
-        self.check_owner(account, project).await?;
+        self.projects().check_owner(account, project).await?;
         Ok(self.store.sessions(project, query).await?)
     }
 
@@ -25,7 +25,7 @@ impl<S: ProjectStore + InsightStore, D> Vigil<S, D> {
         project: &ProjectId,
         range: &StatsRange,
     ) -> ServiceResult<Vec<Bucket>> {
-        self.check_owner(account, project).await?;
+        self.projects().check_owner(account, project).await?;
         Ok(self.store.stats(project, range).await?)
     }
 }

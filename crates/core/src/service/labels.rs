@@ -29,7 +29,7 @@ impl<S: ProjectStore + ResultStore + LabelStore, D> Vigil<S, D> {
         session: &SessionId,
         spec: LabelSpec,
     ) -> ServiceResult<Label> {
-        self.check_owner(account, project).await?;
+        self.projects().check_owner(account, project).await?;
         let (score, page) = tokio::join!(
             self.store.session_score(project, session),
             self.store.results(project, session, LABEL_EVENTS, None),
@@ -65,7 +65,7 @@ impl<S: ProjectStore + ResultStore + LabelStore, D> Vigil<S, D> {
         project: &ProjectId,
         session: &SessionId,
     ) -> ServiceResult<Label> {
-        self.check_owner(account, project).await?;
+        self.projects().check_owner(account, project).await?;
         self.store
             .label(project, session)
             .await?
@@ -79,7 +79,7 @@ impl<S: ProjectStore + ResultStore + LabelStore, D> Vigil<S, D> {
         project: &ProjectId,
         session: &SessionId,
     ) -> ServiceResult<()> {
-        self.check_owner(account, project).await?;
+        self.projects().check_owner(account, project).await?;
         if self.store.delete_label(project, session).await? {
             Ok(())
         } else {
@@ -95,7 +95,7 @@ impl<S: ProjectStore + ResultStore + LabelStore, D> Vigil<S, D> {
         limit: usize,
         after: Option<&SessionId>,
     ) -> ServiceResult<LabelPage> {
-        self.check_owner(account, project).await?;
+        self.projects().check_owner(account, project).await?;
         let mut labels = self.store.labels(project, after, limit + 1).await?;
         let more = labels.len() > limit;
         labels.truncate(limit);
@@ -111,12 +111,12 @@ impl<S: ProjectStore + ResultStore + LabelStore, D> Vigil<S, D> {
         from: Timestamp,
         to: Timestamp,
     ) -> ServiceResult<Quality> {
-        self.check_owner(account, project).await?;
+        self.projects().check_owner(account, project).await?;
         let in_range = |l: &Label| from <= l.labelled_at && l.labelled_at < to;
         let all = self
             .labels_where(project, in_range, MAX_QUALITY_LABELS)
             .await?;
-        Ok(quality(&all, self.webhooks.threshold))
+        Ok(quality(&all, self.webhook_policy.threshold))
     }
 }
 

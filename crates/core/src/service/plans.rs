@@ -4,16 +4,15 @@
 use serde::Serialize;
 
 use super::error::{ServiceError, ServiceResult};
-use super::vigil::Vigil;
 use std::net::IpAddr;
 
 use crate::domain::plan::{
     Counted, Period, Refusal, Standing, Terms, VISITS_PER_ADDRESS, VisitCount, seconds_until,
     source_key,
 };
-use crate::domain::{AccountId, Project, Timestamp};
-use crate::store::UsageStore;
+use crate::domain::{AccountId, Clock, Plan, Project, Timestamp};
 use crate::store::count::CountPlan;
+use crate::store::{AccountStore, UsageStore};
 
 /// `GET /usage`: the current billing period and what it has used.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -36,23 +35,57 @@ fn refusal(now: Timestamp, period: &Period, counted: Counted) -> ServiceError {
     })
 }
 
-impl<S: UsageStore, D> Vigil<S, D> {
+/// Plans, the part of [`Vigil`](super::vigil::Vigil) that holds accounts to their terms
+/// ([`Vigil::plans`](super::vigil::Vigil::plans)): the clock is read once per request, and the
+/// period and every count decided here; the store only applies the [`CountPlan`].
+pub struct Plans<'a, S> {
+    pub(super) store: &'a S,
+    pub(super) clock: &'a dyn Clock,
+}
+
+impl<S> Clone for Plans<'_, S> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<S> Copy for Plans<'_, S> {}
+
+impl<S: AccountStore> Plans<'_, S> {
+    /// The terms of the account's plan.
+    pub async fn terms(self, account: &AccountId) -> ServiceResult<Terms> {
+        Ok(self.plan(account).await?.terms())
+    }
+
+    /// The account's plan; `Unauthorized` when the account is gone.
+    pub async fn plan(self, account: &AccountId) -> ServiceResult<Plan> {
+        let account = self
+            .store
+            .account(account)
+            .await?
+            .ok_or(ServiceError::Unauthorized)?;
+        Ok(account.plan)
+    }
+}
+
+impl<S: UsageStore> Plans<'_, S> {
     /// Admits one request of `account` and counts it, or refuses it: a plan not in force refuses
     /// everything but reading the plan itself (`plan_read`), then the per-second rate, then the
     /// period's quota. One counter round trip per request.
     pub async fn admit(
-        &self,
+        self,
         account: &AccountId,
         terms: &Terms,
         plan_read: bool,
     ) -> ServiceResult<Standing> {
-        self.admit_at(account, terms, plan_read, self.now()).await
+        self.admit_at(account, terms, plan_read, self.clock.now())
+            .await
     }
 
-    /// As [`Vigil::admit`] at `now`, the instant the caller read for the whole request (so that
+    /// As [`Plans::admit`] at `now`, the instant the caller read for the whole request (so that
     /// its period and its headers agree with what was counted).
     pub async fn admit_at(
-        &self,
+        self,
         account: &AccountId,
         terms: &Terms,
         plan_read: bool,
@@ -93,13 +126,13 @@ impl<S: UsageStore, D> Vigil<S, D> {
     /// Admits one visit of the collect route and counts it, or refuses it: over the project's
     /// visit rate or its source's, or once the period's `maxRequests` is spent. The developer
     /// API's own rate is never touched, so visits cannot refuse a developer request.
-    pub async fn admit_visit(
-        &self,
+    pub(super) async fn admit_visit(
+        self,
         project: &Project,
         terms: &Terms,
         source: IpAddr,
     ) -> ServiceResult<()> {
-        let now = self.now();
+        let now = self.clock.now();
         let period = terms.period(now);
         let visit = VisitCount {
             account: &project.account_id,
@@ -126,8 +159,8 @@ impl<S: UsageStore, D> Vigil<S, D> {
     }
 
     /// What the account's current billing period has used.
-    pub async fn usage(&self, account: &AccountId, terms: &Terms) -> ServiceResult<Usage> {
-        let period = terms.period(self.now());
+    pub async fn usage(self, account: &AccountId, terms: &Terms) -> ServiceResult<Usage> {
+        let period = terms.period(self.clock.now());
         let requests = self.store.period_usage(account, &period).await?;
         Ok(Usage {
             period_start: period.start,

@@ -1,7 +1,7 @@
 //! What a warm instance remembers of projects, in one place: by id, a project's owner (every
 //! developer request's ownership check) and the project as last read (ingestion); by public key,
 //! the site a page reaches, or that the key named no project. A change made through this
-//! instance forgets what it changed ([`ProjectCache::forget`]); other instances catch up within
+//! instance forgets what it changed (`ProjectCache::forget`); other instances catch up within
 //! the TTLs below.
 
 use std::sync::Arc;

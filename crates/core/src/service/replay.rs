@@ -4,7 +4,6 @@
 use std::future::Future;
 
 use super::error::{ServiceError, ServiceResult};
-use super::vigil::Vigil;
 use crate::domain::idempotency::{Created, Once, Used};
 use crate::domain::{AccountId, Event, Project, ResultPosition};
 use crate::store::{IdempotencyStore, ProjectStore, ResultStore};
@@ -41,33 +40,29 @@ impl<S: ProjectStore> Replay<S> for Project {
     }
 }
 
-impl<S: IdempotencyStore, D> Vigil<S, D> {
-    /// The answer to a retry whose key is already used, before anything else is checked (as the
-    /// first request was); None when there is no key or it is unused.
-    pub(crate) async fn replay_first<T: Replay<S>>(
-        &self,
-        account: &AccountId,
-        once: Option<&Once>,
-    ) -> ServiceResult<Option<T>> {
-        let Some(o) = once else { return Ok(None) };
-        match self.store.used_key(account, &o.key, o.at).await? {
-            Some(used) => self.replay(Some(o), used).await.map(Some),
-            None => Ok(None),
-        }
+/// The answer to a retry whose key is already used, before anything else is checked (as the
+/// first request was); None when there is no key or it is unused.
+pub(super) async fn first<S: IdempotencyStore, T: Replay<S>>(
+    store: &S,
+    account: &AccountId,
+    once: Option<&Once>,
+) -> ServiceResult<Option<T>> {
+    let Some(o) = once else { return Ok(None) };
+    match store.used_key(account, &o.key, o.at).await? {
+        Some(used) => answer(store, Some(o), used).await.map(Some),
+        None => Ok(None),
     }
+}
 
-    /// The answer to a request whose write found its key used (a concurrent twin won): what
-    /// the key created, if the request is the same.
-    pub(crate) async fn replay<T: Replay<S>>(
-        &self,
-        once: Option<&Once>,
-        used: Used,
-    ) -> ServiceResult<T> {
-        match once {
-            Some(o) if used.fingerprint == o.fingerprint => {
-                T::read_back(&self.store, used.created).await
-            }
-            _ => Err(ServiceError::IdempotencyMismatch),
-        }
+/// The answer to a request whose write found its key used (a concurrent twin won): what the key
+/// created, if the request is the same.
+pub(super) async fn answer<S, T: Replay<S>>(
+    store: &S,
+    once: Option<&Once>,
+    used: Used,
+) -> ServiceResult<T> {
+    match once {
+        Some(o) if used.fingerprint == o.fingerprint => T::read_back(store, used.created).await,
+        _ => Err(ServiceError::IdempotencyMismatch),
     }
 }

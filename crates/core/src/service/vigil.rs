@@ -1,10 +1,17 @@
-//! The [`Vigil`] service itself and how it is built; the files beside this one give it its
-//! operations, a file per resource.
+//! The [`Vigil`] service itself, how it is built, and its parts by concern: [`Projects`] (with the
+//! one cache of what this instance remembers of them), [`Plans`], [`Webhooks`] and [`Ingestion`],
+//! each a borrowed view holding only what its concern reads and each operation bound by only the
+//! stores it touches. The reads beside them (results, events, labels, insight, calibration) and
+//! the trusted operations (`admin.rs`) are `Vigil`'s own, a file per resource.
 
 use std::sync::Arc;
 
+use super::events::Ingestion;
+use super::plans::Plans;
 use super::project_cache::ProjectCache;
+use super::projects::Projects;
 use super::web_bot_auth::directories::{Directories, DirectoryFetcher, NoFetcher};
+use super::webhooks::{WebhookPolicy, Webhooks};
 use crate::domain::webhook::UrlPolicy;
 use crate::domain::{Clock, Score, SystemClock, Timestamp};
 use vigil_detect::Engine;
@@ -18,19 +25,10 @@ pub struct Vigil<S, D = ()> {
     pub(super) clock: Arc<dyn Clock>,
     pub(super) engine: D,
     /// Projects' owners, projects read for ingestion, and sites by public key (`project_cache.rs`).
-    pub(super) projects: ProjectCache,
-    pub(super) webhooks: WebhookPolicy,
+    pub(super) project_cache: ProjectCache,
+    pub(super) webhook_policy: WebhookPolicy,
     /// Web Bot Auth's key directories (`web_bot_auth/directories.rs`).
     pub(super) directories: Directories,
-}
-
-/// What webhooks are held to: where they may point, the score that crosses, and how long a
-/// rotated-out secret keeps signing.
-pub(super) struct WebhookPolicy {
-    pub(super) url_policy: UrlPolicy,
-    /// The webhook threshold, which statistics, quality and calibration count by too.
-    pub(super) threshold: Score,
-    pub(super) secret_overlap: std::time::Duration,
 }
 
 /// The engine of a service that evaluates visits ([`Vigil::with_engine`]): the routes that
@@ -44,8 +42,8 @@ impl<S> Vigil<S> {
             store,
             clock: Arc::new(SystemClock),
             engine: (),
-            projects: ProjectCache::default(),
-            webhooks: WebhookPolicy {
+            project_cache: ProjectCache::default(),
+            webhook_policy: WebhookPolicy {
                 url_policy,
                 threshold: crate::domain::webhook::DEFAULT_THRESHOLD,
                 secret_overlap: crate::config::DEFAULT_SECRET_OVERLAP,
@@ -60,8 +58,8 @@ impl<S> Vigil<S> {
             store: self.store,
             clock: self.clock,
             engine,
-            projects: self.projects,
-            webhooks: self.webhooks,
+            project_cache: self.project_cache,
+            webhook_policy: self.webhook_policy,
             directories: self.directories,
         }
     }
@@ -71,13 +69,13 @@ impl<S, D> Vigil<S, D> {
     /// The same service counting evaluated visits at or above `threshold` as bots and proxies in
     /// the statistics (the composition roots pass the webhook threshold).
     pub fn with_threshold(mut self, threshold: Score) -> Self {
-        self.webhooks.threshold = threshold;
+        self.webhook_policy.threshold = threshold;
         self
     }
 
     /// The same service keeping a rotated-out webhook secret for `overlap`.
     pub fn with_secret_overlap(mut self, overlap: std::time::Duration) -> Self {
-        self.webhooks.secret_overlap = overlap;
+        self.webhook_policy.secret_overlap = overlap;
         self
     }
 
@@ -93,10 +91,6 @@ impl<S, D> Vigil<S, D> {
         self
     }
 
-    pub fn url_policy(&self) -> UrlPolicy {
-        self.webhooks.url_policy
-    }
-
     /// The engine this service evaluates with (another service on the same store may share it).
     pub fn engine(&self) -> &D {
         &self.engine
@@ -104,5 +98,48 @@ impl<S, D> Vigil<S, D> {
 
     pub fn now(&self) -> Timestamp {
         self.clock.now()
+    }
+
+    /// An account's projects, and what this instance remembers of them.
+    pub fn projects(&self) -> Projects<'_, S> {
+        Projects {
+            store: &self.store,
+            clock: &*self.clock,
+            cache: &self.project_cache,
+            secret_overlap: self.webhook_policy.secret_overlap,
+        }
+    }
+
+    /// Plans: the terms an account is held to, and the counters that admit its requests.
+    pub fn plans(&self) -> Plans<'_, S> {
+        Plans {
+            store: &self.store,
+            clock: &*self.clock,
+        }
+    }
+
+    /// A project's webhooks and their deliveries, under the webhook policy.
+    pub fn webhooks(&self) -> Webhooks<'_, S> {
+        Webhooks {
+            store: &self.store,
+            clock: &*self.clock,
+            projects: self.projects(),
+            policy: &self.webhook_policy,
+        }
+    }
+}
+
+impl<S> Vigil<S, Detecting> {
+    /// Visits: admitted by either door, evaluated by the engine, stored as events.
+    pub fn ingestion(&self) -> Ingestion<'_, S> {
+        Ingestion {
+            store: &self.store,
+            clock: &*self.clock,
+            engine: &self.engine,
+            projects: self.projects(),
+            plans: self.plans(),
+            directories: &self.directories,
+            threshold: self.webhook_policy.threshold,
+        }
     }
 }

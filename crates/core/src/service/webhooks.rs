@@ -1,13 +1,14 @@
 //! A project's webhooks: creating, listing and deleting them, their signing secrets, and the
 //! test event (a delivery queued under its own budget).
 
-use super::deliveries::MAX_DELIVERIES;
 use super::error::{ServiceError, ServiceResult, TestBudget};
-use super::vigil::Vigil;
+use super::projects::Projects;
+use crate::domain::Clock;
+use crate::domain::webhook::UrlPolicy;
 use crate::domain::webhook::{WebhookType, WebhookUrl};
-use crate::domain::{AccountId, ProjectId, SessionId, Timestamp, Webhook, WebhookId};
+use crate::domain::{AccountId, ProjectId, Score, SessionId, Timestamp, Webhook, WebhookId};
 use crate::store::write::{TestAdmission, TestCaps};
-use crate::store::{DeliveryStore, ProjectStore, WebhookStore};
+use crate::store::{DeliveryStore, ProjectStore, WebhookInsert, WebhookStore};
 
 /// The session a test event's delivery is listed under in the delivery log (what marks it as a
 /// test is its own field, [`crate::domain::Delivery::test`]).
@@ -20,34 +21,82 @@ pub const TEST_BUDGET: usize = 5;
 pub const ACCOUNT_TEST_BUDGET: u64 = 20;
 const TEST_WINDOW_MS: i64 = 60_000;
 
-impl<S: ProjectStore + WebhookStore, D> Vigil<S, D> {
-    pub async fn create_webhook(
-        &self,
+/// Most deliveries the log shows: the newest.
+pub const MAX_DELIVERIES: usize = 100;
+
+/// What webhooks are held to: where they may point, the score that crosses, and how long a
+/// rotated-out secret keeps signing.
+pub(super) struct WebhookPolicy {
+    pub(super) url_policy: UrlPolicy,
+    /// The webhook threshold, which statistics, quality and calibration count by too.
+    pub(super) threshold: Score,
+    pub(super) secret_overlap: std::time::Duration,
+}
+
+/// Webhooks, the part of [`Vigil`](super::vigil::Vigil) that keeps a project's webhooks and their
+/// deliveries ([`Vigil::webhooks`](super::vigil::Vigil::webhooks)), under the webhook policy.
+pub struct Webhooks<'a, S> {
+    pub(super) store: &'a S,
+    pub(super) clock: &'a dyn Clock,
+    /// Whose project a webhook belongs to.
+    pub(super) projects: Projects<'a, S>,
+    pub(super) policy: &'a WebhookPolicy,
+}
+
+impl<S> Clone for Webhooks<'_, S> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<S> Copy for Webhooks<'_, S> {}
+
+impl<S> Webhooks<'_, S> {
+    /// Where a webhook may point.
+    pub fn url_policy(self) -> UrlPolicy {
+        self.policy.url_policy
+    }
+}
+
+impl<S: ProjectStore + WebhookStore> Webhooks<'_, S> {
+    pub async fn create(
+        self,
         account: &AccountId,
         project: &ProjectId,
         kind: WebhookType,
         url: WebhookUrl,
     ) -> ServiceResult<Webhook> {
-        self.check_owner(account, project).await?;
+        self.projects.check_owner(account, project).await?;
         let webhook = Webhook {
             id: WebhookId::generate(),
             kind,
             url,
-            created_at: self.now(),
+            created_at: self.clock.now(),
             secrets: crate::domain::webhook::Secrets::new(),
         };
-        self.insert_webhook(project, webhook).await
+        self.insert(project, webhook).await
     }
 
     /// A webhook's current signing secret; None for a webhook made before secrets per webhook
     /// (signed with the project's `apiKeyPrivate` until a rotation gives it one).
-    pub async fn webhook_secret(
-        &self,
+    /// Stores a fully formed webhook (seeding keeps the ids of its file) under the uniqueness and
+    /// limit of the API's creation, whoever owns the project (trusted callers, and [`Self::create`]
+    /// once it has checked the owner).
+    pub async fn insert(self, project: &ProjectId, webhook: Webhook) -> ServiceResult<Webhook> {
+        match self.store.insert_webhook(project, &webhook).await? {
+            WebhookInsert::Created => Ok(webhook),
+            WebhookInsert::Duplicate => Err(ServiceError::WebhookDuplicate),
+            WebhookInsert::LimitReached => Err(ServiceError::WebhookLimit),
+        }
+    }
+
+    pub async fn secret(
+        self,
         account: &AccountId,
         project: &ProjectId,
         id: &WebhookId,
     ) -> ServiceResult<Option<crate::domain::webhook::WebhookSecret>> {
-        self.check_owner(account, project).await?;
+        self.projects.check_owner(account, project).await?;
         let w = self
             .store
             .webhook(project, id)
@@ -58,20 +107,22 @@ impl<S: ProjectStore + WebhookStore, D> Vigil<S, D> {
 
     /// Gives a webhook a new secret; the one it replaces keeps signing beside it for the
     /// configured overlap. Concurrent rotations each start from the secret the other left.
-    pub async fn rotate_webhook_secret(
-        &self,
+    pub async fn rotate_secret(
+        self,
         account: &AccountId,
         project: &ProjectId,
         id: &WebhookId,
     ) -> ServiceResult<crate::domain::webhook::WebhookSecret> {
-        self.check_owner(account, project).await?;
+        self.projects.check_owner(account, project).await?;
         for _ in 0..5 {
             let w = self
                 .store
                 .webhook(project, id)
                 .await?
                 .ok_or(ServiceError::WebhookNotFound)?;
-            let next = w.secrets.rotated(self.now(), self.webhooks.secret_overlap);
+            let next = w
+                .secrets
+                .rotated(self.clock.now(), self.policy.secret_overlap);
             let written = self
                 .store
                 .set_webhook_secrets(project, id, w.secrets.current.as_ref(), &next)
@@ -85,22 +136,22 @@ impl<S: ProjectStore + WebhookStore, D> Vigil<S, D> {
         )))
     }
 
-    pub async fn webhooks(
-        &self,
+    pub async fn list(
+        self,
         account: &AccountId,
         project: &ProjectId,
     ) -> ServiceResult<Vec<Webhook>> {
-        self.check_owner(account, project).await?;
+        self.projects.check_owner(account, project).await?;
         Ok(self.store.webhooks(project).await?)
     }
 
-    pub async fn delete_webhook(
-        &self,
+    pub async fn delete(
+        self,
         account: &AccountId,
         project: &ProjectId,
         webhook: &WebhookId,
     ) -> ServiceResult<()> {
-        self.check_owner(account, project).await?;
+        self.projects.check_owner(account, project).await?;
         if self.store.delete_webhook(project, webhook).await? {
             Ok(())
         } else {
@@ -109,22 +160,22 @@ impl<S: ProjectStore + WebhookStore, D> Vigil<S, D> {
     }
 }
 
-impl<S: ProjectStore + WebhookStore + DeliveryStore, D> Vigil<S, D> {
+impl<S: ProjectStore + WebhookStore + DeliveryStore> Webhooks<'_, S> {
     /// Queues a `webhook.test` event for a webhook, signed and delivered like a crossing's (the
     /// dispatcher's sweep sends it), and recorded in its delivery log.
-    pub async fn test_webhook(
-        &self,
+    pub async fn test(
+        self,
         account: &AccountId,
         project: &ProjectId,
         webhook: &WebhookId,
     ) -> ServiceResult<crate::domain::DeliveryId> {
-        self.check_owner(account, project).await?;
+        self.projects.check_owner(account, project).await?;
         let w = self
             .store
             .webhook(project, webhook)
             .await?
             .ok_or(ServiceError::WebhookNotFound)?;
-        let now = self.now();
+        let now = self.clock.now();
         // The budget is read off the webhook's own delivery log: no counter to keep, and the
         // same on every instance and store.
         let recent: Vec<Timestamp> = self

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use super::directories::{Found, Remembered};
 use crate::domain::project::authority_allowed;
-use crate::service::vigil::Vigil;
+use crate::service::events::Ingestion;
 use crate::store::AgentStore;
 use crate::store::items::DirectoryItem;
 use vigil_detect::Evidence;
@@ -23,10 +23,10 @@ use vigil_detect::signature::{
 
 use super::directories::{Caller, FAILED_DIRECTORY_TTL, directory_origin, directory_ttl};
 
-impl<S: AgentStore, D> Vigil<S, D> {
+impl<S: AgentStore> Ingestion<'_, S> {
     /// The check of a visit's Web Bot Auth signature; None when it carries none.
     pub(in crate::service) async fn check_signature(
-        &self,
+        self,
         evidence: &Evidence,
         caller: Caller<'_>,
     ) -> Option<SignatureCheck> {
@@ -38,11 +38,7 @@ impl<S: AgentStore, D> Vigil<S, D> {
         Box::pin(self.check_signed(evidence, caller)).await
     }
 
-    async fn check_signed(
-        &self,
-        evidence: &Evidence,
-        caller: Caller<'_>,
-    ) -> Option<SignatureCheck> {
+    async fn check_signed(self, evidence: &Evidence, caller: Caller<'_>) -> Option<SignatureCheck> {
         let signed = signature::read(evidence)?;
         let signed = match signed {
             Ok(s) => s,
@@ -61,7 +57,7 @@ impl<S: AgentStore, D> Vigil<S, D> {
             keyid: keyid.clone(),
             outcome,
         };
-        let now = self.now().unix_seconds();
+        let now = self.clock.now().unix_seconds();
         if let Err(r) = signed.check_time(now) {
             return Some(check(Outcome::Invalid(r.0)));
         }
@@ -122,7 +118,7 @@ impl<S: AgentStore, D> Vigil<S, D> {
     /// the others waiting for its answer) the store's copy, else fetched within the budgets and
     /// its own signature checked. Answers and failures are remembered; a spent budget is not.
     async fn directory_keys(
-        &self,
+        self,
         origin: &str,
         caller: Caller<'_>,
         now: i64,
@@ -156,7 +152,7 @@ impl<S: AgentStore, D> Vigil<S, D> {
     /// The store's copy of an origin's directory, else the directory fetched; None when the fetch
     /// was not within the budgets.
     async fn find_directory(
-        &self,
+        self,
         origin: &str,
         caller: Caller<'_>,
         now: i64,
@@ -205,7 +201,7 @@ impl<S: AgentStore, D> Vigil<S, D> {
 
     /// Shares a directory's keys with the other instances through the store, once a signature
     /// verified under them.
-    async fn keep_directory(&self, origin: &str, found: &Found) {
+    async fn keep_directory(self, origin: &str, found: &Found) {
         let item = DirectoryItem::new(origin, found.keys.jwks.clone(), found.until);
         if let Err(e) = self.store.cache_directory(&item).await {
             tracing::warn!(error = %e, "directory not cached in the store");
