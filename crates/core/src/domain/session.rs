@@ -71,7 +71,7 @@ impl SessionState {
 mod tests {
     use super::*;
     use crate::domain::model::CheckResult;
-    use crate::domain::{Evaluation, ProjectId, SessionId};
+    use crate::domain::{DeviceKey, Evaluation, ProjectId, SessionId};
 
     fn result(bot: f64, at: &str, allowed: bool, page: bool) -> NewResult {
         NewResult {
@@ -115,5 +115,23 @@ mod tests {
         assert_eq!(second.score_bot_counted.get(), 0.2);
         assert_eq!(second.last_seen_at, first.last_seen_at);
         assert_eq!(second.path, first.path);
+    }
+
+    #[test]
+    fn a_session_keeps_the_latest_device_a_visit_named() {
+        let with_device = |device: Option<&str>| {
+            let mut r = result(0.2, "2026-11-21T10:00:05.000Z", false, false);
+            if let Some(e) = r.evaluation.as_mut() {
+                e.device = device.map(|d| DeviceKey::parse(d).unwrap());
+            }
+            r
+        };
+        let first = SessionState::after(None, &with_device(Some("dev_aaaaaaaaaaaaaaaaaaaa")));
+        let second =
+            SessionState::after(Some(&first), &with_device(Some("dev_bbbbbbbbbbbbbbbbbbbb")));
+        assert_eq!(second.device.as_deref(), Some("dev_bbbbbbbbbbbbbbbbbbbb"));
+        // A visit whose signals make no key leaves the device the session had.
+        let third = SessionState::after(Some(&second), &with_device(None));
+        assert_eq!(third.device, second.device);
     }
 }
