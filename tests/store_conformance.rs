@@ -619,6 +619,68 @@ async fn a_new_visit_limit_is_one_more_step<S: Store>(store: S) {
     );
 }
 
+/// A new limit on developer requests is one more step in core's plan, and every store applies
+/// it unchanged: here a minute's window of 3 between the second's and the period's. It ranks
+/// after the second and before the period; the request it refuses keeps its place in the second
+/// (that step keeps its count) and counts nothing in the period. The request before it went the
+/// usual way (SQLite claims positions in blocks), and the plans mix without a position lost.
+async fn a_new_developer_limit_is_one_more_step<S: Store>(store: S) {
+    use vigil_core::store::count::{CountPlan, CountStep, RATE_WINDOW_TTL, Reports, Spread, Tally};
+    let acc = AccountId::parse("acc_minute").unwrap();
+    let p = period("2026-11-01T00:00:00Z", "2026-12-01T00:00:00Z");
+    let allowed = |in_second, in_period| Counted::Allowed {
+        in_second,
+        in_period,
+    };
+    assert_eq!(
+        store
+            .count_request(&acc, SECOND, 10, &p, 100)
+            .await
+            .unwrap(),
+        allowed(1, 1)
+    );
+    let with_minute = |second: i64| {
+        let mut plan = CountPlan::request(&acc, second, 10, &p, 100);
+        let start = SECOND / 60 * 60;
+        let minute = CountStep {
+            sk: format!("MINUTE#{start}"),
+            tally: Tally::Window,
+            // Kept as long after the minute as a second's window is after its second.
+            expires: start + 60 + RATE_WINDOW_TTL,
+            spread: Spread::for_rate(0, 3),
+            kept_when_refused: false,
+            reports: Reports::Nothing,
+            ..plan.steps[0].clone()
+        };
+        plan.steps.insert(1, minute);
+        plan
+    };
+    for n in 2..=4 {
+        assert_eq!(
+            store.count(&with_minute(SECOND)).await.unwrap(),
+            allowed(n, u64::from(n))
+        );
+    }
+    assert_eq!(
+        store.count(&with_minute(SECOND)).await.unwrap(),
+        Counted::RateLimited
+    );
+    assert_eq!(
+        store.count(&with_minute(SECOND + 1)).await.unwrap(),
+        Counted::RateLimited
+    );
+    // The refused requests counted nothing in the period...
+    assert_eq!(store.period_usage(&acc, &p).await.unwrap(), 4);
+    // ...and kept their places in their seconds: the next request of SECOND + 1 is its second.
+    assert_eq!(
+        store
+            .count_request(&acc, SECOND + 1, 10, &p, 100)
+            .await
+            .unwrap(),
+        allowed(2, 5)
+    );
+}
+
 /// The collect route's budget: visits are limited per project and per source in their own
 /// windows, never by the developer rate, and count toward the period's quota; only visits are
 /// refused once the quota is spent, and developer requests are refused by their own count.
@@ -2322,6 +2384,7 @@ macro_rules! conformance {
 conformance!(
     visits_have_their_own_budget,
     a_new_visit_limit_is_one_more_step,
+    a_new_developer_limit_is_one_more_step,
     accounts_keys_and_projects_round_trip,
     results_are_newest_first_with_write_order_tie_break,
     pages_cover_every_result_once,

@@ -1,11 +1,15 @@
 //! The plan's counters on SQLite: a developer's requests counted against blocks claimed from the
 //! file (`claims.rs`), a visit's own counters through the rows the writer holds (`held.rs`), and
-//! the `counters` table they are kept in.
+//! the `counters` table they are kept in. A developer plan with a counter claims do not know (a
+//! limit core added) is counted step by step in the writer's transaction instead
+//! ([`SqliteStore::count_in_order`]): slower, never different.
 
 use rusqlite::{Connection, OptionalExtension, params};
 use vigil_core::domain::AccountId;
 use vigil_core::domain::plan::{Counted, Period};
-use vigil_core::store::count::{CountKind, CountPlan, CountStep, RATE_WINDOW_TTL, Reports, Tally};
+use vigil_core::store::count::{
+    CountKind, CountPlan, CountStep, Decision, RATE_WINDOW_TTL, Reports, Tally,
+};
 use vigil_core::store::keys::{account_pk, usage_sk, visits_sk};
 use vigil_core::store::{StoreError, UsageStore};
 
@@ -30,24 +34,24 @@ struct RequestCount {
 }
 
 impl RequestCount {
-    fn of(plan: &CountPlan) -> Result<Self, StoreError> {
-        let step = |tally| {
-            plan.steps
-                .iter()
-                .find(|s| s.tally == tally)
-                .ok_or_else(|| unfit("a developer request's plan names its rate and its period"))
+    /// The request's counters when its plan is the two claims know: its second's window, then
+    /// the period's developer requests. None for any other plan (claims would count it short).
+    fn of(plan: &CountPlan) -> Option<Self> {
+        let [rate, usage] = plan.steps.as_slice() else {
+            return None;
         };
-        // Claims know these two counters; a plan with more would be counted short here.
-        if plan.steps.len() != 2 {
-            return Err(unfit(
-                "a developer request's plan is its rate and its period",
-            ));
+        let known = rate.tally == Tally::Window
+            && rate.reports == Reports::Second
+            && rate.kept_when_refused
+            && usage.tally == Tally::Developer
+            && !usage.kept_when_refused;
+        if !known {
+            return None;
         }
-        let (rate, usage) = (step(Tally::Window)?, step(Tally::Developer)?);
-        Ok(Self {
+        Some(Self {
             pk: rate.pk.clone(),
             second: plan.second,
-            rate_key: second_key(plan.second, &rate.pk, &rate.sk),
+            rate_key: window_key(rate),
             max_rps: limit(rate),
             rate_expires: rate.expires,
             usage_key: period_key(&usage.pk, &usage.sk),
@@ -142,8 +146,7 @@ impl SqliteStore {
     /// from the file when it holds none (see [`crate::claims`]): one write per claim, not per
     /// request. The plan's rules hold as they are: a request the rate refuses claims nothing in
     /// the period; one the period refuses keeps its place in the second.
-    async fn count_claimed(&self, plan: &CountPlan) -> Result<Counted, StoreError> {
-        let r = RequestCount::of(plan)?;
+    async fn count_claimed(&self, r: RequestCount) -> Result<Counted, StoreError> {
         let claims = &self.shared.claims;
         // A request the file refuses may find positions held here that claims before its own
         // took (they are filed before it is answered): it tries once more and takes one, or
@@ -173,7 +176,7 @@ impl SqliteStore {
             .iter()
             .map(|s| {
                 let (key, developer) = match s.tally {
-                    Tally::Window => (second_key(second, &s.pk, &s.sk), None),
+                    Tally::Window => (window_key(s), None),
                     Tally::Visits => {
                         let own = plan
                             .visits_sk
@@ -235,10 +238,83 @@ impl SqliteStore {
     }
 }
 
+impl SqliteStore {
+    /// A developer request whose plan has a counter claims do not know (a limit core added):
+    /// every step read, then counted, in the writer's transaction (one write per request, not per
+    /// claim), and the answer given by the plan's own rules ([`CountPlan::decide`]). Positions
+    /// this process holds unused for the account's second and period go back to the file first,
+    /// so the counts read are the ones spent.
+    async fn count_in_order(&self, plan: &CountPlan) -> Result<Counted, StoreError> {
+        let second = plan.second;
+        let keys = plan
+            .steps
+            .iter()
+            .map(|s| match s.tally {
+                Tally::Window => Ok(window_key(s)),
+                Tally::Developer => Ok(period_key(&s.pk, &s.sk)),
+                Tally::Visits => Err(unfit("a developer request's plan counts no visits")),
+            })
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        let plan = plan.clone();
+        let claims = self.shared.claims.clone();
+        let counted = move |tx: &Connection, held: &mut crate::held::Held| {
+            if held.counters_purge_due(second) {
+                purge_counters(tx, second)?;
+            }
+            let mut found = Vec::with_capacity(keys.len());
+            for (s, key) in plan.steps.iter().zip(&keys) {
+                let back = match (s.tally, s.reports) {
+                    (Tally::Window, Reports::Second) => claims.surrender_rate(&s.pk, second),
+                    (Tally::Developer, _) => claims.surrender_quota(&s.pk, key),
+                    _ => 0,
+                };
+                let count = (count_of(tx, key)? - back).max(0);
+                found.push((count, back));
+            }
+            let room: Vec<_> = plan
+                .steps
+                .iter()
+                .zip(&found)
+                .map(|(s, &(count, _))| {
+                    (count < limit(s)).then(|| (0, u64::try_from(count + 1).unwrap_or(0)))
+                })
+                .collect();
+            let (answer, adds) = match plan.decide(&room) {
+                Decision::Allowed(_) => (None, room.iter().map(Option::is_some).collect()),
+                Decision::Refused { answer, take_back } => (
+                    Some(answer),
+                    (0..room.len())
+                        .map(|i| room[i].is_some() && !take_back.contains(&i))
+                        .collect::<Vec<_>>(),
+                ),
+            };
+            let (mut in_second, mut in_period) = (0, 0);
+            for (((s, key), &(count, back)), add) in
+                plan.steps.iter().zip(&keys).zip(&found).zip(adds)
+            {
+                let now = count + i64::from(add);
+                if add || back > 0 {
+                    set_count(tx, key, now, s.expires)?;
+                }
+                match s.reports {
+                    Reports::Second => in_second = now,
+                    Reports::Period => in_period = now,
+                    Reports::Nothing => {}
+                }
+            }
+            Ok(answer.unwrap_or_else(|| allowed(in_second, in_period)))
+        };
+        self.write_held_then(counted, |_| ()).await
+    }
+}
+
 impl UsageStore for SqliteStore {
     async fn count(&self, plan: &CountPlan) -> Result<Counted, StoreError> {
         match plan.kind {
-            CountKind::Request => self.count_claimed(plan).await,
+            CountKind::Request => match RequestCount::of(plan) {
+                Some(r) => self.count_claimed(r).await,
+                None => self.count_in_order(plan).await,
+            },
             CountKind::Visit => self.count_held(plan).await,
         }
     }
@@ -278,13 +354,19 @@ fn claim(
     let k = claim_size(max - count, want);
     let total = count + k;
     if k > 0 || back > 0 {
-        tx.prepare_cached(
-            "INSERT INTO counters (key, count, expires) VALUES (?1, ?2, ?3)
-             ON CONFLICT (key) DO UPDATE SET count = ?2",
-        )?
-        .execute(params![key, total, expires])?;
+        set_count(tx, key, total, expires)?;
     }
     Ok((k > 0).then_some((total - k + 1, total + 1)))
+}
+
+/// Sets the counter `key` to `count` (made with `expires` when it is new).
+fn set_count(tx: &Connection, key: &str, count: i64, expires: i64) -> Result<(), Db> {
+    tx.prepare_cached(
+        "INSERT INTO counters (key, count, expires) VALUES (?1, ?2, ?3)
+         ON CONFLICT (key) DO UPDATE SET count = ?2",
+    )?
+    .execute(params![key, count, expires])?;
+    Ok(())
 }
 
 /// Where the counters of one second (a developer's requests, a project's visits, a source's)
@@ -298,6 +380,14 @@ const SECOND_KEYS: &str = "~";
 /// ([`purge_counters`]).
 fn second_key(second: i64, pk: &str, sk: &str) -> String {
     format!("{SECOND_KEYS}{second:015}/{pk}/{sk}")
+}
+
+/// The `counters` key of a window's counter: [`second_key`] at the second it may be cleared from
+/// (its expiry less [`RATE_WINDOW_TTL`]). For a second's window that is the second itself; a
+/// longer window core adds (a minute's) is one counter for all its seconds, cleared when it
+/// expires.
+fn window_key(s: &CountStep) -> String {
+    second_key(s.expires - RATE_WINDOW_TTL, &s.pk, &s.sk)
 }
 
 /// Clears the counters that have expired at `now`, as the table's TTL would: the seconds whose

@@ -3,7 +3,8 @@
 //! write plans of `plan.rs`; each store applies a plan's steps to its own layout
 //! (`store-dynamo/src/counters.rs`: a conditional add per step on spread items, then
 //! [`CountPlan::decide`]; `store-sqlite/src/counters.rs`: the steps checked in order, then added,
-//! in one transaction, a developer's positions claimed in blocks). A new limit is a new step.
+//! in one transaction, a developer's positions claimed in blocks while the plan is the second and
+//! the period). A new limit is a new step.
 //!
 //! The rules, for every store:
 //! - a count is refused by the first step, in plan order, that has no room, with that step's
