@@ -25,6 +25,20 @@ const report = (values) => console.log(`ACTING_REPORTS ${JSON.stringify(values |
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const jitter = (ms) => ms * (0.8 + Math.random() * 0.4);
 
+// Clicks the next link and waits for the page it opens. A press that missed (on a busy machine
+// the page can still be settling from the scroll when it lands) leaves the page where it was: the
+// scraper clicks again, as its user would, up to three times, and says so on stderr.
+async function clickThrough(page, click) {
+  const before = page.url();
+  for (let attempt = 1; attempt <= 3; attempt++) {
+    const left = page.waitForNavigation({ timeout: 15000 }).then(() => true, () => page.url() !== before);
+    await click();
+    if (await left) return;
+    console.error(`acting: click ${attempt} on ${NEXT} left ${before} where it was`);
+  }
+  throw new Error(`three clicks on ${NEXT} did not leave ${before}`);
+}
+
 async function puppeteerPage(driver) {
   if (driver === "real-browser") {
     const { connect } = require("puppeteer-real-browser");
@@ -70,7 +84,7 @@ async function runPuppeteer(driver, dwell, probe, urls) {
       await sleep(jitter(500));
       // page.realClick is cursor.click unbound (its `this` is the page): with ghost-cursor 1.4
       // it throws "this.toggleRandomMove is not a function". The same cursor's click, bound.
-      await Promise.all([page.waitForNavigation({ timeout: 30000 }), cursor.click(NEXT)]);
+      await clickThrough(page, () => cursor.click(NEXT));
     }
     if (probe) report(await page.evaluate(STORED));
   } finally {
@@ -104,7 +118,7 @@ async function runPatchright(dwell, probe, urls) {
       await sleep(jitter(300));
       await page.mouse.wheel(0, 100);
       await sleep(jitter(500));
-      await Promise.all([page.waitForNavigation({ timeout: 30000 }), cursor.actions.click({ target: NEXT })]);
+      await clickThrough(page, () => cursor.actions.click({ target: NEXT }));
     }
     // patchright evaluates in an isolated world unless told otherwise (its fourth argument).
     if (probe) report(await page.evaluate(STORED, undefined, undefined, false));

@@ -89,6 +89,9 @@ def node_bot(driver, name):
                              env=dict(display.env(), NODE_PATH=str(NODE_MODULES), CHROMIUM=CHROMIUM),
                              capture_output=True, text=True, timeout=240)
         assert out.returncode == 0, out.stderr[-2000:]
+        for line in out.stderr.splitlines():  # a click the driver had to repeat, for the log
+            if line.startswith("acting: "):
+                print(f"       {name}: {line}", flush=True)
         for line in out.stdout.splitlines():
             if line.startswith("ACTING_REPORTS "):
                 stored_reports(json.loads(line.split(" ", 1)[1]))
