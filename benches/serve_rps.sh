@@ -14,16 +14,26 @@
 # that runs the server alone.
 #
 # Usage: benches/serve_rps.sh [SECONDS] [CONNECTIONS]
+#   BASELINE_BIN=path/to/an/older/vigil  also runs that build, in the same run, after this one.
+#   CURRENT_BIN=path/to/a/vigil          runs that build as "current" instead of building one.
+#   ROUNDS=N (with BASELINE_BIN)         N rounds, the order swapped every round (so neither build
+#                                        always goes first), then each line's current/baseline
+#                                        ratio per round and its median: a same-run comparison.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-10}
 conns=${2:-32}
+rounds=${ROUNDS:-1}
 
 if ! command -v wrk >/dev/null; then
   echo "installing wrk (Debian package)" >&2
   { apt-get update -qq && apt-get install -y -qq wrk; } >/dev/null
 fi
-cargo build --profile server --bin vigil >&2
+current_bin=${CURRENT_BIN:-}
+if [ -z "$current_bin" ]; then
+  cargo build --profile server --bin vigil >&2
+  current_bin=target/server/vigil
+fi
 
 dir=$(mktemp -d)
 pids=()
@@ -78,9 +88,11 @@ end
 open(sys.argv[1], "w").write(lua)
 PY
 
-# bench NAME BINARY: starts BINARY on its own database and prints its table.
+# bench NAME BINARY: starts BINARY on its own database and prints its table; each line's req/s
+# also goes to $dir/figures as "NAME<TAB>endpoint<TAB>req/s".
 bench() {
   local name=$1 bin=$2 port out base n
+  rm -rf "${dir:?}/$name"
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
   mkdir -p "$dir/$name"
   "$bin" --db "$dir/$name/bench.db" serve --addr "127.0.0.1:$port" --seed "$dir/seed.json" \
@@ -105,6 +117,7 @@ bench() {
     p99=$(awk '$1=="99%" {print $2}' <<<"$out")
     errs=$(grep -E 'Non-2xx|Socket errors' <<<"$out" | tr '\n' ' ' || true)
     printf '%-40s %12s %10s %10s %s\n' "$target" "$rps" "$p50" "$p99" "${errs:+($errs)}"
+    printf '%s\t%s\t%s\n' "$name" "$path" "$rps" >>"$dir/figures"
     # Honest lines: only the 404 line may count non-2xx answers; nothing may count socket errors.
     if grep -q 'Socket errors' <<<"$out" || { [ "$path" != nope ] && grep -q 'Non-2xx' <<<"$out"; }; then
       echo "$name: $target answered other than it claims: $errs" >&2
@@ -114,7 +127,28 @@ bench() {
   kill "${pids[-1]}"
 }
 
-bench current target/server/vigil
-# BASELINE_BIN=path/to/an/older/vigil compares, in the same run, with a build of another commit.
-if [ -n "${BASELINE_BIN:-}" ]; then bench baseline "$BASELINE_BIN"; fi
+for round in $(seq 1 "$rounds"); do
+  [ "$rounds" -gt 1 ] && echo "-- round $round of $rounds"
+  if [ -n "${BASELINE_BIN:-}" ] && [ $((round % 2)) = 0 ]; then
+    bench baseline "$BASELINE_BIN"
+    bench current "$current_bin"
+  else
+    bench current "$current_bin"
+    if [ -n "${BASELINE_BIN:-}" ]; then bench baseline "$BASELINE_BIN"; fi
+  fi
+done
+if [ -n "${BASELINE_BIN:-}" ]; then
+  # Pairs in order: the n-th current line of an endpoint with the n-th baseline line of it.
+  python3 - "$dir/figures" <<'PY'
+import statistics, sys
+runs = {}
+for line in open(sys.argv[1]):
+    name, path, rps = line.rstrip("\n").split("\t")
+    runs.setdefault(path, {}).setdefault(name, []).append(float(rps))
+print("\ncurrent/baseline req/s, per round, then the median:")
+for path, by in runs.items():
+    ratios = [c / b for c, b in zip(by["current"], by["baseline"])]
+    print(f"{path:10} {' '.join(f'{r:.2f}' for r in ratios):50} median {statistics.median(ratios):.2f}")
+PY
+fi
 echo "(wrk -t2 -c$conns -d${secs}s on $(nproc) cores shared with the server; $(date -u +%F))"
