@@ -236,9 +236,7 @@ impl SqliteStore {
         )
         .await
     }
-}
 
-impl SqliteStore {
     /// A developer request whose plan has a counter claims do not know (a limit core added):
     /// every step read, then counted, in the writer's transaction (one write per request, not per
     /// claim), and the answer given by the plan's own rules ([`CountPlan::decide`]). Positions
@@ -279,19 +277,16 @@ impl SqliteStore {
                     (count < limit(s)).then(|| (0, u64::try_from(count + 1).unwrap_or(0)))
                 })
                 .collect();
-            let (answer, adds) = match plan.decide(&room) {
-                Decision::Allowed(_) => (None, room.iter().map(Option::is_some).collect()),
-                Decision::Refused { answer, take_back } => (
-                    Some(answer),
-                    (0..room.len())
-                        .map(|i| room[i].is_some() && !take_back.contains(&i))
-                        .collect::<Vec<_>>(),
-                ),
+            let (answer, take_back) = match plan.decide(&room) {
+                Decision::Allowed(_) => (None, Vec::new()),
+                Decision::Refused { answer, take_back } => (Some(answer), take_back),
             };
             let (mut in_second, mut in_period) = (0, 0);
-            for (((s, key), &(count, back)), add) in
-                plan.steps.iter().zip(&keys).zip(&found).zip(adds)
+            for (i, ((s, key), &(count, back))) in
+                plan.steps.iter().zip(&keys).zip(&found).enumerate()
             {
+                // A step with room keeps its count unless the refusal takes it back.
+                let add = room[i].is_some() && !take_back.contains(&i);
                 let now = count + i64::from(add);
                 if add || back > 0 {
                     set_count(tx, key, now, s.expires)?;
